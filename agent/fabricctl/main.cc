@@ -1,0 +1,241 @@
+// fabricctl: queries of a host's RDMA fabric for operators and launchers.
+//
+// Exit codes: 0 success; 1 the host lacks what was asked (no RDMA device, an unknown GPU, no
+// usable port); 2 usage or bad input (flags, addresses, config); 3 the host cannot be read (the
+// sysfs root does not exist).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "agent/discovery/discovery.h"
+#include "agent/discovery/parse.h"
+#include "agent/fabricctl/render.h"
+#include "agent/hostfs/host_fs.h"
+#include "agent/select/config.h"
+#include "agent/select/env.h"
+#include "agent/select/select.h"
+
+namespace fabric {
+namespace {
+
+enum ExitCode { kOk = 0, kFailed = 1, kUsage = 2, kUnreadable = 3 };
+
+struct Options {
+  std::string sysfs = "/sys";
+  std::string procfs = "/proc";
+  std::string config;
+  bool json = false;
+  std::string gpus;
+  std::string format = "shell";
+  bool keep_set = false;
+  bool is_export = false;
+};
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "fabricctl: %s\n", message.c_str());
+  return code;
+}
+
+void Print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+
+struct Loaded {
+  v1::Host host;
+  v1::AgentConfig config;
+};
+
+// Discovers the host and reads the config; on failure returns the exit code.
+absl::StatusOr<Loaded> Load(const Options& opt, int* code) {
+  Loaded out;
+  if (!opt.config.empty()) {
+    auto config = LoadConfig(opt.config);
+    if (!config.ok()) {
+      *code = kUsage;
+      return config.status();
+    }
+    out.config = *std::move(config);
+  }
+  HostFsImpl sysfs(opt.sysfs);
+  HostFsImpl procfs(opt.procfs);
+  auto host = Discover(sysfs, procfs);
+  if (!host.ok()) {
+    *code = kUnreadable;
+    return host.status();
+  }
+  out.host = *std::move(host);
+  return out;
+}
+
+int NoRdma(const v1::Host& host) {
+  return Fail(kFailed, absl::StrCat("no RDMA device found under ", host.sysfs_root(),
+                                    "/class/infiniband (is the RDMA driver loaded?)"));
+}
+
+// "all" means every compute accelerator, in PCI order.
+absl::StatusOr<std::vector<std::string>> GpuList(const v1::Host& host, const std::string& gpus) {
+  std::vector<std::string> list;
+  if (gpus == "all") {
+    for (const v1::Accelerator& a : host.accelerators()) {
+      if (!a.management_display()) list.push_back(a.pci_address());
+    }
+    if (list.empty()) return absl::NotFoundError("--gpus=all: the host has no GPU or accelerator");
+    return list;
+  }
+  for (absl::string_view g : absl::StrSplit(gpus, ',', absl::SkipWhitespace())) {
+    list.emplace_back(g);
+  }
+  if (list.empty()) return absl::InvalidArgumentError("--gpus is empty");
+  return list;
+}
+
+int RunInventory(const Options& opt) {
+  int code = kOk;
+  auto loaded = Load(opt, &code);
+  if (!loaded.ok()) return Fail(code, std::string(loaded.status().message()));
+  Print(opt.json ? ToJson(loaded->host) : RenderInventory(loaded->host));
+  if (loaded->host.rdma_devices().empty()) return NoRdma(loaded->host);
+  return kOk;
+}
+
+int RunTopo(const Options& opt) {
+  int code = kOk;
+  auto loaded = Load(opt, &code);
+  if (!loaded.ok()) return Fail(code, std::string(loaded.status().message()));
+  if (opt.json) {
+    v1::Host topo;
+    *topo.mutable_topology() = loaded->host.topology();
+    Print(ToJson(topo));
+  } else {
+    Print(RenderTopology(loaded->host));
+  }
+  if (loaded->host.rdma_devices().empty()) return NoRdma(loaded->host);
+  return kOk;
+}
+
+// Shared by select and env: discovery, GPU list, selection.
+absl::StatusOr<v1::Selection> RunSelection(const Options& opt, int* code) {
+  auto loaded = Load(opt, code);
+  if (!loaded.ok()) return loaded.status();
+  if (loaded->host.rdma_devices().empty()) {
+    *code = kFailed;
+    return absl::NotFoundError(absl::StrCat("no RDMA device found under ",
+                                            loaded->host.sysfs_root(), "/class/infiniband"));
+  }
+  auto gpus = GpuList(loaded->host, opt.gpus);
+  if (!gpus.ok()) {
+    *code = absl::IsInvalidArgument(gpus.status()) ? kUsage : kFailed;
+    return gpus.status();
+  }
+  auto sel = SelectNics(loaded->host, *gpus, loaded->config.selection());
+  if (!sel.ok()) {
+    // A malformed address is bad input; an address the host does not have is a failed query.
+    bool malformed = false;
+    for (const std::string& g : *gpus) malformed |= !ParsePciAddress(g).ok();
+    *code = malformed ? kUsage : kFailed;
+    std::string msg(sel.status().message());
+    // Point at discovery problems that explain an unknown GPU.
+    for (const v1::FieldProblem& p : loaded->host.problems()) {
+      for (const std::string& g : *gpus) {
+        auto canon = ParsePciAddress(g);
+        if (canon.ok() && p.path().find(*canon) != std::string::npos) {
+          absl::StrAppend(&msg, "; ", *canon, " could not be read: ", p.reason());
+        }
+      }
+    }
+    return absl::Status(sel.status().code(), msg);
+  }
+  return sel;
+}
+
+int RunSelect(const Options& opt) {
+  int code = kOk;
+  auto sel = RunSelection(opt, &code);
+  if (!sel.ok()) return Fail(code, std::string(sel.status().message()));
+  Print(opt.json ? ToJson(*sel) : RenderSelection(*sel));
+  return kOk;
+}
+
+int RunEnv(const Options& opt) {
+  int code = kOk;
+  auto sel = RunSelection(opt, &code);
+  if (!sel.ok()) return Fail(code, std::string(sel.status().message()));
+  EnvMap env = EnvOf(*sel);
+  if (opt.keep_set) env = DropAlreadySet(env, [](const char* name) { return std::getenv(name); });
+  if (opt.format == "json") {
+    Print(FormatJson(env));
+  } else if (opt.format == "nccl-conf") {
+    Print(FormatNcclConf(env));
+  } else {
+    std::string text = FormatShell(env);
+    if (opt.is_export) {
+      std::string exported;
+      for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+        absl::StrAppend(&exported, "export ", line, "\n");
+      }
+      text = exported;
+    }
+    Print(text);
+  }
+  for (const std::string& note : sel->notes()) std::fprintf(stderr, "note: %s\n", note.c_str());
+  return kOk;
+}
+
+int Main(int argc, char** argv) {
+  Options opt;
+  CLI::App app{
+      "fabricctl: RDMA NICs, GPUs and their topology on this host, and the NCCL/UCX "
+      "environment for a set of GPUs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "fabricctl 0.1.0");
+  // Flags shared by every subcommand; accepted before or after it.
+  app.option_defaults()->always_capture_default();
+  auto global = [&](CLI::App* cmd) {
+    cmd->add_option("--sysfs", opt.sysfs, "sysfs root to discover from")->capture_default_str();
+    cmd->add_option("--procfs", opt.procfs, "procfs root to discover from")->capture_default_str();
+    cmd->add_option("--config", opt.config,
+                    "agent config file (JSON: selection policy, static env)");
+    cmd->add_flag("--json", opt.json, "print the proto3 JSON mapping of the result");
+  };
+  CLI::App* inventory = app.add_subcommand("inventory", "everything discovered on this host");
+  CLI::App* topo = app.add_subcommand("topo", "GPU x NIC matrix of PCIe distance classes");
+  CLI::App* select = app.add_subcommand("select", "the RDMA port, GID index and reasons per GPU");
+  CLI::App* env = app.add_subcommand("env", "NCCL/RCCL/UCX environment for a set of GPUs");
+  for (CLI::App* cmd : {inventory, topo, select, env}) global(cmd);
+  for (CLI::App* cmd : {select, env}) {
+    cmd->add_option("--gpus", opt.gpus,
+                    "GPU PCI addresses, comma separated (0000:17:00.0, 17:00.0 or nvidia-smi's "
+                    "00000000:17:00.0), or 'all'")
+        ->required();
+  }
+  env->add_option("--format", opt.format, "shell (NAME=VALUE lines), json or nccl-conf")
+      ->check(CLI::IsMember({"shell", "json", "nccl-conf"}))
+      ->capture_default_str();
+  env->add_flag("--keep-set", opt.keep_set,
+                "leave out variables already set in this environment (your choice wins)");
+  env->add_flag("--export", opt.is_export, "prefix shell lines with 'export '");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kUsage;
+  }
+  if (inventory->parsed()) return RunInventory(opt);
+  if (topo->parsed()) return RunTopo(opt);
+  if (select->parsed()) return RunSelect(opt);
+  return RunEnv(opt);
+}
+
+}  // namespace
+}  // namespace fabric
+
+int main(int argc, char** argv) { return fabric::Main(argc, argv); }

@@ -1,0 +1,295 @@
+#include "agent/fabricctl/render.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "agent/topology/topology.h"
+
+namespace fabric {
+namespace {
+
+using namespace ::fabric::v1;  // NOLINT
+
+std::string StateName(PortState s) {
+  switch (s) {
+    case PORT_STATE_DOWN:
+      return "DOWN";
+    case PORT_STATE_INIT:
+      return "INIT";
+    case PORT_STATE_ARMED:
+      return "ARMED";
+    case PORT_STATE_ACTIVE:
+      return "ACTIVE";
+    case PORT_STATE_ACTIVE_DEFER:
+      return "ACTIVE_DEFER";
+    default:
+      return "?";
+  }
+}
+
+std::string PhysName(PhysState s) {
+  switch (s) {
+    case PHYS_STATE_SLEEP:
+      return "Sleep";
+    case PHYS_STATE_POLLING:
+      return "Polling";
+    case PHYS_STATE_DISABLED:
+      return "Disabled";
+    case PHYS_STATE_PORT_CONFIGURATION_TRAINING:
+      return "Training";
+    case PHYS_STATE_LINK_UP:
+      return "LinkUp";
+    case PHYS_STATE_LINK_ERROR_RECOVERY:
+      return "ErrorRecovery";
+    case PHYS_STATE_PHY_TEST:
+      return "PhyTest";
+    default:
+      return "?";
+  }
+}
+
+std::string LayerName(LinkLayer l) {
+  switch (l) {
+    case LINK_LAYER_INFINIBAND:
+      return "InfiniBand";
+    case LINK_LAYER_ETHERNET:
+      return "Ethernet";
+    default:
+      return "?";
+  }
+}
+
+std::string GidTypeName(GidType t) {
+  switch (t) {
+    case GID_TYPE_IB:
+      return "IB";
+    case GID_TYPE_ROCE_V1:
+      return "RoCE v1";
+    case GID_TYPE_ROCE_V2:
+      return "RoCE v2";
+    default:
+      return "-";
+  }
+}
+
+std::string Numa(const PciFunction& f) {
+  return f.has_numa_node() ? absl::StrCat(f.numa_node()) : "-";
+}
+
+std::string Link(const PciLink& l) {
+  if (!l.has_speed_gts() && !l.has_width()) return "-";
+  return absl::StrCat(l.has_speed_gts() ? absl::StrFormat("%gGT/s", l.speed_gts()) : "?", " x",
+                      l.has_width() ? absl::StrCat(l.width()) : "?");
+}
+
+std::string Or(const std::string& s, const char* dflt = "-") { return s.empty() ? dflt : s; }
+
+// Renders rows as left-aligned columns two spaces apart.
+std::string Table(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = indent;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+void AppendProblems(std::string* out, const std::string& who,
+                    const google::protobuf::RepeatedPtrField<FieldProblem>& problems) {
+  for (const FieldProblem& p : problems) {
+    absl::StrAppend(out, "  ", who, ": ", p.field(), " unknown: ", p.reason(), "\n");
+  }
+}
+
+}  // namespace
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (out.empty() || out.back() != '\n') out += "\n";
+  return out;
+}
+
+std::string RenderInventory(const Host& host) {
+  std::string out = absl::StrCat(
+      "Host ", Or(host.hostname(), "?"), "  kernel ", Or(host.kernel_release(), "?"),
+      "  NUMA nodes ", host.numa_nodes().empty() ? "?" : absl::StrJoin(host.numa_nodes(), ","),
+      "  sysfs ", host.sysfs_root(), "\n");
+
+  absl::StrAppend(&out, "\nRDMA devices (", host.rdma_devices_size(), ")\n");
+  std::vector<std::vector<std::string>> rows = {
+      {"DEVICE", "PCI", "NUMA", "DRIVER", "TYPE", "FW", "PCIE LINK (MAX)", "SR-IOV", "UVERBS"}};
+  for (const RdmaDevice& d : host.rdma_devices()) {
+    std::string sriov = "-";
+    if (d.pci().sriov().role() == SRIOV_ROLE_PF) {
+      sriov =
+          absl::StrCat("PF ", d.pci().sriov().num_vfs(), "/", d.pci().sriov().total_vfs(), " VFs");
+    } else if (d.pci().sriov().role() == SRIOV_ROLE_VF) {
+      sriov =
+          absl::StrCat("VF ", d.pci().sriov().vf_index(), " of ", d.pci().sriov().pf_pci_address());
+    }
+    std::string pci =
+        d.has_pci() ? d.pci().address() : absl::StrCat("(on ", Or(d.parent_netdev(), "?"), ")");
+    rows.push_back({d.name(), pci, Numa(d.pci()), Or(d.pci().driver()), Or(d.hca_type()),
+                    Or(d.fw_ver()),
+                    absl::StrCat(Link(d.pci().current_link()), " (", Link(d.pci().max_link()), ")"),
+                    sriov, Or(d.uverbs_device())});
+  }
+  out += Table(rows, "  ");
+
+  absl::StrAppend(&out, "\nPorts\n");
+  rows = {{"PORT", "STATE", "PHYS", "RATE", "LAYER", "LID", "NETDEV", "GIDS"}};
+  std::string gids;
+  for (const RdmaDevice& d : host.rdma_devices()) {
+    for (const Port& p : d.ports()) {
+      const std::string name = absl::StrCat(d.name(), ":", p.number());
+      rows.push_back({name, StateName(p.state()), PhysName(p.phys_state()),
+                      p.has_rate_gbps() ? absl::StrFormat("%g Gb/s", p.rate_gbps()) : "?",
+                      LayerName(p.link_layer()),
+                      p.link_layer() == LINK_LAYER_INFINIBAND && p.has_lid()
+                          ? absl::StrFormat("0x%x", p.lid())
+                          : "-",
+                      Or(p.netdev()), absl::StrCat(p.gids_size())});
+      for (const Gid& g : p.gids()) {
+        absl::StrAppend(
+            &gids, absl::StrFormat("  %-10s %3d  %-39s  %-7s  %-10s %s\n", name, g.index(), g.gid(),
+                                   GidTypeName(g.type()), Or(g.netdev()), g.ipv4()));
+      }
+    }
+  }
+  out += Table(rows, "  ");
+  absl::StrAppend(&out, "\nGID tables (non-zero entries)\n", gids);
+
+  absl::StrAppend(&out, "\nNetdevs\n");
+  rows = {{"NETDEV", "MAC", "MTU", "STATE", "SPEED", "IFINDEX", "RDMA", "SUBNETS", "ROLE"}};
+  for (const Netdev& n : host.netdevs()) {
+    std::string role = n.default_route() ? "front-end (default route)" : (n.upper() ? "upper" : "");
+    rows.push_back(
+        {n.name(), Or(n.mac()), n.has_mtu() ? absl::StrCat(n.mtu()) : "-", Or(n.operstate()),
+         n.has_speed_mbps() ? absl::StrCat(n.speed_mbps() / 1000, " Gb/s") : "-",
+         n.has_ifindex() ? absl::StrCat(n.ifindex()) : "-",
+         n.rdma_device().empty() ? "-" : absl::StrCat(n.rdma_device(), ":", n.rdma_port()),
+         n.ipv4_subnets().empty() ? "-" : absl::StrJoin(n.ipv4_subnets(), ","), Or(role)});
+  }
+  out += Table(rows, "  ");
+
+  absl::StrAppend(&out, "\nAccelerators (", host.accelerators_size(), ")\n");
+  rows = {{"PCI", "VENDOR", "DEVICE", "KIND", "NUMA", "DRIVER", "PCIE LINK (MAX)", "NOTE"}};
+  for (const Accelerator& a : host.accelerators()) {
+    std::string kind = AcceleratorKind_Name(a.kind()).substr(sizeof("ACCELERATOR_KIND_") - 1);
+    rows.push_back({a.pci_address(), a.vendor_name(), Or(a.pci().device_id()), kind, Numa(a.pci()),
+                    Or(a.pci().driver()),
+                    absl::StrCat(Link(a.pci().current_link()), " (", Link(a.pci().max_link()), ")"),
+                    a.management_display() ? "management display, not a compute device" : ""});
+  }
+  out += Table(rows, "  ");
+
+  const GpuDirect& gd = host.gpudirect();
+  absl::StrAppend(&out, "\nGPUDirect RDMA: ", gd.available() ? "available" : "NOT available");
+  for (const GpuDirectPath& p : gd.paths())
+    absl::StrAppend(&out, "\n  ", p.mechanism(), ": ", p.detail());
+  if (!gd.reason().empty()) absl::StrAppend(&out, "\n  ", gd.reason());
+  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, "Default route: ",
+                  host.default_route_netdevs().empty()
+                      ? "none"
+                      : absl::StrJoin(host.default_route_netdevs(), ","),
+                  "\n");
+
+  std::string problems;
+  AppendProblems(&problems, "host", host.problems());
+  for (const RdmaDevice& d : host.rdma_devices()) {
+    AppendProblems(&problems, d.name(), d.problems());
+    AppendProblems(&problems, d.name() + " pci", d.pci().problems());
+    for (const Port& p : d.ports()) {
+      AppendProblems(&problems, absl::StrCat(d.name(), ":", p.number()), p.problems());
+    }
+  }
+  for (const Netdev& n : host.netdevs()) AppendProblems(&problems, n.name(), n.problems());
+  for (const Accelerator& a : host.accelerators()) {
+    AppendProblems(&problems, a.pci_address(), a.pci().problems());
+  }
+  if (!problems.empty()) absl::StrAppend(&out, "\nProblems (fields left unknown)\n", problems);
+  return out;
+}
+
+std::string RenderTopology(const Host& host) {
+  std::vector<const Accelerator*> gpus;
+  for (const Accelerator& a : host.accelerators()) {
+    if (!a.management_display()) gpus.push_back(&a);
+  }
+  std::vector<const RdmaDevice*> nics;
+  for (const RdmaDevice& d : host.rdma_devices()) {
+    if (d.has_pci()) nics.push_back(&d);
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {""};
+  for (const RdmaDevice* d : nics) header.push_back(d->name());
+  header.push_back("NUMA");
+  header.push_back("PCI");
+  rows.push_back(header);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    std::vector<std::string> row = {absl::StrCat("GPU", i)};
+    for (const RdmaDevice* d : nics) {
+      std::string cell = "-";
+      for (const TopologyPair& t : host.topology()) {
+        if (t.accelerator() == gpus[i]->pci_address() && t.rdma_device() == d->name()) {
+          cell = DistanceName(t.distance());
+        }
+      }
+      row.push_back(cell);
+    }
+    row.push_back(Numa(gpus[i]->pci()));
+    row.push_back(absl::StrCat(gpus[i]->pci_address(), " ", gpus[i]->vendor_name()));
+    rows.push_back(row);
+  }
+  std::vector<std::string> numa_row = {"NUMA"};
+  for (const RdmaDevice* d : nics) numa_row.push_back(Numa(d->pci()));
+  rows.push_back(numa_row);
+  std::string out = Table(rows, "");
+  absl::StrAppend(&out,
+                  "\nLegend:\n"
+                  "  PIX  = at most one PCIe bridge or switch\n"
+                  "  PXB  = several PCIe bridges or switches, no host bridge\n"
+                  "  PHB  = through a PCIe host bridge\n"
+                  "  NODE = across PCIe host bridges within a NUMA node\n"
+                  "  SYS  = across the inter-socket link between NUMA nodes\n");
+  if (gpus.empty()) absl::StrAppend(&out, "\nNo GPU or accelerator found.\n");
+  if (nics.empty()) absl::StrAppend(&out, "\nNo RDMA device with a PCI function found.\n");
+  return out;
+}
+
+std::string RenderSelection(const Selection& selection) {
+  std::string out;
+  for (const GpuAssignment& a : selection.assignments()) {
+    absl::StrAppend(&out, "GPU ", a.gpu(), " -> ", a.rdma_device(), ":", a.port(), "  ",
+                    DistanceName(a.distance()), "  netdev ", Or(a.netdev()), "  GID ",
+                    a.has_gid_index() ? absl::StrCat(a.gid_index()) : "-",
+                    a.ipv4().empty() ? "" : absl::StrCat(" (", a.ipv4(), ")"), "\n");
+    for (const std::string& r : a.reasons()) absl::StrAppend(&out, "    why: ", r, "\n");
+    for (const Rejection& r : a.rejected()) {
+      absl::StrAppend(&out, "    not ", r.port(), ": ", r.reason(), "\n");
+    }
+  }
+  for (const std::string& n : selection.notes()) absl::StrAppend(&out, "note: ", n, "\n");
+  return out;
+}
+
+}  // namespace fabric

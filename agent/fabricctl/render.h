@@ -1,0 +1,20 @@
+// Human-readable views of the host model for fabricctl. JSON output is the proto3 JSON mapping
+// and needs no code here.
+#pragma once
+
+#include <string>
+
+#include "fabric/v1/host.pb.h"
+#include "fabric/v1/select.pb.h"
+
+namespace fabric {
+
+std::string RenderInventory(const v1::Host& host);
+// A GPU x NIC matrix of distance classes, as `nvidia-smi topo -m` prints it.
+std::string RenderTopology(const v1::Host& host);
+std::string RenderSelection(const v1::Selection& selection);
+
+// The proto3 JSON mapping, indented, with a trailing newline.
+std::string ToJson(const google::protobuf::Message& message);
+
+}  // namespace fabric

@@ -1,0 +1,101 @@
+#include "agent/fabricctl/render.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "agent/discovery/discovery.h"
+#include "tests/hosts/builder.h"
+#include "tests/hosts/hosts.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::Host DiscoverExample(const std::string& name) {
+  std::string tmpl = ::testing::TempDir() + "render.XXXXXX";
+  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+  fs::path dir = fs::path(tmpl) / "host";
+  auto spec = testing::ExampleHost(name);
+  EXPECT_TRUE(spec.ok());
+  EXPECT_TRUE(testing::WriteHost(*spec, dir).ok());
+  HostFsImpl sys((dir / "sys").string()), proc((dir / "proc").string());
+  auto host = Discover(sys, proc);
+  fs::remove_all(tmpl);
+  EXPECT_TRUE(host.ok());
+  return *host;
+}
+
+TEST(RenderInventory, ShowsEverySection) {
+  v1::Host h = DiscoverExample("dgx-h100-ib");
+  std::string out = RenderInventory(h);
+  EXPECT_THAT(out, HasSubstr("Host dgx-07"));
+  EXPECT_THAT(out, HasSubstr("RDMA devices (16)"));
+  EXPECT_THAT(out, HasSubstr("PF 4/8 VFs"));
+  EXPECT_THAT(out, HasSubstr("InfiniBand"));
+  EXPECT_THAT(out, HasSubstr("GID tables"));
+  EXPECT_THAT(out, HasSubstr("Accelerators (8)"));
+  EXPECT_THAT(out, HasSubstr("dma_buf"));
+  EXPECT_THAT(out, HasSubstr("Default route: eno1"));
+  EXPECT_THAT(out, Not(HasSubstr("Problems")));
+}
+
+TEST(RenderInventory, ListsProblems) {
+  v1::Host h;
+  auto* d = h.add_rdma_devices();
+  d->set_name("mlx5_7");
+  auto* p = d->add_problems();
+  p->set_field("fw_ver");
+  p->set_path("class/infiniband/mlx5_7/fw_ver");
+  p->set_reason("No such file or directory");
+  EXPECT_THAT(RenderInventory(h), HasSubstr("mlx5_7: fw_ver unknown: No such file or directory"));
+}
+
+TEST(RenderTopology, MatrixRowsAndLegend) {
+  v1::Host h = DiscoverExample("roce-9port");
+  std::string out = RenderTopology(h);
+  // A header, 8 GPU rows, the NUMA row; the BMC display is not a row.
+  EXPECT_THAT(out, HasSubstr("GPU7"));
+  EXPECT_THAT(out, Not(HasSubstr("GPU8")));
+  EXPECT_THAT(out, Not(HasSubstr("ASPEED"))) << "management display must not appear";
+}
+
+TEST(RenderSelection, ReasonsAndRejections) {
+  v1::Selection sel;
+  auto* a = sel.add_assignments();
+  a->set_gpu("0000:18:00.0");
+  a->set_rdma_device("mlx5_1");
+  a->set_port(1);
+  a->set_netdev("eth1");
+  a->set_gid_index(3);
+  a->set_ipv4("25.11.128.11");
+  a->set_distance(v1::DISTANCE_CLASS_PIX);
+  a->add_reasons("PIX: common PCIe switch");
+  auto* r = a->add_rejected();
+  r->set_port("mlx5_0:1");
+  r->set_reason("front-end");
+  sel.add_notes("a note");
+  std::string out = RenderSelection(sel);
+  EXPECT_THAT(out,
+              HasSubstr("GPU 0000:18:00.0 -> mlx5_1:1  PIX  netdev eth1  GID 3 (25.11.128.11)"));
+  EXPECT_THAT(out, HasSubstr("why: PIX: common PCIe switch"));
+  EXPECT_THAT(out, HasSubstr("not mlx5_0:1: front-end"));
+  EXPECT_THAT(out, HasSubstr("note: a note"));
+}
+
+TEST(ToJson, StandardMapping) {
+  v1::Host h;
+  h.set_hostname("n1");
+  h.add_rdma_devices()->set_name("mlx5_0");
+  std::string json = ToJson(h);
+  EXPECT_THAT(json, HasSubstr("\"rdmaDevices\""));
+  EXPECT_EQ(json.back(), '\n');
+}
+
+}  // namespace
+}  // namespace fabric

@@ -1,0 +1,44 @@
+// Which RDMA port each GPU of a job should use, and why.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fabric/v1/host.pb.h"
+#include "fabric/v1/select.pb.h"
+
+namespace fabric {
+
+// Picks one active RDMA port per GPU and fills Selection.env (RenderEnv, env.h).
+//
+// `gpus` are PCI addresses in long ("0000:17:00.0"), nvidia-smi ("00000000:17:00.0") or short
+// ("17:00.0") form; assignments come back in the same order, with canonical addresses.
+//
+// Ports that are not ACTIVE are never chosen. Front-end ports (their netdev carries a default
+// route, or policy.deny names their device, netdev or "dev:port") are used only when no other
+// port is active. The rest are ranked, per GPU, by:
+//   1. a RoCE port with a RoCE v2 IPv4 GID on its own netdev before one without;
+//   2. PFs before VFs (VFs first with policy.prefer_vfs) -- ahead of distance;
+//   3. distance class PIX < PXB < PHB < NODE < SYS (no topology pair: SYS);
+//   4. NIC on the GPU's NUMA node (unknown NUMA counts as not the same);
+//   5. higher rate;
+//   6. fewer GPUs of this request already on the port (spreads GPUs over equal NICs);
+//   7. device name in natural order (mlx5_2 < mlx5_10), then port number.
+//
+// Errors: InvalidArgument for an empty, malformed, unknown, duplicate or non-GPU address or a bad
+// policy; FailedPrecondition when the host has no RDMA device or no active port.
+absl::StatusOr<v1::Selection> SelectNics(const v1::Host& host, const std::vector<std::string>& gpus,
+                                         const v1::SelectionPolicy& policy);
+
+// Natural order: runs of digits compare as numbers, so "mlx5_2" < "mlx5_10".
+bool NaturalLess(std::string_view a, std::string_view b);
+
+// "PIX", "PXB", "PHB", "NODE", "SYS"; "unknown" when unspecified.
+std::string_view DistanceName(v1::DistanceClass distance);
+
+// "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"; "UNKNOWN" when unspecified.
+std::string_view PortStateName(v1::PortState state);
+
+}  // namespace fabric

@@ -1,0 +1,156 @@
+// Small Host models for the selection and env tests, built in code so each test shows the facts
+// that decide its outcome.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "fabric/v1/host.pb.h"
+
+namespace fabric::testbed {
+
+// The kernel's text for an IPv4-mapped GID (::ffff:a.b.c.d).
+inline std::string MappedGid(const std::string& ipv4) {
+  std::vector<std::string> o = absl::StrSplit(ipv4, '.');
+  int b[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < 4 && i < o.size(); ++i) (void)absl::SimpleAtoi(o[i], &b[i]);
+  return absl::StrFormat("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", b[0], b[1], b[2], b[3]);
+}
+
+class HostBuilder {
+ public:
+  v1::Host& host() { return host_; }
+  const v1::Host& Build() const { return host_; }
+
+  // A GPU; numa nullopt means sysfs said -1.
+  HostBuilder& Gpu(const std::string& addr, std::optional<int> numa = 0) {
+    v1::Accelerator* a = host_.add_accelerators();
+    a->set_pci_address(addr);
+    a->set_vendor(v1::ACCELERATOR_VENDOR_NVIDIA);
+    a->set_vendor_name("NVIDIA");
+    a->set_kind(v1::ACCELERATOR_KIND_3D);
+    a->mutable_pci()->set_address(addr);
+    if (numa) a->mutable_pci()->set_numa_node(*numa);
+    return *this;
+  }
+
+  // A BMC VGA (ASPEED), which is never a GPU.
+  HostBuilder& Display(const std::string& addr) {
+    v1::Accelerator* a = host_.add_accelerators();
+    a->set_pci_address(addr);
+    a->set_vendor_name("ASPEED");
+    a->set_kind(v1::ACCELERATOR_KIND_VGA);
+    a->set_management_display(true);
+    return *this;
+  }
+
+  // An RDMA device; pci empty means a software device (rxe) without a PCI function.
+  v1::RdmaDevice* Device(const std::string& name, const std::string& pci,
+                         std::optional<int> numa = 0) {
+    v1::RdmaDevice* d = host_.add_rdma_devices();
+    d->set_name(name);
+    if (!pci.empty()) {
+      d->mutable_pci()->set_address(pci);
+      if (numa) d->mutable_pci()->set_numa_node(*numa);
+      d->mutable_pci()->mutable_sriov()->set_role(v1::SRIOV_ROLE_PF);
+    }
+    return d;
+  }
+
+  static void MakeVf(v1::RdmaDevice* d, const std::string& pf) {
+    d->mutable_pci()->mutable_sriov()->set_role(v1::SRIOV_ROLE_VF);
+    d->mutable_pci()->mutable_sriov()->set_pf_pci_address(pf);
+  }
+
+  // A netdev, created on first use.
+  v1::Netdev* Netdev(const std::string& name) {
+    for (v1::Netdev& n : *host_.mutable_netdevs()) {
+      if (n.name() == name) return &n;
+    }
+    v1::Netdev* n = host_.add_netdevs();
+    n->set_name(name);
+    n->set_operstate("up");
+    return n;
+  }
+
+  // An ACTIVE RoCE port on `netdev` with the usual four GIDs when ipv4 is set: 0/1 link-local
+  // (v1/v2), 2/3 IPv4-mapped (v1/v2). `subnet` goes to the netdev's connected subnets.
+  v1::Port* RocePort(v1::RdmaDevice* d, uint32_t number, const std::string& netdev,
+                     const std::string& ipv4, const std::string& subnet = "", double rate = 400) {
+    v1::Port* p = d->add_ports();
+    p->set_number(number);
+    p->set_state(v1::PORT_STATE_ACTIVE);
+    p->set_phys_state(v1::PHYS_STATE_LINK_UP);
+    p->set_rate_gbps(rate);
+    p->set_link_layer(v1::LINK_LAYER_ETHERNET);
+    p->set_netdev(netdev);
+    v1::Netdev* n = Netdev(netdev);
+    n->set_rdma_device(d->name());
+    n->set_rdma_port(number);
+    if (!subnet.empty()) n->add_ipv4_subnets(subnet);
+    const std::string ll = "fe80:0000:0000:0000:0e42:a1ff:fe00:0001";
+    AddGid(p, 0, v1::GID_TYPE_ROCE_V1, netdev, "", ll);
+    AddGid(p, 1, v1::GID_TYPE_ROCE_V2, netdev, "", ll);
+    if (!ipv4.empty()) {
+      AddGid(p, 2, v1::GID_TYPE_ROCE_V1, netdev, ipv4);
+      AddGid(p, 3, v1::GID_TYPE_ROCE_V2, netdev, ipv4);
+    }
+    return p;
+  }
+
+  v1::Port* IbPort(v1::RdmaDevice* d, uint32_t number, double rate = 400) {
+    v1::Port* p = d->add_ports();
+    p->set_number(number);
+    p->set_state(v1::PORT_STATE_ACTIVE);
+    p->set_rate_gbps(rate);
+    p->set_link_layer(v1::LINK_LAYER_INFINIBAND);
+    p->set_lid(number + 10);
+    AddGid(p, 0, v1::GID_TYPE_IB, "", "", "fe80:0000:0000:0000:0e42:a103:0000:0001");
+    return p;
+  }
+
+  static void AddGid(v1::Port* p, uint32_t index, v1::GidType type, const std::string& netdev,
+                     const std::string& ipv4, const std::string& gid = "") {
+    v1::Gid* g = p->add_gids();
+    g->set_index(index);
+    g->set_type(type);
+    g->set_netdev(netdev);
+    g->set_ipv4(ipv4);
+    g->set_gid(gid.empty() ? MappedGid(ipv4) : gid);
+  }
+
+  // A back-end NIC in one call: device + ACTIVE RoCE port 1 on `netdev`.
+  v1::RdmaDevice* Nic(const std::string& name, const std::string& pci, std::optional<int> numa,
+                      const std::string& netdev, const std::string& ipv4,
+                      const std::string& subnet = "", double rate = 400) {
+    v1::RdmaDevice* d = Device(name, pci, numa);
+    RocePort(d, 1, netdev, ipv4, subnet, rate);
+    return d;
+  }
+
+  HostBuilder& Distance(const std::string& gpu, const std::string& dev, v1::DistanceClass cls,
+                        const std::string& reason = "") {
+    v1::TopologyPair* t = host_.add_topology();
+    t->set_accelerator(gpu);
+    t->set_rdma_device(dev);
+    t->set_distance(cls);
+    t->set_reason(reason);
+    return *this;
+  }
+
+  HostBuilder& DefaultRoute(const std::string& netdev) {
+    Netdev(netdev)->set_default_route(true);
+    host_.add_default_route_netdevs(netdev);
+    return *this;
+  }
+
+ private:
+  v1::Host host_;
+};
+
+}  // namespace fabric::testbed

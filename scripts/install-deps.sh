@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing fabric-agent needs, from Debian 12 packages only.
+# Idempotent: packages already present are not reinstalled. Run as root (or with sudo).
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config git
+  # the host model and (later) the API
+  protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc libabsl-dev
+  # RDMA, netlink, systemd
+  libibverbs-dev librdmacm-dev rdma-core ibverbs-utils ibverbs-providers perftest
+  libnl-3-dev libnl-route-3-dev libsystemd-dev
+  # command line
+  libcli11-dev
+  # tests, benchmarks, fuzzing, formatting
+  googletest libgtest-dev libgmock-dev libbenchmark-dev clang clang-format libclang-rt-14-dev
+  python3 python3-grpcio python3-protobuf iproute2
+  # Soft-RoCE VM rig (tests/vm)
+  qemu-system-x86 busybox-static cpio kmod
+)
+
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then exec sudo -E "$0" "$@"; fi
+  echo "install-deps: run as root (apt-get needs it)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,192 @@
+// Whole-host discovery against the plain cost of reading every file of the same tree once.
+//
+//   discovery_bench [--large_pfs=32] [--large_vfs=7] [--large_gids=256] [benchmark flags]
+//
+// The large host defaults to 32 PFs with 7 VFs each, every one an RDMA device: 256 devices, each
+// port with a 256-entry GID table. The tree is written once to a temporary directory; both
+// sides then read from the page cache.
+#include <benchmark/benchmark.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "agent/discovery/discovery.h"
+#include "tests/hosts/builder.h"
+#include "tests/hosts/hosts.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Tree {
+  fs::path dir;
+  size_t files = 0;
+  size_t bytes = 0;
+};
+
+// Reads every regular file below dirfd once, following no links (each file is read once even
+// though sysfs links reach it from several places).
+void ReadAll(int dirfd, Tree* t) {
+  int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) return;
+  char buf[4096];
+  while (struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.' && (e->d_name[1] == 0 || (e->d_name[1] == '.' && e->d_name[2] == 0)))
+      continue;
+    if (e->d_type == DT_DIR) {
+      int sub = ::openat(dirfd, e->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+      if (sub >= 0) {
+        ReadAll(sub, t);
+        ::close(sub);
+      }
+    } else if (e->d_type == DT_REG) {
+      int f = ::openat(dirfd, e->d_name, O_RDONLY | O_CLOEXEC);
+      if (f < 0) continue;
+      ssize_t n;
+      while ((n = ::read(f, buf, sizeof(buf))) > 0) t->bytes += static_cast<size_t>(n);
+      ::close(f);
+      ++t->files;
+    }
+  }
+  ::closedir(d);
+}
+
+Tree Write(const testing::HostSpec& spec, const char* tag) {
+  std::string tmpl =
+      (fs::temp_directory_path() / (std::string("fabric-bench-") + tag + ".XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
+  Tree t;
+  t.dir = tmpl;
+  fs::remove(t.dir);
+  absl::Status s = testing::WriteHost(spec, t.dir);
+  if (!s.ok()) {
+    std::fprintf(stderr, "writing %s: %s\n", tag, std::string(s.message()).c_str());
+    std::exit(1);
+  }
+  return t;
+}
+
+std::map<std::string, Tree>& Trees() {
+  static std::map<std::string, Tree> trees;
+  return trees;
+}
+
+void BM_ReadEveryFile(benchmark::State& state, const std::string& name) {
+  Tree& t = Trees()[name];
+  for (auto _ : state) {
+    Tree count;
+    int root = ::open(t.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ReadAll(root, &count);
+    ::close(root);
+    t.files = count.files;
+    t.bytes = count.bytes;
+    benchmark::DoNotOptimize(count.bytes);
+  }
+  state.counters["files"] = static_cast<double>(t.files);
+}
+
+void BM_Discover(benchmark::State& state, const std::string& name) {
+  Tree& t = Trees()[name];
+  HostFsImpl sys((t.dir / "sys").string());
+  HostFsImpl proc((t.dir / "proc").string());
+  int devices = 0;
+  for (auto _ : state) {
+    auto host = Discover(sys, proc);
+    if (!host.ok()) {
+      state.SkipWithError(std::string(host.status().message()).c_str());
+      break;
+    }
+    devices = host->rdma_devices_size();
+    benchmark::DoNotOptimize(host);
+  }
+  state.counters["rdma_devices"] = devices;
+}
+
+// Records each benchmark's time so that the ratios can be printed after the run.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      if (r.run_type == Run::RT_Iteration && r.iterations > 0) {
+        ns_[r.benchmark_name()] = r.GetAdjustedRealTime();  // in the run's time unit (us)
+        cpu_[r.benchmark_name()] = r.GetAdjustedCPUTime();
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void PrintRatios() const {
+    std::printf("\n");
+    for (const char* host : {"roce-9port", "large"}) {
+      // Names carry suffixes such as "/process_time/real_time".
+      auto d = ns_.lower_bound(std::string("Discover/") + host);
+      auto r = ns_.lower_bound(std::string("ReadEveryFile/") + host);
+      if (d == ns_.end() || r == ns_.end() || d->first.rfind(std::string("Discover/") + host, 0) ||
+          r->first.rfind(std::string("ReadEveryFile/") + host, 0)) {
+        continue;
+      }
+      const double cpu = cpu_.at(d->first);
+      std::printf(
+          "%-11s discovery %8.0f us wall, %8.0f us CPU; read every file once %8.0f us (%zu "
+          "files); ratio wall %.2f, CPU %.2f\n",
+          host, d->second, cpu, r->second, Trees()[host].files, d->second / r->second,
+          cpu / r->second);
+    }
+  }
+
+ private:
+  std::map<std::string, double> ns_;
+  std::map<std::string, double> cpu_;
+};
+
+}  // namespace
+}  // namespace fabric
+
+int main(int argc, char** argv) {
+  using namespace fabric;  // NOLINT
+  int pfs = 32, vfs = 7, gids = 256;
+  // Our flags first; the rest go to Google Benchmark.
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::sscanf(argv[i], "--large_pfs=%d", &pfs) == 1 ||
+        std::sscanf(argv[i], "--large_vfs=%d", &vfs) == 1 ||
+        std::sscanf(argv[i], "--large_gids=%d", &gids) == 1) {
+      continue;
+    }
+    argv[out++] = argv[i];
+  }
+  argc = out;
+  auto roce = testing::ExampleHost("roce-9port");
+  if (!roce.ok()) return 1;
+  Trees()["roce-9port"] = Write(*roce, "roce");
+  Trees()["large"] = Write(testing::LargeHost(pfs, vfs, gids), "large");
+  for (const char* host : {"roce-9port", "large"}) {
+    benchmark::RegisterBenchmark((std::string("ReadEveryFile/") + host).c_str(), BM_ReadEveryFile,
+                                 std::string(host))
+        ->Unit(benchmark::kMicrosecond);
+    // Discovery reads GID tables on several threads: report wall time and the whole process's
+    // CPU time, so that neither hides the other.
+    benchmark::RegisterBenchmark((std::string("Discover/") + host).c_str(), BM_Discover,
+                                 std::string(host))
+        ->Unit(benchmark::kMicrosecond)
+        ->MeasureProcessCPUTime()
+        ->UseRealTime();
+  }
+  benchmark::Initialize(&argc, argv);
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.PrintRatios();
+  std::printf("large host: %d PFs x (1 + %d VFs) RDMA devices, %d-entry GID tables\n", pfs, vfs,
+              gids);
+  for (auto& [name, t] : Trees()) fs::remove_all(t.dir);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,249 @@
+// Runs the real fabricctl binary against written example hosts and checks what a user sees:
+// output, JSON that parses back into the model, shell output that a real shell evaluates, and
+// exit codes.
+#include <gmock/gmock.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "fabric/v1/host.pb.h"
+#include "fabric/v1/select.pb.h"
+#include "tests/hosts/builder.h"
+#include "tests/hosts/hosts.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "cli.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    tmp_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+
+  // Writes an example host under tmp_/<name> and returns its --sysfs/--procfs flags.
+  std::string Host(const std::string& name) {
+    auto spec = testing::ExampleHost(name);
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    return HostFrom(*spec, name);
+  }
+  std::string HostFrom(const testing::HostSpec& spec, const std::string& name) {
+    const fs::path root = tmp_ / name;
+    absl::Status s = testing::WriteHost(spec, root);
+    EXPECT_TRUE(s.ok()) << s;
+    return absl::StrCat("--sysfs=", (root / "sys").string(),
+                        " --procfs=", (root / "proc").string());
+  }
+
+  // Runs `env_prefix fabricctl args` through /bin/sh.
+  Result Run(const std::string& args, const std::string& env_prefix = "") {
+    const fs::path out = tmp_ / "stdout", err = tmp_ / "stderr";
+    const std::string cmd = absl::StrCat(env_prefix, " ", FABRICCTL, " ", args, " >", out.string(),
+                                         " 2>", err.string());
+    int status = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = Slurp(out);
+    r.err = Slurp(err);
+    return r;
+  }
+
+  fs::path tmp_;
+};
+
+TEST_F(CliTest, InventoryHumanAndJson) {
+  const std::string host = Host("roce-9port");
+  Result r = Run("inventory " + host);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("roce-node-03"));
+  EXPECT_THAT(r.out, HasSubstr("mlx5_8"));
+  EXPECT_THAT(r.out, HasSubstr("25.11.128.18"));
+  EXPECT_THAT(r.out, HasSubstr("front-end (default route)"));
+  EXPECT_THAT(r.out, HasSubstr("GPUDirect RDMA: available"));
+  EXPECT_THAT(r.out, Not(HasSubstr("Problems")));
+
+  Result j = Run("inventory --json " + host);
+  ASSERT_EQ(j.code, 0) << j.err;
+  v1::Host parsed;
+  auto st = google::protobuf::util::JsonStringToMessage(j.out, &parsed);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(parsed.rdma_devices_size(), 9);
+  EXPECT_EQ(parsed.hostname(), "roce-node-03");
+  EXPECT_THAT(j.out, HasSubstr("\"rdmaDevices\""));  // the standard lowerCamelCase mapping
+}
+
+TEST_F(CliTest, TopoMatrix) {
+  Result r = Run("topo " + Host("roce-9port"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header, gpu0;
+  std::getline(lines, header);
+  std::getline(lines, gpu0);
+  EXPECT_THAT(header, HasSubstr("mlx5_0"));
+  // GPU0's row: SYS-free, PIX under mlx5_1, and it names its PCI address.
+  std::istringstream cells(gpu0);
+  std::vector<std::string> c;
+  for (std::string w; cells >> w;) c.push_back(w);
+  ASSERT_GE(c.size(), 11u);
+  EXPECT_EQ(c[0], "GPU0");
+  EXPECT_EQ(c[1], "NODE");  // mlx5_0, another host bridge on NUMA 0
+  EXPECT_EQ(c[2], "PIX");   // mlx5_1
+  EXPECT_EQ(c[3], "PXB");   // mlx5_2
+  EXPECT_EQ(c[6], "SYS");   // mlx5_5
+  EXPECT_THAT(r.out, HasSubstr("Legend"));
+}
+
+TEST_F(CliTest, SelectAndEnvOnTheRoceHost) {
+  const std::string host = Host("roce-9port");
+  Result s = Run("select --gpus=all --json " + host);
+  ASSERT_EQ(s.code, 0) << s.err;
+  v1::Selection sel;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(s.out, &sel).ok()) << s.out;
+  ASSERT_EQ(sel.assignments_size(), 8);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(sel.assignments(i).rdma_device(), "mlx5_" + std::to_string(i + 1));
+    EXPECT_EQ(sel.assignments(i).gid_index(), 3u);
+  }
+
+  // The shell output, evaluated by a real shell.
+  Result e = Run("env --gpus=all " + host);
+  ASSERT_EQ(e.code, 0) << e.err;
+  std::ofstream(tmp_ / "env.sh") << e.out;
+  const std::string check = absl::StrCat(
+      "sh -c '. ", (tmp_ / "env.sh").string(),
+      " && printf \"%s|%s|%s|%s\" \"$NCCL_IB_HCA\" \"$NCCL_IB_GID_INDEX\" \"$NCCL_SOCKET_IFNAME\" "
+      "\"$UCX_NET_DEVICES\"' > ",
+      (tmp_ / "eval").string());
+  ASSERT_EQ(std::system(check.c_str()), 0);
+  EXPECT_EQ(Slurp(tmp_ / "eval"),
+            "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1|3|=eth0|"
+            "mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1");
+}
+
+TEST_F(CliTest, EnvFormatsAndKeepSet) {
+  const std::string host = Host("roce-9port");
+  Result conf = Run("env --gpus=all --format=nccl-conf " + host);
+  ASSERT_EQ(conf.code, 0) << conf.err;
+  EXPECT_THAT(conf.out, HasSubstr("\nNCCL_IB_GID_INDEX=3\n"));
+  EXPECT_THAT(conf.out, HasSubstr("NCCL_IB_HCA==mlx5_1:1,"));
+
+  Result json = Run("env --gpus=all --format=json " + host);
+  ASSERT_EQ(json.code, 0) << json.err;
+  google::protobuf::Struct parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &parsed).ok()) << json.out;
+  EXPECT_EQ(parsed.fields().at("NCCL_IB_GID_INDEX").string_value(), "3");
+
+  Result keep = Run("env --gpus=all --keep-set " + host, "NCCL_IB_GID_INDEX=7");
+  ASSERT_EQ(keep.code, 0) << keep.err;
+  EXPECT_THAT(keep.out, Not(HasSubstr("NCCL_IB_GID_INDEX")));
+  EXPECT_THAT(keep.out, HasSubstr("NCCL_IB_HCA"));
+  Result nokeep = Run("env --gpus=all " + host, "NCCL_IB_GID_INDEX=7");
+  EXPECT_THAT(nokeep.out, HasSubstr("NCCL_IB_GID_INDEX=3"));
+
+  Result exported = Run("env --gpus=all --export " + host);
+  EXPECT_THAT(exported.out, HasSubstr("export NCCL_IB_GID_INDEX=3\n"));
+}
+
+TEST_F(CliTest, ExactMatchWithMoreThanTenHcas) {
+  const std::string host = Host("many-hcas");
+  Result e = Run("env --gpus=all --format=nccl-conf " + host);
+  ASSERT_EQ(e.code, 0) << e.err;
+  // GPUs in PCI order; the second one's switch-mate mlx5_2 is down, so it gets mlx5_3 (NODE,
+  // first by name among equals). The exact-match "=" keeps mlx5_1 from matching mlx5_10/11.
+  EXPECT_THAT(e.out, HasSubstr("\nNCCL_IB_HCA==mlx5_1:1,mlx5_3:1,mlx5_10:1,mlx5_11:1\n"));
+  EXPECT_THAT(e.out, Not(HasSubstr("mlx5_2:1")));
+}
+
+TEST_F(CliTest, ConfigSteersSelectionAndAddsStaticEnv) {
+  const std::string host = Host("roce-9port");
+  std::ofstream(tmp_ / "agent.json")
+      << R"({"selection": {"deny": ["mlx5_1"], "staticEnv": {"NCCL_IB_TIMEOUT": "22"}}})";
+  Result e =
+      Run(absl::StrCat("env --gpus=all --config=", (tmp_ / "agent.json").string(), " ", host));
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_THAT(e.out, HasSubstr("NCCL_IB_TIMEOUT=22"));
+  EXPECT_THAT(e.out, Not(HasSubstr("mlx5_1:1,")));
+
+  std::ofstream(tmp_ / "bad.json") << R"({"selection": {"denny": []}})";
+  Result bad =
+      Run(absl::StrCat("env --gpus=all --config=", (tmp_ / "bad.json").string(), " ", host));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("denny"));
+}
+
+TEST_F(CliTest, ExitCodes) {
+  const std::string host = Host("roce-9port");
+  // Unknown GPU: the host lacks it.
+  Result unknown = Run("select --gpus=0000:ee:00.0 " + host);
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("0000:ee:00.0"));
+  // Malformed address: bad input.
+  Result malformed = Run("env --gpus=not-a-bdf " + host);
+  EXPECT_EQ(malformed.code, 2);
+  EXPECT_THAT(malformed.err, HasSubstr("not-a-bdf"));
+  // No such sysfs root.
+  Result missing = Run("inventory --sysfs=/nonexistent/sys --procfs=/proc");
+  EXPECT_EQ(missing.code, 3);
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent/sys"));
+  // Bad flag, missing subcommand, missing --gpus.
+  EXPECT_EQ(Run("inventory --no-such-flag " + host).code, 2);
+  EXPECT_EQ(Run("").code, 2);
+  EXPECT_EQ(Run("env " + host).code, 2);
+  EXPECT_EQ(Run("env --gpus=all --format=yaml " + host).code, 2);
+  EXPECT_EQ(Run("--help").code, 0);
+}
+
+TEST_F(CliTest, HostWithoutRdma) {
+  auto spec = testing::ExampleHost("roce-9port");
+  ASSERT_TRUE(spec.ok());
+  std::vector<std::string> names;
+  for (const auto& d : spec->rdma) names.push_back(d.name);
+  for (const auto& n : names) spec->RemoveRdma(n);
+  const std::string host = HostFrom(*spec, "nordma");
+  Result inv = Run("inventory " + host);
+  EXPECT_EQ(inv.code, 1);
+  EXPECT_THAT(inv.err, HasSubstr("no RDMA device"));
+  Result env = Run("env --gpus=all " + host);
+  EXPECT_EQ(env.code, 1);
+  EXPECT_THAT(env.err, HasSubstr("no RDMA device"));
+}
+
+TEST_F(CliTest, BrokenTreeStillAnswers) {
+  const std::string host = Host("broken");
+  Result inv = Run("inventory " + host);
+  EXPECT_EQ(inv.code, 0) << inv.err;
+  EXPECT_THAT(inv.out, HasSubstr("Problems (fields left unknown)"));
+  EXPECT_THAT(inv.out, HasSubstr("fw_ver unknown"));
+  Result env = Run("env --gpus=all " + host);
+  EXPECT_EQ(env.code, 0) << env.err;
+  EXPECT_THAT(env.out, HasSubstr("NCCL_IB_HCA="));
+}
+
+}  // namespace
+}  // namespace fabric
