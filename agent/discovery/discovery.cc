@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
 #include "agent/discovery/parse.h"
 #include "agent/topology/topology.h"
@@ -51,31 +52,6 @@ std::string Basename(std::string_view path) {
 std::string Dirname(std::string_view path) {
   size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? std::string() : std::string(path.substr(0, slash));
-}
-
-// Natural order, so that mlx5_2 sorts before mlx5_10.
-bool NaturalLess(std::string_view a, std::string_view b) {
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (absl::ascii_isdigit(static_cast<unsigned char>(a[i])) &&
-        absl::ascii_isdigit(static_cast<unsigned char>(b[j]))) {
-      size_t i2 = i, j2 = j;
-      while (i2 < a.size() && absl::ascii_isdigit(static_cast<unsigned char>(a[i2]))) ++i2;
-      while (j2 < b.size() && absl::ascii_isdigit(static_cast<unsigned char>(b[j2]))) ++j2;
-      std::string_view na = a.substr(i, i2 - i), nb = b.substr(j, j2 - j);
-      while (na.size() > 1 && na[0] == '0') na.remove_prefix(1);
-      while (nb.size() > 1 && nb[0] == '0') nb.remove_prefix(1);
-      if (na.size() != nb.size()) return na.size() < nb.size();
-      if (na != nb) return na < nb;
-      i = i2;
-      j = j2;
-    } else {
-      if (a[i] != b[j]) return a[i] < b[j];
-      ++i;
-      ++j;
-    }
-  }
-  return a.size() - i < b.size() - j;
 }
 
 // Reads one attribute and parses it; on failure records why and returns nullopt.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/natural_order.h"
 #include "agent/discovery/parse.h"
 #include "agent/select/cidr.h"
 #include "agent/select/config.h"

@@ -10,19 +10,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
 #include "agent/discovery/parse.h"
 #include "agent/select/cidr.h"
 #include "agent/select/config.h"
 #include "agent/select/env.h"
+#include "agent/topology/topology.h"
 
 namespace fabric {
 
 using namespace ::fabric::v1;  // NOLINT: enum values of the model
 
 namespace {
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 // absl::StrCat takes no std::string_view in Debian's abseil (agent/common/strings.h).
 std::string Dist(DistanceClass d) { return std::string(DistanceName(d)); }
@@ -309,50 +309,6 @@ absl::StatusOr<std::vector<Request>> ResolveGpus(const Host& host,
 }
 
 }  // namespace
-
-bool NaturalLess(std::string_view a, std::string_view b) {
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (IsDigit(a[i]) && IsDigit(b[j])) {
-      size_t ie = i, je = j;
-      while (ie < a.size() && IsDigit(a[ie])) ++ie;
-      while (je < b.size() && IsDigit(b[je])) ++je;
-      // Compare the numbers without their leading zeros: longer is larger, else digit by digit.
-      size_t is = i, js = j;
-      while (is + 1 < ie && a[is] == '0') ++is;
-      while (js + 1 < je && b[js] == '0') ++js;
-      std::string_view da = a.substr(is, ie - is), db = b.substr(js, je - js);
-      if (da.size() != db.size()) return da.size() < db.size();
-      if (int c = da.compare(db); c != 0) return c < 0;
-      // Same value: fewer leading zeros first, so that the order stays total.
-      if (ie - i != je - j) return ie - i < je - j;
-      i = ie;
-      j = je;
-    } else {
-      if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
-      ++i;
-      ++j;
-    }
-  }
-  return a.size() - i < b.size() - j;
-}
-
-std::string_view DistanceName(DistanceClass distance) {
-  switch (distance) {
-    case DISTANCE_CLASS_PIX:
-      return "PIX";
-    case DISTANCE_CLASS_PXB:
-      return "PXB";
-    case DISTANCE_CLASS_PHB:
-      return "PHB";
-    case DISTANCE_CLASS_NODE:
-      return "NODE";
-    case DISTANCE_CLASS_SYS:
-      return "SYS";
-    default:
-      return "unknown";
-  }
-}
 
 std::string_view PortStateName(PortState state) {
   switch (state) {

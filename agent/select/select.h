@@ -32,12 +32,6 @@ namespace fabric {
 absl::StatusOr<v1::Selection> SelectNics(const v1::Host& host, const std::vector<std::string>& gpus,
                                          const v1::SelectionPolicy& policy);
 
-// Natural order: runs of digits compare as numbers, so "mlx5_2" < "mlx5_10".
-bool NaturalLess(std::string_view a, std::string_view b);
-
-// "PIX", "PXB", "PHB", "NODE", "SYS"; "unknown" when unspecified.
-std::string_view DistanceName(v1::DistanceClass distance);
-
 // "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"; "UNKNOWN" when unspecified.
 std::string_view PortStateName(v1::PortState state);
 

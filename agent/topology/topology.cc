@@ -32,7 +32,7 @@ std::string DistanceName(v1::DistanceClass d) {
     case v1::DISTANCE_CLASS_SYS:
       return "SYS";
     default:
-      return "?";
+      return "unknown";
   }
 }
 
