@@ -8,8 +8,15 @@ cd "$(dirname "$0")/.."
 build=${FABRIC_BUILD_DIR:-build}
 
 scripts/install-deps.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fabricctl fabric-mkhost
+echo "== building fabricctl in $build (log: $build/quickstart-build.log)"
+mkdir -p "$build"
+if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release &&
+       cmake --build "$build" -j"$(nproc)" --target fabricctl fabric-mkhost; } \
+     >"$build/quickstart-build.log" 2>&1; then
+  tail -n 40 "$build/quickstart-build.log"
+  echo "quickstart: build failed (full log: $build/quickstart-build.log)" >&2
+  exit 1
+fi
 
 fabricctl=("$build/agent/fabricctl/fabricctl")
 if [[ -z "${1:-}" ]] && [[ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]]; then

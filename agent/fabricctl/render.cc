@@ -191,7 +191,11 @@ std::string RenderInventory(const Host& host) {
   out += Table(rows, "  ");
 
   absl::StrAppend(&out, "\nAccelerators (", host.accelerators_size(), ")\n");
-  rows = {{"PCI", "VENDOR", "DEVICE", "KIND", "NUMA", "DRIVER", "PCIE LINK (MAX)", "NOTE"}};
+  rows.clear();
+  if (!host.accelerators().empty()) {
+    rows.push_back(
+        {"PCI", "VENDOR", "DEVICE", "KIND", "NUMA", "DRIVER", "PCIE LINK (MAX)", "NOTE"});
+  }
   for (const Accelerator& a : host.accelerators()) {
     std::string kind = AcceleratorKind_Name(a.kind()).substr(sizeof("ACCELERATOR_KIND_") - 1);
     rows.push_back({a.pci_address(), a.vendor_name(), Or(a.pci().device_id()), kind, Numa(a.pci()),
