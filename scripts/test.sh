@@ -11,7 +11,7 @@ failed=()
 
 scripts/install-deps.sh
 
-stage() { echo; echo "===== $1 ====="; }
+stage() { echo; echo "===== $1 ===== (${SECONDS}s)"; }
 has() { [[ " $stages " == *" $1 "* ]]; }
 
 if has format; then
@@ -64,4 +64,4 @@ if ((${#failed[@]})); then
   echo "FAILED: ${failed[*]}"
   exit 1
 fi
-echo "all stages passed: $stages"
+echo "all stages passed: $stages (${SECONDS}s)"

@@ -8,29 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "agent/select/select.h"
 #include "agent/topology/topology.h"
 
 namespace fabric {
 namespace {
 
 using namespace ::fabric::v1;  // NOLINT
-
-std::string StateName(PortState s) {
-  switch (s) {
-    case PORT_STATE_DOWN:
-      return "DOWN";
-    case PORT_STATE_INIT:
-      return "INIT";
-    case PORT_STATE_ARMED:
-      return "ARMED";
-    case PORT_STATE_ACTIVE:
-      return "ACTIVE";
-    case PORT_STATE_ACTIVE_DEFER:
-      return "ACTIVE_DEFER";
-    default:
-      return "?";
-  }
-}
 
 std::string PhysName(PhysState s) {
   switch (s) {
@@ -160,7 +144,7 @@ std::string RenderInventory(const Host& host) {
   for (const RdmaDevice& d : host.rdma_devices()) {
     for (const Port& p : d.ports()) {
       const std::string name = absl::StrCat(d.name(), ":", p.number());
-      rows.push_back({name, StateName(p.state()), PhysName(p.phys_state()),
+      rows.push_back({name, std::string(PortStateName(p.state())), PhysName(p.phys_state()),
                       p.has_rate_gbps() ? absl::StrFormat("%g Gb/s", p.rate_gbps()) : "?",
                       LayerName(p.link_layer()),
                       p.link_layer() == LINK_LAYER_INFINIBAND && p.has_lid()

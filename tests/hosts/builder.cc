@@ -17,19 +17,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "agent/common/status.h"
+#include "agent/common/strings.h"
 
 namespace fabric::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define FABRIC_TH_RETURN_IF_ERROR(expr)                   \
-  do {                                                    \
-    if (absl::Status st_ = (expr); !st_.ok()) return st_; \
-  } while (0)
-
-// Debian's abseil has its own string_view type (no conversion from std::string_view).
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 absl::Status Invalid(std::string_view what) { return absl::InvalidArgumentError(Av(what)); }
 
@@ -210,7 +204,7 @@ class TreeWriter {
     const std::string full = Full(rel);
     int fd = ::open(full.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0 && errno == ENOENT) {
-      FABRIC_TH_RETURN_IF_ERROR(Dir(Parent(rel)));
+      FABRIC_RETURN_IF_ERROR(Dir(Parent(rel)));
       fd = ::open(full.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     }
     if (fd < 0) return absl::ErrnoToStatus(errno, Av(absl::StrCat("open ", full)));
@@ -244,7 +238,7 @@ class TreeWriter {
     const std::string t(target);
     if (::symlink(t.c_str(), full.c_str()) == 0) return absl::OkStatus();
     if (errno == ENOENT) {
-      FABRIC_TH_RETURN_IF_ERROR(Dir(Parent(rel)));
+      FABRIC_RETURN_IF_ERROR(Dir(Parent(rel)));
       if (::symlink(t.c_str(), full.c_str()) == 0) return absl::OkStatus();
     }
     return absl::ErrnoToStatus(errno, Av(absl::StrCat("symlink ", full, " -> ", t)));
@@ -503,16 +497,16 @@ class HostWriter {
   }
 
   absl::Status Write() {
-    FABRIC_TH_RETURN_IF_ERROR(WriteSkeleton());
+    FABRIC_RETURN_IF_ERROR(WriteSkeleton());
     for (const RootComplexSpec& rc : spec_.root_complexes) {
-      FABRIC_TH_RETURN_IF_ERROR(WriteRootComplex(rc));
+      FABRIC_RETURN_IF_ERROR(WriteRootComplex(rc));
     }
-    for (const PciFunctionSpec& f : spec_.pci) FABRIC_TH_RETURN_IF_ERROR(WritePci(f));
-    FABRIC_TH_RETURN_IF_ERROR(WriteDrivers());
-    for (const NetdevSpec& n : spec_.netdevs) FABRIC_TH_RETURN_IF_ERROR(WriteNetdev(n));
-    for (const RdmaDeviceSpec& r : spec_.rdma) FABRIC_TH_RETURN_IF_ERROR(WriteRdma(r));
-    FABRIC_TH_RETURN_IF_ERROR(WriteModules());
-    FABRIC_TH_RETURN_IF_ERROR(WriteNuma());
+    for (const PciFunctionSpec& f : spec_.pci) FABRIC_RETURN_IF_ERROR(WritePci(f));
+    FABRIC_RETURN_IF_ERROR(WriteDrivers());
+    for (const NetdevSpec& n : spec_.netdevs) FABRIC_RETURN_IF_ERROR(WriteNetdev(n));
+    for (const RdmaDeviceSpec& r : spec_.rdma) FABRIC_RETURN_IF_ERROR(WriteRdma(r));
+    FABRIC_RETURN_IF_ERROR(WriteModules());
+    FABRIC_RETURN_IF_ERROR(WriteNuma());
     return WriteProc();
   }
 
@@ -557,7 +551,7 @@ class HostWriter {
     for (const char* d :
          {"devices/virtual/net", "devices/system/node", "devices/system/cpu", "bus/pci/devices",
           "bus/pci/drivers", "class/net", "class/pci_bus", "module", "kernel", "firmware"}) {
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Dir(d));
+      FABRIC_RETURN_IF_ERROR(sys_.Dir(d));
     }
     bool has_ib_core = !spec_.rdma.empty();
     bool has_uverbs = false;
@@ -567,8 +561,8 @@ class HostWriter {
       has_uverbs |= m.name == "ib_uverbs";
     }
     // The RDMA classes exist once ib_core / ib_uverbs are loaded, even without devices.
-    if (has_ib_core) FABRIC_TH_RETURN_IF_ERROR(sys_.Dir("class/infiniband"));
-    if (has_uverbs) FABRIC_TH_RETURN_IF_ERROR(sys_.Attr("class/infiniband_verbs/abi_version", "6"));
+    if (has_ib_core) FABRIC_RETURN_IF_ERROR(sys_.Dir("class/infiniband"));
+    if (has_uverbs) FABRIC_RETURN_IF_ERROR(sys_.Attr("class/infiniband_verbs/abi_version", "6"));
     return absl::OkStatus();
   }
 
@@ -576,20 +570,20 @@ class HostWriter {
     const std::string name = absl::StrFormat("%04x:%02x", domain, bus);
     const std::string d = absl::StrCat(owner_dir, "/pci_bus/", name);
     const std::vector<int> cpus = CpusOf(numa);
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/cpuaffinity", CpuMask(cpus)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/cpulistaffinity", FormatIdList(cpus)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.File(d + "/uevent", ""));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Link(d + "/device", owner_dir));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Link(d + "/subsystem", "class/pci_bus"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/cpuaffinity", CpuMask(cpus)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/cpulistaffinity", FormatIdList(cpus)));
+    FABRIC_RETURN_IF_ERROR(sys_.File(d + "/uevent", ""));
+    FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/device", owner_dir));
+    FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/subsystem", "class/pci_bus"));
     return sys_.Link(absl::StrCat("class/pci_bus/", name), d);
   }
 
   absl::Status WriteRootComplex(const RootComplexSpec& rc) {
     const std::string d = absl::StrCat("devices/", rc.name);
-    FABRIC_TH_RETURN_IF_ERROR(sys_.File(d + "/uevent", ""));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/power/control", "auto"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/power/runtime_status", "unsupported"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.File(d + "/waiting_for_supplier", "0\n"));
+    FABRIC_RETURN_IF_ERROR(sys_.File(d + "/uevent", ""));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/power/control", "auto"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/power/runtime_status", "unsupported"));
+    FABRIC_RETURN_IF_ERROR(sys_.File(d + "/waiting_for_supplier", "0\n"));
     const auto [domain, bus] = *ParseRootComplexName(rc.name);
     return WritePciBus(d, domain, bus, rc.numa_node);
   }
@@ -674,18 +668,18 @@ class HostWriter {
     const int numa = NumaOf(f);
     const std::vector<int> cpus = CpusOf(numa);
     auto hex4 = [](uint32_t v) { return absl::StrFormat("0x%04x", v); };
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/vendor", hex4(f.vendor)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/device", hex4(f.device)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/subsystem_vendor", hex4(f.subsystem_vendor)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/subsystem_device", hex4(f.subsystem_device)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/class", absl::StrFormat("0x%06x", f.class_code)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/revision", absl::StrFormat("0x%02x", f.revision)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/numa_node", absl::StrCat(numa)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/local_cpulist", FormatIdList(cpus)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/local_cpus", CpuMask(cpus)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/irq", absl::StrCat(f.irq)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/vendor", hex4(f.vendor)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/device", hex4(f.device)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/subsystem_vendor", hex4(f.subsystem_vendor)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/subsystem_device", hex4(f.subsystem_device)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/class", absl::StrFormat("0x%06x", f.class_code)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/revision", absl::StrFormat("0x%02x", f.revision)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/numa_node", absl::StrCat(numa)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/local_cpulist", FormatIdList(cpus)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/local_cpus", CpuMask(cpus)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/irq", absl::StrCat(f.irq)));
     const bool enabled = IsBridge(f.role) || !f.driver.empty();
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/enable", enabled ? "1" : "0"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/enable", enabled ? "1" : "0"));
     const uint32_t cls = f.class_code;
     const std::string modalias = absl::StrFormat(
         "pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X", f.vendor, f.device, f.subsystem_vendor,
@@ -696,60 +690,56 @@ class HostWriter {
                           "PCI_SLOT_NAME=%s\nMODALIAS=%s\n",
                           cls, f.vendor, f.device, f.subsystem_vendor, f.subsystem_device, f.bdf,
                           modalias);
-    FABRIC_TH_RETURN_IF_ERROR(sys_.File(d + "/uevent", uevent));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/modalias", modalias));
+    FABRIC_RETURN_IF_ERROR(sys_.File(d + "/uevent", uevent));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/modalias", modalias));
     std::string resource;
     for (int i = 0; i < 13; ++i) {
       resource += "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
     }
-    FABRIC_TH_RETURN_IF_ERROR(sys_.File(d + "/resource", resource));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.File(d + "/config", Config(f)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/dma_mask_bits", "64"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/consistent_dma_mask_bits", "64"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/d3cold_allowed", "1"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/broken_parity_status", "0"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/msi_bus", "1"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/driver_override", "(null)"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/power/control", "on"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/power/runtime_status", "active"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/power/runtime_enabled", "forbidden"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Link(d + "/subsystem", "bus/pci"));
+    FABRIC_RETURN_IF_ERROR(sys_.File(d + "/resource", resource));
+    FABRIC_RETURN_IF_ERROR(sys_.File(d + "/config", Config(f)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/dma_mask_bits", "64"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/consistent_dma_mask_bits", "64"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/d3cold_allowed", "1"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/broken_parity_status", "0"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/msi_bus", "1"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/driver_override", "(null)"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/power/control", "on"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/power/runtime_status", "active"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/power/runtime_enabled", "forbidden"));
+    FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/subsystem", "bus/pci"));
     if (!f.driver.empty()) {
-      FABRIC_TH_RETURN_IF_ERROR(
-          sys_.Link(d + "/driver", absl::StrCat("bus/pci/drivers/", f.driver)));
+      FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/driver", absl::StrCat("bus/pci/drivers/", f.driver)));
     }
     if (f.pcie) {
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/current_link_speed", f.current_link.speed));
-      FABRIC_TH_RETURN_IF_ERROR(
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/current_link_speed", f.current_link.speed));
+      FABRIC_RETURN_IF_ERROR(
           sys_.Attr(d + "/current_link_width", absl::StrCat(f.current_link.width)));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/max_link_speed", f.max_link.speed));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/max_link_width", absl::StrCat(f.max_link.width)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/max_link_speed", f.max_link.speed));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/max_link_width", absl::StrCat(f.max_link.width)));
     }
     if (IsBridge(f.role)) {
       if (auto range = BusRange(f.bdf)) {
-        FABRIC_TH_RETURN_IF_ERROR(
-            sys_.Attr(d + "/secondary_bus_number", absl::StrCat(range->first)));
-        FABRIC_TH_RETURN_IF_ERROR(
+        FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/secondary_bus_number", absl::StrCat(range->first)));
+        FABRIC_RETURN_IF_ERROR(
             sys_.Attr(d + "/subordinate_bus_number", absl::StrCat(range->second)));
-        FABRIC_TH_RETURN_IF_ERROR(WritePciBus(d, ParseBdf(f.bdf)->domain, range->first, numa));
+        FABRIC_RETURN_IF_ERROR(WritePciBus(d, ParseBdf(f.bdf)->domain, range->first, numa));
       }
     }
     if (f.sriov) {
       const SriovSpec& s = *f.sriov;
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_totalvfs", absl::StrCat(s.total_vfs)));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_numvfs", absl::StrCat(s.vfs.size())));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_offset", absl::StrCat(s.offset)));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_stride", absl::StrCat(s.stride)));
-      FABRIC_TH_RETURN_IF_ERROR(
-          sys_.Attr(d + "/sriov_vf_device", absl::StrFormat("%x", s.vf_device)));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_drivers_autoprobe", "1"));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_totalvfs", absl::StrCat(s.total_vfs)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_numvfs", absl::StrCat(s.vfs.size())));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_offset", absl::StrCat(s.offset)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_stride", absl::StrCat(s.stride)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_vf_device", absl::StrFormat("%x", s.vf_device)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/sriov_drivers_autoprobe", "1"));
       for (size_t i = 0; i < s.vfs.size(); ++i) {
-        FABRIC_TH_RETURN_IF_ERROR(
-            sys_.Link(absl::StrCat(d, "/virtfn", i), ix_.pci_dir.at(s.vfs[i])));
+        FABRIC_RETURN_IF_ERROR(sys_.Link(absl::StrCat(d, "/virtfn", i), ix_.pci_dir.at(s.vfs[i])));
       }
     }
     if (auto pf = ix_.physfn.find(f.bdf); pf != ix_.physfn.end()) {
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Link(d + "/physfn", ix_.pci_dir.at(pf->second)));
+      FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/physfn", ix_.pci_dir.at(pf->second)));
     }
     return sys_.Link(absl::StrCat("bus/pci/devices/", f.bdf), d);
   }
@@ -767,13 +757,13 @@ class HostWriter {
     for (const auto& [driver, functions] : by_driver) {
       const std::string d = absl::StrCat("bus/pci/drivers/", driver);
       for (const char* file : {"bind", "unbind", "new_id", "remove_id", "uevent"}) {
-        FABRIC_TH_RETURN_IF_ERROR(sys_.File(absl::StrCat(d, "/", file), ""));
+        FABRIC_RETURN_IF_ERROR(sys_.File(absl::StrCat(d, "/", file), ""));
       }
       if (HasModule(driver)) {
-        FABRIC_TH_RETURN_IF_ERROR(sys_.Link(d + "/module", absl::StrCat("module/", driver)));
+        FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/module", absl::StrCat("module/", driver)));
       }
       for (const PciFunctionSpec* f : functions) {
-        FABRIC_TH_RETURN_IF_ERROR(sys_.Link(absl::StrCat(d, "/", f->bdf), ix_.pci_dir.at(f->bdf)));
+        FABRIC_RETURN_IF_ERROR(sys_.Link(absl::StrCat(d, "/", f->bdf), ix_.pci_dir.at(f->bdf)));
       }
     }
     return absl::OkStatus();
@@ -795,26 +785,26 @@ class HostWriter {
     }
     const size_t addr_len = n.mac.empty() ? 0 : (n.mac.size() + 1) / 3;
     const bool up = n.operstate == "up" || n.operstate == "unknown";
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/address", n.mac));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/broadcast", broadcast));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/addr_len", absl::StrCat(addr_len)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/mtu", absl::StrCat(n.mtu)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/operstate", n.operstate));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/address", n.mac));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/broadcast", broadcast));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/addr_len", absl::StrCat(addr_len)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/mtu", absl::StrCat(n.mtu)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/operstate", n.operstate));
     if (n.speed_mbps) {
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/speed", absl::StrCat(*n.speed_mbps)));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/duplex", "full"));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/speed", absl::StrCat(*n.speed_mbps)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/duplex", "full"));
     }
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/ifindex", absl::StrCat(ifindex)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/iflink", absl::StrCat(iflink)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/dev_port", absl::StrCat(n.dev_port)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/dev_id", "0x0"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/carrier", up ? "1" : "0"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/flags", up ? "0x1003" : "0x1002"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/type", absl::StrCat(n.type)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/tx_queue_len", "1000"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/ifindex", absl::StrCat(ifindex)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/iflink", absl::StrCat(iflink)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/dev_port", absl::StrCat(n.dev_port)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/dev_id", "0x0"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/carrier", up ? "1" : "0"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/flags", up ? "0x1003" : "0x1002"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/type", absl::StrCat(n.type)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/tx_queue_len", "1000"));
     std::string uevent = n.devtype.empty() ? "" : absl::StrCat("DEVTYPE=", n.devtype, "\n");
     absl::StrAppend(&uevent, "INTERFACE=", n.name, "\nIFINDEX=", ifindex, "\n");
-    FABRIC_TH_RETURN_IF_ERROR(sys_.File(d + "/uevent", uevent));
+    FABRIC_RETURN_IF_ERROR(sys_.File(d + "/uevent", uevent));
     const uint64_t seed = static_cast<uint64_t>(ifindex);
     const std::pair<const char*, uint64_t> stats[] = {{"rx_bytes", seed * 1000003},
                                                       {"tx_bytes", seed * 2000003},
@@ -827,20 +817,19 @@ class HostWriter {
                                                       {"multicast", seed},
                                                       {"collisions", 0}};
     for (const auto& [name, value] : stats) {
-      FABRIC_TH_RETURN_IF_ERROR(
-          sys_.Attr(absl::StrCat(d, "/statistics/", name), absl::StrCat(value)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(absl::StrCat(d, "/statistics/", name), absl::StrCat(value)));
     }
     if (!n.pci.empty()) {
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Link(d + "/device", ix_.pci_dir.at(n.pci)));
+      FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/device", ix_.pci_dir.at(n.pci)));
     }
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Link(d + "/subsystem", "class/net"));
+    FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/subsystem", "class/net"));
     if (!n.lower.empty()) {
-      FABRIC_TH_RETURN_IF_ERROR(
+      FABRIC_RETURN_IF_ERROR(
           sys_.Link(absl::StrCat(d, "/lower_", n.lower), ix_.netdev_dir.at(n.lower)));
     }
     if (auto it = ix_.uppers.find(n.name); it != ix_.uppers.end()) {
       for (const std::string& upper : it->second) {
-        FABRIC_TH_RETURN_IF_ERROR(
+        FABRIC_RETURN_IF_ERROR(
             sys_.Link(absl::StrCat(d, "/upper_", upper), ix_.netdev_dir.at(upper)));
       }
     }
@@ -848,34 +837,34 @@ class HostWriter {
   }
 
   absl::Status WriteRdmaPort(const std::string& d, const RdmaPortSpec& p) {
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/state", p.state));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/phys_state", p.phys_state));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/rate", p.rate));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/link_layer", p.link_layer));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/lid", absl::StrFormat("0x%x", p.lid)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/sm_lid", absl::StrFormat("0x%x", p.sm_lid)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/lid_mask_count", absl::StrCat(p.lid_mask_count)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/sm_sl", absl::StrCat(p.sm_sl)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/cap_mask", p.cap_mask));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/state", p.state));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/phys_state", p.phys_state));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/rate", p.rate));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/link_layer", p.link_layer));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/lid", absl::StrFormat("0x%x", p.lid)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/sm_lid", absl::StrFormat("0x%x", p.sm_lid)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/lid_mask_count", absl::StrCat(p.lid_mask_count)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/sm_sl", absl::StrCat(p.sm_sl)));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/cap_mask", p.cap_mask));
     std::vector<const GidSpec*> by_index(static_cast<size_t>(p.gid_table_size), nullptr);
     for (const GidSpec& g : p.gids) by_index[static_cast<size_t>(g.index)] = &g;
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Dir(d + "/gids"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Dir(d + "/gid_attrs/types"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Dir(d + "/gid_attrs/ndevs"));
+    FABRIC_RETURN_IF_ERROR(sys_.Dir(d + "/gids"));
+    FABRIC_RETURN_IF_ERROR(sys_.Dir(d + "/gid_attrs/types"));
+    FABRIC_RETURN_IF_ERROR(sys_.Dir(d + "/gid_attrs/ndevs"));
     for (int i = 0; i < p.gid_table_size; ++i) {
       const GidSpec* g = by_index[static_cast<size_t>(i)];
-      FABRIC_TH_RETURN_IF_ERROR(
+      FABRIC_RETURN_IF_ERROR(
           sys_.Attr(absl::StrCat(d, "/gids/", i),
                     g != nullptr ? g->gid : "0000:0000:0000:0000:0000:0000:0000:0000"));
       if (g == nullptr) continue;
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(absl::StrCat(d, "/gid_attrs/types/", i), g->type));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(absl::StrCat(d, "/gid_attrs/types/", i), g->type));
       if (!g->ndev.empty()) {
-        FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(absl::StrCat(d, "/gid_attrs/ndevs/", i), g->ndev));
+        FABRIC_RETURN_IF_ERROR(sys_.Attr(absl::StrCat(d, "/gid_attrs/ndevs/", i), g->ndev));
       }
     }
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Dir(d + "/pkeys"));
+    FABRIC_RETURN_IF_ERROR(sys_.Dir(d + "/pkeys"));
     for (int i = 0; i < p.pkey_table_size; ++i) {
-      FABRIC_TH_RETURN_IF_ERROR(
+      FABRIC_RETURN_IF_ERROR(
           sys_.Attr(absl::StrCat(d, "/pkeys/", i), i == 0 ? "0xffff" : "0x0000"));
     }
     for (const auto& [dir, list] :
@@ -883,9 +872,9 @@ class HostWriter {
           {"hw_counters", &p.hw_counters}}) {
       if (list->empty()) continue;
       const std::string cd = absl::StrCat(d, "/", dir);
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Dir(cd));
+      FABRIC_RETURN_IF_ERROR(sys_.Dir(cd));
       for (const auto& [name, value] : *list) {
-        FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(absl::StrCat(cd, "/", name), absl::StrCat(value)));
+        FABRIC_RETURN_IF_ERROR(sys_.Attr(absl::StrCat(cd, "/", name), absl::StrCat(value)));
       }
     }
     return absl::OkStatus();
@@ -895,26 +884,26 @@ class HostWriter {
     const std::string pci_dir = r.pci.empty() ? "" : ix_.pci_dir.at(r.pci);
     const std::string d = r.pci.empty() ? absl::StrCat("devices/virtual/infiniband/", r.name)
                                         : absl::StrCat(pci_dir, "/infiniband/", r.name);
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/node_guid", r.node_guid));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/sys_image_guid",
-                                        r.sys_image_guid.empty() ? r.node_guid : r.sys_image_guid));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/fw_ver", r.fw_ver));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/hca_type", r.hca_type));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/node_type", r.node_type));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/board_id", r.board_id));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/node_desc", r.node_desc));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.File(d + "/uevent", absl::StrCat("NAME=", r.name, "\n")));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Link(d + "/subsystem", "class/infiniband"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/node_guid", r.node_guid));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/sys_image_guid",
+                                     r.sys_image_guid.empty() ? r.node_guid : r.sys_image_guid));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/fw_ver", r.fw_ver));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/hca_type", r.hca_type));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/node_type", r.node_type));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/board_id", r.board_id));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/node_desc", r.node_desc));
+    FABRIC_RETURN_IF_ERROR(sys_.File(d + "/uevent", absl::StrCat("NAME=", r.name, "\n")));
+    FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/subsystem", "class/infiniband"));
     if (r.pci.empty()) {
-      if (!r.parent.empty()) FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/parent", r.parent));
+      if (!r.parent.empty()) FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/parent", r.parent));
     } else {
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Link(d + "/device", pci_dir));
+      FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/device", pci_dir));
     }
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Dir(d + "/ports"));
+    FABRIC_RETURN_IF_ERROR(sys_.Dir(d + "/ports"));
     for (const RdmaPortSpec& p : r.ports) {
-      FABRIC_TH_RETURN_IF_ERROR(WriteRdmaPort(absl::StrCat(d, "/ports/", p.number), p));
+      FABRIC_RETURN_IF_ERROR(WriteRdmaPort(absl::StrCat(d, "/ports/", p.number), p));
     }
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Link(absl::StrCat("class/infiniband/", r.name), d));
+    FABRIC_RETURN_IF_ERROR(sys_.Link(absl::StrCat("class/infiniband/", r.name), d));
     if (!r.uverbs) return absl::OkStatus();
 
     const int k = *r.uverbs;
@@ -924,31 +913,31 @@ class HostWriter {
     // The fixed uverbs major covers 64 minors; beyond, the kernel takes a dynamic major.
     const int major = k < 64 ? 231 : 510;
     const int minor = k < 64 ? 192 + k : k - 64;
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(u + "/ibdev", r.name));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(u + "/abi_version", "1"));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(u + "/dev", absl::StrCat(major, ":", minor)));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.File(
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(u + "/ibdev", r.name));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(u + "/abi_version", "1"));
+    FABRIC_RETURN_IF_ERROR(sys_.Attr(u + "/dev", absl::StrCat(major, ":", minor)));
+    FABRIC_RETURN_IF_ERROR(sys_.File(
         u + "/uevent",
         absl::StrCat("MAJOR=", major, "\nMINOR=", minor, "\nDEVNAME=infiniband/", name, "\n")));
-    FABRIC_TH_RETURN_IF_ERROR(sys_.Link(u + "/subsystem", "class/infiniband_verbs"));
-    if (!r.pci.empty()) FABRIC_TH_RETURN_IF_ERROR(sys_.Link(u + "/device", pci_dir));
+    FABRIC_RETURN_IF_ERROR(sys_.Link(u + "/subsystem", "class/infiniband_verbs"));
+    if (!r.pci.empty()) FABRIC_RETURN_IF_ERROR(sys_.Link(u + "/device", pci_dir));
     return sys_.Link(absl::StrCat("class/infiniband_verbs/", name), u);
   }
 
   absl::Status WriteModules() {
     for (const ModuleSpec& m : spec_.modules) {
       const std::string d = absl::StrCat("module/", m.name);
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Dir(d + "/parameters"));
+      FABRIC_RETURN_IF_ERROR(sys_.Dir(d + "/parameters"));
       if (m.builtin) continue;
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/refcnt", absl::StrCat(m.refcount)));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/initstate", "live"));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/coresize", absl::StrCat(m.size)));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/taint", m.taint));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.File(d + "/uevent", ""));
-      if (!m.version.empty()) FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/version", m.version));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Dir(d + "/holders"));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/refcnt", absl::StrCat(m.refcount)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/initstate", "live"));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/coresize", absl::StrCat(m.size)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/taint", m.taint));
+      FABRIC_RETURN_IF_ERROR(sys_.File(d + "/uevent", ""));
+      if (!m.version.empty()) FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/version", m.version));
+      FABRIC_RETURN_IF_ERROR(sys_.Dir(d + "/holders"));
       for (const std::string& user : m.used_by) {
-        FABRIC_TH_RETURN_IF_ERROR(
+        FABRIC_RETURN_IF_ERROR(
             sys_.Link(absl::StrCat(d, "/holders/", user), absl::StrCat("module/", user)));
       }
     }
@@ -958,29 +947,29 @@ class HostWriter {
   absl::Status WriteNuma() {
     const std::string nodes = FormatIdList(spec_.numa_nodes);
     for (const char* f : {"online", "possible", "has_cpu", "has_memory", "has_normal_memory"}) {
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(absl::StrCat("devices/system/node/", f), nodes));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(absl::StrCat("devices/system/node/", f), nodes));
     }
     for (int node : spec_.numa_nodes) {
       const std::string d = absl::StrCat("devices/system/node/node", node);
       const std::vector<int> cpus = CpusOf(node);
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/cpulist", FormatIdList(cpus)));
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/cpumap", CpuMask(cpus)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/cpulist", FormatIdList(cpus)));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/cpumap", CpuMask(cpus)));
       std::vector<std::string> distance;
       for (int other : spec_.numa_nodes) distance.push_back(other == node ? "10" : "21");
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(d + "/distance", absl::StrJoin(distance, " ")));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/distance", absl::StrJoin(distance, " ")));
     }
     const std::string cpus = FormatIdList(CpusOf(-1));
     for (const char* f : {"online", "possible", "present"}) {
-      FABRIC_TH_RETURN_IF_ERROR(sys_.Attr(absl::StrCat("devices/system/cpu/", f), cpus));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(absl::StrCat("devices/system/cpu/", f), cpus));
     }
     return absl::OkStatus();
   }
 
   absl::Status WriteProc() {
-    FABRIC_TH_RETURN_IF_ERROR(proc_.Attr("sys/kernel/hostname", spec_.hostname));
-    FABRIC_TH_RETURN_IF_ERROR(proc_.Attr("sys/kernel/osrelease", spec_.osrelease));
-    FABRIC_TH_RETURN_IF_ERROR(proc_.Attr("sys/kernel/ostype", "Linux"));
-    FABRIC_TH_RETURN_IF_ERROR(proc_.File(
+    FABRIC_RETURN_IF_ERROR(proc_.Attr("sys/kernel/hostname", spec_.hostname));
+    FABRIC_RETURN_IF_ERROR(proc_.Attr("sys/kernel/osrelease", spec_.osrelease));
+    FABRIC_RETURN_IF_ERROR(proc_.Attr("sys/kernel/ostype", "Linux"));
+    FABRIC_RETURN_IF_ERROR(proc_.File(
         "version", absl::StrCat("Linux version ", spec_.osrelease,
                                 " (builder@fabric-testhosts) (gcc (GCC) 12.2.0, GNU ld 2.40) #1 "
                                 "SMP PREEMPT_DYNAMIC\n")));
@@ -1009,7 +998,7 @@ class HostWriter {
       route += padded(absl::StrFormat("%s\t%s\t%s\t%04X\t0\t0\t%d\t%s\t0\t0\t0", r.iface,
                                       le_hex(dst), le_hex(gw), flags, r.metric, le_hex(mask)));
     }
-    FABRIC_TH_RETURN_IF_ERROR(proc_.File("net/route", route));
+    FABRIC_RETURN_IF_ERROR(proc_.File("net/route", route));
 
     auto hex128 = [](const std::array<uint8_t, 16>& a) {
       std::string s;
@@ -1026,7 +1015,7 @@ class HostWriter {
                             r.prefix_len, std::string(32, '0'), hex128(nh), r.metric, 1, 0, flags,
                             r.iface);
     }
-    FABRIC_TH_RETURN_IF_ERROR(proc_.File("net/ipv6_route", route6));
+    FABRIC_RETURN_IF_ERROR(proc_.File("net/ipv6_route", route6));
 
     std::string modules;
     for (const ModuleSpec& m : spec_.modules) {
@@ -1037,9 +1026,9 @@ class HostWriter {
                       " Live 0x0000000000000000", m.taint.empty() ? "" : " (", m.taint,
                       m.taint.empty() ? "" : ")", "\n");
     }
-    FABRIC_TH_RETURN_IF_ERROR(proc_.File("modules", modules));
+    FABRIC_RETURN_IF_ERROR(proc_.File("modules", modules));
     if (spec_.nvidia_version) {
-      FABRIC_TH_RETURN_IF_ERROR(proc_.File("driver/nvidia/version", *spec_.nvidia_version));
+      FABRIC_RETURN_IF_ERROR(proc_.File("driver/nvidia/version", *spec_.nvidia_version));
     }
     return absl::OkStatus();
   }
@@ -1190,9 +1179,9 @@ bool HostSpec::RemoveModule(std::string_view name) {
 absl::Status WriteHost(const HostSpec& spec, const std::filesystem::path& dir) {
   absl::StatusOr<Index> ix = BuildIndex(spec);
   if (!ix.ok()) return ix.status();
-  FABRIC_TH_RETURN_IF_ERROR(PrepareDir(dir));
+  FABRIC_RETURN_IF_ERROR(PrepareDir(dir));
   HostWriter writer(spec, *ix, dir);
-  FABRIC_TH_RETURN_IF_ERROR(writer.Write());
+  FABRIC_RETURN_IF_ERROR(writer.Write());
   if (spec.after_write) return spec.after_write(dir);
   return absl::OkStatus();
 }

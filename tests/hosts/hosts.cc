@@ -90,18 +90,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "agent/common/status.h"
+#include "agent/common/strings.h"
 
 namespace fabric::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define FABRIC_TH_RETURN_IF_ERROR(expr)                   \
-  do {                                                    \
-    if (absl::Status st_ = (expr); !st_.ok()) return st_; \
-  } while (0)
-
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 // ---------------------------------------------------------------------------------------------
 // The device catalog.
@@ -993,54 +988,54 @@ absl::Status BreakTree(const std::filesystem::path& dir) {
   };
 
   // a. fw_ver removed (through the class link, which resolves to the device directory).
-  FABRIC_TH_RETURN_IF_ERROR(RemovePath(sys / "class/infiniband/mlx5_1/fw_ver", false));
+  FABRIC_RETURN_IF_ERROR(RemovePath(sys / "class/infiniband/mlx5_1/fw_ver", false));
   // b. rate and state not parseable.
   absl::StatusOr<fs::path> p2 = port1("mlx5_2");
   if (!p2.ok()) return p2.status();
-  FABRIC_TH_RETURN_IF_ERROR(Overwrite(*p2 / "rate", "fast\n"));
-  FABRIC_TH_RETURN_IF_ERROR(Overwrite(*p2 / "state", "banana\n"));
+  FABRIC_RETURN_IF_ERROR(Overwrite(*p2 / "rate", "fast\n"));
+  FABRIC_RETURN_IF_ERROR(Overwrite(*p2 / "state", "banana\n"));
   // c. a GID that is no GID.
   absl::StatusOr<fs::path> p3 = port1("mlx5_3");
   if (!p3.ok()) return p3.status();
-  FABRIC_TH_RETURN_IF_ERROR(Overwrite(*p3 / "gids/3", "zzzz\n"));
+  FABRIC_RETURN_IF_ERROR(Overwrite(*p3 / "gids/3", "zzzz\n"));
   // d. NUMA node not a number, link width empty.
   const RdmaDeviceSpec* mlx5_4 = spec.FindRdma("mlx5_4");
   absl::StatusOr<fs::path> f4 = pci_dir(mlx5_4->pci);
   if (!f4.ok()) return f4.status();
-  FABRIC_TH_RETURN_IF_ERROR(Overwrite(*f4 / "numa_node", "abc\n"));
-  FABRIC_TH_RETURN_IF_ERROR(Overwrite(*f4 / "current_link_width", ""));
+  FABRIC_RETURN_IF_ERROR(Overwrite(*f4 / "numa_node", "abc\n"));
+  FABRIC_RETURN_IF_ERROR(Overwrite(*f4 / "current_link_width", ""));
   // e. no gid_attrs at all.
   absl::StatusOr<fs::path> p5 = port1("mlx5_5");
   if (!p5.ok()) return p5.status();
-  FABRIC_TH_RETURN_IF_ERROR(RemovePath(*p5 / "gid_attrs", true));
+  FABRIC_RETURN_IF_ERROR(RemovePath(*p5 / "gid_attrs", true));
   // f. a class entry for a device that is not there.
   const fs::path mlx5_9 = sys / "class/infiniband/mlx5_9";
   std::error_code ec;
   if (fs::exists(fs::symlink_status(mlx5_9, ec))) {
     return absl::FailedPreconditionError("BreakTree: mlx5_9 already exists");
   }
-  FABRIC_TH_RETURN_IF_ERROR(
+  FABRIC_RETURN_IF_ERROR(
       PutLink(mlx5_9, "../../devices/pci0000:ff/0000:ff:00.0/infiniband/mlx5_9"));
   // g. a device link to a missing PCI function.
   absl::StatusOr<fs::path> d6 = rdma_dir("mlx5_6");
   if (!d6.ok()) return d6.status();
-  FABRIC_TH_RETURN_IF_ERROR(RemovePath(*d6 / "device", false));
-  FABRIC_TH_RETURN_IF_ERROR(PutLink(*d6 / "device", "../../../0000:ee:00.0"));
+  FABRIC_RETURN_IF_ERROR(RemovePath(*d6 / "device", false));
+  FABRIC_RETURN_IF_ERROR(PutLink(*d6 / "device", "../../../0000:ee:00.0"));
   // h. GPU 0's class code not hex.
   absl::StatusOr<fs::path> gpu0 = pci_dir("0000:1a:00.0");
   if (!gpu0.ok()) return gpu0.status();
-  FABRIC_TH_RETURN_IF_ERROR(Overwrite(*gpu0 / "class", "0xZZ\n"));
+  FABRIC_RETURN_IF_ERROR(Overwrite(*gpu0 / "class", "0xZZ\n"));
   // i. a class/net link that climbs out of the root.
-  FABRIC_TH_RETURN_IF_ERROR(RemovePath(sys / "class/net/eth7", false));
-  FABRIC_TH_RETURN_IF_ERROR(PutLink(sys / "class/net/eth7", "../../../../../../../../etc"));
+  FABRIC_RETURN_IF_ERROR(RemovePath(sys / "class/net/eth7", false));
+  FABRIC_RETURN_IF_ERROR(PutLink(sys / "class/net/eth7", "../../../../../../../../etc"));
   // j. a garbage line in the routing table.
-  FABRIC_TH_RETURN_IF_ERROR(Append(dir / "proc/net/route", "garbage line\n"));
+  FABRIC_RETURN_IF_ERROR(Append(dir / "proc/net/route", "garbage line\n"));
   // k. a link loop.
-  FABRIC_TH_RETURN_IF_ERROR(PutLink(sys / "bus/pci/devices/0000:aa:00.0", "0000:aa:00.0"));
+  FABRIC_RETURN_IF_ERROR(PutLink(sys / "bus/pci/devices/0000:aa:00.0", "0000:aa:00.0"));
   // l. an unknown GID type.
   absl::StatusOr<fs::path> p8 = port1("mlx5_8");
   if (!p8.ok()) return p8.status();
-  FABRIC_TH_RETURN_IF_ERROR(Overwrite(*p8 / "gid_attrs/types/3", "RoCE v9\n"));
+  FABRIC_RETURN_IF_ERROR(Overwrite(*p8 / "gid_attrs/types/3", "RoCE v9\n"));
   return absl::OkStatus();
 }
 
