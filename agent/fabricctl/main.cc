@@ -133,10 +133,9 @@ absl::StatusOr<v1::Selection> RunSelection(const Options& opt, int* code) {
   }
   auto sel = SelectNics(loaded->host, *gpus, loaded->config.selection());
   if (!sel.ok()) {
-    // A malformed address is bad input; an address the host does not have is a failed query.
-    bool malformed = false;
-    for (const std::string& g : *gpus) malformed |= !ParsePciAddress(g).ok();
-    *code = malformed ? kUsage : kFailed;
+    // Bad input (malformed, duplicate, not a GPU) is a usage error; a GPU or port the host
+    // lacks is a failed query.
+    *code = absl::IsInvalidArgument(sel.status()) ? kUsage : kFailed;
     std::string msg(sel.status().message());
     // Point at discovery problems that explain an unknown GPU.
     for (const v1::FieldProblem& p : loaded->host.problems()) {
@@ -219,6 +218,15 @@ int Main(int argc, char** argv) {
                 "leave out variables already set in this environment (your choice wins)");
   env->add_flag("--export", opt.is_export, "prefix shell lines with 'export '");
 
+  // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (CLI::App* cmd : {inventory, topo, select, env}) known |= cmd->get_name() == argv[1];
+    if (!known) {
+      return Fail(kUsage, absl::StrCat("unknown subcommand \"", argv[1],
+                                       "\" (inventory, topo, select, env; --help for more)"));
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -294,7 +294,8 @@ absl::StatusOr<std::vector<Request>> ResolveGpus(const Host& host,
       for (const Accelerator& a : host.accelerators()) {
         if (!a.management_display()) known.push_back(CanonicalPci(a.pci_address()));
       }
-      return absl::InvalidArgumentError(
+      // NotFound, not InvalidArgument: the address is well formed, the host lacks it.
+      return absl::NotFoundError(
           absl::StrFormat("GPU %s is not an accelerator of this host (GPUs here: %s)", *canonical,
                           known.empty() ? "none" : absl::StrJoin(known, ", ")));
     }

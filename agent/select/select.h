@@ -27,8 +27,9 @@ namespace fabric {
 //   6. fewer GPUs of this request already on the port (spreads GPUs over equal NICs);
 //   7. device name in natural order (mlx5_2 < mlx5_10), then port number.
 //
-// Errors: InvalidArgument for an empty, malformed, unknown, duplicate or non-GPU address or a bad
-// policy; FailedPrecondition when the host has no RDMA device or no active port.
+// Errors: InvalidArgument for an empty, malformed, duplicate or non-GPU address or a bad policy;
+// NotFound for a GPU the host does not have; FailedPrecondition when the host has no RDMA device
+// or no active port.
 absl::StatusOr<v1::Selection> SelectNics(const v1::Host& host, const std::vector<std::string>& gpus,
                                          const v1::SelectionPolicy& policy);
 

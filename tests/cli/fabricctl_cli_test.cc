@@ -211,7 +211,17 @@ TEST_F(CliTest, ExitCodes) {
   Result missing = Run("inventory --sysfs=/nonexistent/sys --procfs=/proc");
   EXPECT_EQ(missing.code, 3);
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent/sys"));
-  // Bad flag, missing subcommand, missing --gpus.
+  // A GPU given twice, or one that is the BMC's display: bad input.
+  Result twice = Run("env --gpus=1a:00.0,0000:1a:00.0 " + host);
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_THAT(twice.err, HasSubstr("twice"));
+  Result display = Run("select --gpus=03:00.0 " + host);
+  EXPECT_EQ(display.code, 2);
+  EXPECT_THAT(display.err, HasSubstr("management display"));
+  // Bad flag, unknown or missing subcommand, missing --gpus.
+  Result bogus = Run("bogus " + host);
+  EXPECT_EQ(bogus.code, 2);
+  EXPECT_THAT(bogus.err, HasSubstr("unknown subcommand \"bogus\""));
   EXPECT_EQ(Run("inventory --no-such-flag " + host).code, 2);
   EXPECT_EQ(Run("").code, 2);
   EXPECT_EQ(Run("env " + host).code, 2);
