@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "agent/topology/topology.h"
 #include "tests/hosts/builder.h"
@@ -410,6 +413,57 @@ TEST_F(DiscoveryTest, BrokenTreeLosesOnlyWhatIsBroken) {
   // Everything else is whole.
   EXPECT_EQ(h.rdma_devices_size(), 10);
   EXPECT_EQ(Dev(h, "mlx5_7")->ports(0).gids_size(), 4);
+}
+
+// A device that vanishes and comes back while discovery runs (driver reload, PCI reset): never a
+// crash or an error, and nothing else on the host is lost.
+TEST_F(DiscoveryTest, DeviceVanishingMidDiscovery) {
+  Host before = Example("roce-9port");
+  auto rel = testing::PciFunctionPath(spec_, spec_.FindRdma("mlx5_4")->pci);
+  ASSERT_TRUE(rel.ok()) << rel.status();
+  const fs::path dev = dir_ / "sys" / *rel;
+  const fs::path gone = fs::path(dev.string() + ".gone");
+  std::atomic<bool> stop{false};
+  std::atomic<int> flips{0};
+  std::thread churn([&] {
+    // Bounded: stops when discovery is done, or after 20 s whatever happens.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    std::error_code ec;
+    while (!stop && std::chrono::steady_clock::now() < deadline) {
+      fs::rename(dev, gone, ec);
+      fs::rename(gone, dev, ec);
+      ++flips;
+    }
+  });
+  HostFsImpl sys((dir_ / "sys").string());
+  HostFsImpl proc((dir_ / "proc").string());
+  int complete = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto h = Discover(sys, proc);
+    ASSERT_TRUE(h.ok()) << h.status();
+    ASSERT_EQ(h->rdma_devices_size(), 9);
+    for (const RdmaDevice& d : h->rdma_devices()) {
+      if (d.name() == "mlx5_4") {
+        complete += d.problems().empty() && d.ports_size() == 1 && d.ports(0).problems().empty() &&
+                    d.ports(0).gids_size() == 4;
+        continue;
+      }
+      // Every other device is whole on every pass.
+      const RdmaDevice* was = Dev(before, d.name());
+      ASSERT_NE(was, nullptr);
+      EXPECT_EQ(d.SerializeAsString(), was->SerializeAsString()) << d.name() << " pass " << i;
+    }
+  }
+  stop = true;
+  churn.join();
+  EXPECT_GT(flips.load(), 0);
+  std::error_code ec;
+  if (!fs::exists(dev)) fs::rename(gone, dev, ec);
+  // Once it is back for good, it is discovered whole again.
+  auto after = Discover(sys, proc);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(Dev(*after, "mlx5_4")->SerializeAsString(), Dev(before, "mlx5_4")->SerializeAsString());
+  ::testing::Test::RecordProperty("complete_passes", complete);
 }
 
 TEST_F(DiscoveryTest, DiscoveryIsDeterministic) {
