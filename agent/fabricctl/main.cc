@@ -2,7 +2,7 @@
 //
 // Exit codes: 0 success; 1 the host lacks what was asked (no RDMA device, an unknown GPU, no
 // usable port); 2 usage or bad input (flags, addresses, config); 3 the host cannot be read (the
-// sysfs root does not exist).
+// sysfs root does not exist). `health` follows the monitoring-plugin convention instead.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +16,7 @@
 #include "agent/discovery/discovery.h"
 #include "agent/discovery/parse.h"
 #include "agent/fabricctl/render.h"
+#include "agent/health/health.h"
 #include "agent/hostfs/host_fs.h"
 #include "agent/select/config.h"
 #include "agent/select/env.h"
@@ -184,6 +185,33 @@ int RunEnv(const Options& opt) {
   return kOk;
 }
 
+// Monitoring-plugin convention: one status line, then a line per finding; the exit code is the
+// verdict's (OK 0, WARNING 1, CRITICAL 2, UNKNOWN 3). What cannot be evaluated is UNKNOWN.
+int RunHealth(const Options& opt) {
+  int code = kOk;
+  auto loaded = Load(opt, &code);
+  if (!loaded.ok()) {
+    std::printf("FABRIC UNKNOWN - %s\n", std::string(loaded.status().message()).c_str());
+    return HealthExitCode(v1::SEVERITY_UNKNOWN);
+  }
+  v1::Health health = EvaluateHealth(loaded->host, loaded->config.selection());
+  if (opt.json) {
+    Print(ToJson(health));
+  } else {
+    int counts[5] = {0, 0, 0, 0, 0};
+    for (const v1::Finding& f : health.findings()) ++counts[f.severity() % 5];
+    std::printf("FABRIC %s - %d critical, %d warning; %d RDMA devices, %d accelerators\n",
+                SeverityName(health.verdict()), counts[v1::SEVERITY_CRITICAL],
+                counts[v1::SEVERITY_WARNING], loaded->host.rdma_devices_size(),
+                loaded->host.accelerators_size());
+    for (const v1::Finding& f : health.findings()) {
+      std::printf("%s %s%s%s: %s\n", SeverityName(f.severity()), f.check().c_str(),
+                  f.subject().empty() ? "" : " ", f.subject().c_str(), f.message().c_str());
+    }
+  }
+  return HealthExitCode(health.verdict());
+}
+
 int Main(int argc, char** argv) {
   Options opt;
   CLI::App app{
@@ -204,7 +232,9 @@ int Main(int argc, char** argv) {
   CLI::App* topo = app.add_subcommand("topo", "GPU x NIC matrix of PCIe distance classes");
   CLI::App* select = app.add_subcommand("select", "the RDMA port, GID index and reasons per GPU");
   CLI::App* env = app.add_subcommand("env", "NCCL/RCCL/UCX environment for a set of GPUs");
-  for (CLI::App* cmd : {inventory, topo, select, env}) global(cmd);
+  CLI::App* health = app.add_subcommand(
+      "health", "checks before a job lands here; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN");
+  for (CLI::App* cmd : {inventory, topo, select, env, health}) global(cmd);
   for (CLI::App* cmd : {select, env}) {
     cmd->add_option("--gpus", opt.gpus,
                     "GPU PCI addresses, comma separated (0000:17:00.0, 17:00.0 or nvidia-smi's "
@@ -221,10 +251,13 @@ int Main(int argc, char** argv) {
   // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
-    for (CLI::App* cmd : {inventory, topo, select, env}) known |= cmd->get_name() == argv[1];
+    for (CLI::App* cmd : {inventory, topo, select, env, health}) {
+      known |= cmd->get_name() == argv[1];
+    }
     if (!known) {
-      return Fail(kUsage, absl::StrCat("unknown subcommand \"", argv[1],
-                                       "\" (inventory, topo, select, env; --help for more)"));
+      return Fail(kUsage,
+                  absl::StrCat("unknown subcommand \"", argv[1],
+                               "\" (inventory, topo, select, env, health; --help for more)"));
     }
   }
   try {
@@ -235,11 +268,13 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
-    return kUsage;
+    // For health a bad argument is UNKNOWN, as monitoring plugins report it.
+    return health->parsed() ? HealthExitCode(v1::SEVERITY_UNKNOWN) : kUsage;
   }
   if (inventory->parsed()) return RunInventory(opt);
   if (topo->parsed()) return RunTopo(opt);
   if (select->parsed()) return RunSelect(opt);
+  if (health->parsed()) return RunHealth(opt);
   return RunEnv(opt);
 }
 

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
 #include "tests/hosts/builder.h"
@@ -242,6 +243,36 @@ TEST_F(CliTest, HostWithoutRdma) {
   Result env = Run("env --gpus=all " + host);
   EXPECT_EQ(env.code, 1);
   EXPECT_THAT(env.err, HasSubstr("no RDMA device"));
+}
+
+TEST_F(CliTest, HealthExitCodesFollowTheMonitoringPluginConvention) {
+  Result ok = Run("health " + Host("roce-9port"));
+  EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("FABRIC OK - 0 critical, 0 warning; 9 RDMA devices"));
+
+  auto spec = testing::ExampleHost("roce-9port");
+  ASSERT_TRUE(spec.ok());
+  spec->FindRdma("mlx5_3")->ports[0].rate = "200 Gb/sec (4X HDR)";
+  Result warn = Run("health " + HostFrom(*spec, "slow"));
+  EXPECT_EQ(warn.code, 1) << warn.out;
+  EXPECT_THAT(warn.out, HasSubstr("WARNING port_rate mlx5_3:1: rate 200 Gb/s"));
+
+  const std::string many = Host("many-hcas");
+  Result crit = Run("health " + many);
+  EXPECT_EQ(crit.code, 2) << crit.out;
+  EXPECT_THAT(crit.out, HasSubstr("CRITICAL port_state mlx5_2:1: port DOWN"));
+  Result json = Run("health --json " + many);
+  EXPECT_EQ(json.code, 2);
+  v1::Health parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &parsed).ok()) << json.out;
+  EXPECT_EQ(parsed.verdict(), v1::SEVERITY_CRITICAL);
+  ASSERT_EQ(parsed.findings_size(), 1);
+  EXPECT_EQ(parsed.findings(0).subject(), "mlx5_2:1");
+
+  Result unknown = Run("health --sysfs=/nonexistent/sys");
+  EXPECT_EQ(unknown.code, 3);
+  EXPECT_THAT(unknown.out, HasSubstr("FABRIC UNKNOWN"));
+  EXPECT_EQ(Run("health --no-such-flag").code, 3);
 }
 
 TEST_F(CliTest, BrokenTreeStillAnswers) {

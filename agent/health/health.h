@@ -1,0 +1,31 @@
+// Health checks over a discovered host: what an operator checks before a job lands on a node.
+#pragma once
+
+#include "fabric/v1/health.pb.h"
+#include "fabric/v1/host.pb.h"
+#include "fabric/v1/select.pb.h"
+
+namespace fabric {
+
+// Evaluates `host`. The verdict is the worst finding: CRITICAL, then WARNING, then UNKNOWN. Ports
+// named in policy.deny (unused on purpose) are not checked.
+//   no_rdma_device  CRITICAL  no RDMA device at all
+//   port_state      CRITICAL  a port not ACTIVE (UNKNOWN when its state cannot be read)
+//   port_rate       WARNING   an active port below the most common rate of its peers (same NIC
+//                             model and link layer)
+//   pcie_link       WARNING   a NIC's PCIe link below its maximum speed or width; a GPU's below
+//                             its maximum width (GPUs lower the link speed when idle, by design)
+//   roce_gid        WARNING   an active RoCE port (not a VF: a VF's address lives in its pod)
+//                             without a RoCE v2 IPv4 GID on its own netdev (UNKNOWN when GID
+//                             attributes are not visible)
+//   gpudirect       WARNING   GPUs and RDMA NICs, but no GPUDirect RDMA path
+//   discovery       WARNING   fields discovery could not read
+v1::Health EvaluateHealth(const v1::Host& host, const v1::SelectionPolicy& policy);
+
+// The monitoring-plugin exit code of a verdict: OK 0, WARNING 1, CRITICAL 2, UNKNOWN 3.
+int HealthExitCode(v1::Severity verdict);
+
+// "OK", "WARNING", "CRITICAL", "UNKNOWN".
+const char* SeverityName(v1::Severity s);
+
+}  // namespace fabric
