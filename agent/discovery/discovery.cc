@@ -863,4 +863,19 @@ absl::StatusOr<Host> Discover(const HostFs& sysfs, const HostFs& procfs) {
   return Discovery(sysfs, procfs).Run();
 }
 
+void ForEachProblem(const Host& host,
+                    const std::function<void(const std::string&, const FieldProblem&)>& fn) {
+  auto each = [&](const std::string& where, const Problems& problems) {
+    for (const FieldProblem& p : problems) fn(where, p);
+  };
+  each("host", host.problems());
+  for (const RdmaDevice& d : host.rdma_devices()) {
+    each(d.name(), d.problems());
+    each(d.name() + " pci", d.pci().problems());
+    for (const Port& p : d.ports()) each(absl::StrCat(d.name(), ":", p.number()), p.problems());
+  }
+  for (const Netdev& n : host.netdevs()) each(n.name(), n.problems());
+  for (const Accelerator& a : host.accelerators()) each(a.pci_address(), a.pci().problems());
+}
+
 }  // namespace fabric

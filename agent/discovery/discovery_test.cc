@@ -85,22 +85,12 @@ class DiscoveryTest : public ::testing::Test {
     std::sort(out.begin(), out.end());
     return out;
   }
-  // Every problem in the host, as "where: field: reason".
+  // Every problem in the host, as "where: field @path: reason".
   static std::vector<std::string> AllProblems(const Host& h) {
     std::vector<std::string> out;
-    auto add = [&](const std::string& who, const auto& problems) {
-      for (const FieldProblem& p : problems) {
-        out.push_back(who + ": " + p.field() + " @" + p.path() + ": " + p.reason());
-      }
-    };
-    add("host", h.problems());
-    for (const RdmaDevice& d : h.rdma_devices()) {
-      add(d.name(), d.problems());
-      add(d.name() + ".pci", d.pci().problems());
-      for (const Port& p : d.ports()) add(d.name() + ".port", p.problems());
-    }
-    for (const Netdev& n : h.netdevs()) add(n.name(), n.problems());
-    for (const Accelerator& a : h.accelerators()) add(a.pci_address(), a.pci().problems());
+    ForEachProblem(h, [&](const std::string& where, const FieldProblem& p) {
+      out.push_back(where + ": " + p.field() + " @" + p.path() + ": " + p.reason());
+    });
     return out;
   }
 
@@ -360,28 +350,28 @@ TEST_F(DiscoveryTest, BrokenTreeLosesOnlyWhatIsBroken) {
   EXPECT_FALSE(p2.has_rate_gbps());
   EXPECT_EQ(p2.rate(), "fast");
   EXPECT_EQ(p2.state(), PORT_STATE_UNSPECIFIED);
-  EXPECT_TRUE(has("mlx5_2.port: rate_gbps"));
-  EXPECT_TRUE(has("mlx5_2.port: state"));
+  EXPECT_TRUE(has("mlx5_2:1: rate_gbps"));
+  EXPECT_TRUE(has("mlx5_2:1: state"));
   EXPECT_TRUE(has("\"banana\\x0a\""));
   EXPECT_EQ(p2.link_layer(), LINK_LAYER_ETHERNET);
   // c. one garbage GID: the others stay.
   const Port& p3 = Dev(h, "mlx5_3")->ports(0);
   EXPECT_EQ(GidAt(p3, 3), nullptr);
   EXPECT_NE(GidAt(p3, 2), nullptr);
-  EXPECT_TRUE(has("mlx5_3.port: gids"));
+  EXPECT_TRUE(has("mlx5_3:1: gids"));
   // d. NUMA and link width of mlx5_4's function.
   const RdmaDevice* d4 = Dev(h, "mlx5_4");
   EXPECT_FALSE(d4->pci().has_numa_node());
   EXPECT_FALSE(d4->pci().current_link().has_width());
   EXPECT_TRUE(d4->pci().current_link().has_speed_gts());
-  EXPECT_TRUE(has("mlx5_4.pci: numa_node"));
-  EXPECT_TRUE(has("mlx5_4.pci: current_link.width"));
+  EXPECT_TRUE(has("mlx5_4 pci: numa_node"));
+  EXPECT_TRUE(has("mlx5_4 pci: current_link.width"));
   // e. no gid_attrs (a container): GIDs without types, and no problem for it.
   const Port& p5 = Dev(h, "mlx5_5")->ports(0);
   ASSERT_NE(GidAt(p5, 3), nullptr);
   EXPECT_EQ(GidAt(p5, 3)->type(), GID_TYPE_UNSPECIFIED);
   EXPECT_EQ(GidAt(p5, 3)->ipv4(), "25.11.128.15");
-  EXPECT_FALSE(has("mlx5_5.port"));
+  EXPECT_FALSE(has("mlx5_5:1"));
   // f. a dangling class link: the device is named, with the reason.
   ASSERT_NE(Dev(h, "mlx5_9"), nullptr);
   EXPECT_TRUE(has("mlx5_9: name"));

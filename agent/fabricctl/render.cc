@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "agent/discovery/discovery.h"
 #include "agent/select/select.h"
 #include "agent/topology/topology.h"
 
@@ -91,13 +92,6 @@ std::string Table(const std::vector<std::vector<std::string>>& rows, const std::
     out += line + "\n";
   }
   return out;
-}
-
-void AppendProblems(std::string* out, const std::string& who,
-                    const google::protobuf::RepeatedPtrField<FieldProblem>& problems) {
-  for (const FieldProblem& p : problems) {
-    absl::StrAppend(out, "  ", who, ": ", p.field(), " unknown: ", p.reason(), "\n");
-  }
 }
 
 }  // namespace
@@ -202,18 +196,9 @@ std::string RenderInventory(const Host& host) {
                   "\n");
 
   std::string problems;
-  AppendProblems(&problems, "host", host.problems());
-  for (const RdmaDevice& d : host.rdma_devices()) {
-    AppendProblems(&problems, d.name(), d.problems());
-    AppendProblems(&problems, d.name() + " pci", d.pci().problems());
-    for (const Port& p : d.ports()) {
-      AppendProblems(&problems, absl::StrCat(d.name(), ":", p.number()), p.problems());
-    }
-  }
-  for (const Netdev& n : host.netdevs()) AppendProblems(&problems, n.name(), n.problems());
-  for (const Accelerator& a : host.accelerators()) {
-    AppendProblems(&problems, a.pci_address(), a.pci().problems());
-  }
+  ForEachProblem(host, [&](const std::string& where, const FieldProblem& p) {
+    absl::StrAppend(&problems, "  ", where, ": ", p.field(), " unknown: ", p.reason(), "\n");
+  });
   if (!problems.empty()) absl::StrAppend(&out, "\nProblems (fields left unknown)\n", problems);
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/discovery/discovery.h"
 
 namespace fabric {
 namespace {
@@ -64,17 +65,6 @@ void CheckLink(Health* h, const std::string& subject, const PciFunction& f, bool
         absl::StrFormat("PCIe link at %g GT/s, capable of %g GT/s", cur.speed_gts(),
                         max.speed_gts()));
   }
-}
-
-int ProblemCount(const Host& host) {
-  int n = host.problems_size();
-  for (const RdmaDevice& d : host.rdma_devices()) {
-    n += d.problems_size() + d.pci().problems_size();
-    for (const Port& p : d.ports()) n += p.problems_size();
-  }
-  for (const Netdev& nd : host.netdevs()) n += nd.problems_size();
-  for (const Accelerator& a : host.accelerators()) n += a.pci().problems_size();
-  return n;
 }
 
 }  // namespace
@@ -190,7 +180,9 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
         absl::StrCat("no GPUDirect RDMA: ", host.gpudirect().reason(),
                      "; GPU traffic goes through host memory"));
   }
-  if (int n = ProblemCount(host); n > 0) {
+  int n = 0;
+  ForEachProblem(host, [&](const std::string&, const FieldProblem&) { ++n; });
+  if (n > 0) {
     Add(&h, SEVERITY_WARNING, "discovery", "",
         absl::StrCat(n, " field(s) could not be read (fabricctl inventory lists them)"));
   }
