@@ -4,6 +4,7 @@
 // usable port); 2 usage or bad input (flags, addresses, config); 3 the host cannot be read (the
 // sysfs root does not exist). `health` follows the monitoring-plugin convention instead.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -234,7 +235,8 @@ int Main(int argc, char** argv) {
   CLI::App* env = app.add_subcommand("env", "NCCL/RCCL/UCX environment for a set of GPUs");
   CLI::App* health = app.add_subcommand(
       "health", "checks before a job lands here; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN");
-  for (CLI::App* cmd : {inventory, topo, select, env, health}) global(cmd);
+  const std::vector<CLI::App*> commands = {inventory, topo, select, env, health};
+  for (CLI::App* cmd : commands) global(cmd);
   for (CLI::App* cmd : {select, env}) {
     cmd->add_option("--gpus", opt.gpus,
                     "GPU PCI addresses, comma separated (0000:17:00.0, 17:00.0 or nvidia-smi's "
@@ -250,14 +252,11 @@ int Main(int argc, char** argv) {
 
   // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.
   if (argc > 1 && argv[1][0] != '-') {
-    bool known = false;
-    for (CLI::App* cmd : {inventory, topo, select, env, health}) {
-      known |= cmd->get_name() == argv[1];
-    }
-    if (!known) {
-      return Fail(kUsage,
-                  absl::StrCat("unknown subcommand \"", argv[1],
-                               "\" (inventory, topo, select, env, health; --help for more)"));
+    std::vector<std::string> names;
+    for (CLI::App* cmd : commands) names.push_back(cmd->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      return Fail(kUsage, absl::StrCat("unknown subcommand \"", argv[1], "\" (",
+                                       absl::StrJoin(names, ", "), "; --help for more)"));
     }
   }
   try {

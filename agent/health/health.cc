@@ -7,7 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/common/strings.h"
 #include "agent/discovery/discovery.h"
+#include "agent/select/select.h"
 
 namespace fabric {
 namespace {
@@ -36,21 +38,6 @@ void Add(Health* h, Severity s, const char* check, const std::string& subject,
   f->set_subject(subject);
   f->set_message(message);
   if (Rank(s) > Rank(h->verdict())) h->set_verdict(s);
-}
-
-bool Denied(const SelectionPolicy& policy, const RdmaDevice& dev, const Port& port) {
-  const std::string name = absl::StrCat(dev.name(), ":", port.number());
-  for (const std::string& d : policy.deny()) {
-    if (d == dev.name() || d == name || (!port.netdev().empty() && d == port.netdev())) {
-      return true;
-    }
-  }
-  return false;
-}
-
-std::string StateWord(PortState s) {
-  const std::string& n = PortState_Name(s);
-  return n.substr(sizeof("PORT_STATE_") - 1);
 }
 
 void CheckLink(Health* h, const std::string& subject, const PciFunction& f, bool gpu) {
@@ -127,7 +114,7 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
   }
   for (const RdmaDevice& d : host.rdma_devices()) {
     for (const Port& p : d.ports()) {
-      if (Denied(policy, d, p)) continue;
+      if (!DeniedBy(policy, d, p).empty()) continue;
       const std::string subject = absl::StrCat(d.name(), ":", p.number());
       if (p.state() == PORT_STATE_UNSPECIFIED) {
         Add(&h, SEVERITY_UNKNOWN, "port_state", subject, "port state could not be read");
@@ -135,7 +122,7 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
       }
       if (p.state() != PORT_STATE_ACTIVE) {
         Add(&h, SEVERITY_CRITICAL, "port_state", subject,
-            absl::StrCat("port ", StateWord(p.state()),
+            absl::StrCat("port ", Av(PortStateName(p.state())),
                          p.netdev().empty() ? "" : absl::StrCat(" (", p.netdev(), ")")));
         continue;
       }

@@ -62,9 +62,12 @@ TEST(Health, PortDownIsCritical) {
   EXPECT_EQ(HealthExitCode(h.verdict()), 2);
 
   // A port denied in config is unused on purpose: not checked.
-  SelectionPolicy policy;
-  policy.add_deny("mlx5_2");
-  EXPECT_EQ(Evaluate("many-hcas", {}, policy).verdict(), SEVERITY_OK);
+  // Same rule as selection (DeniedBy): by device, by port, or by netdev.
+  for (const char* deny : {"mlx5_2", "mlx5_2:1", "enp51s0np0"}) {
+    SelectionPolicy policy;
+    policy.add_deny(deny);
+    EXPECT_EQ(Evaluate("many-hcas", {}, policy).verdict(), SEVERITY_OK) << deny;
+  }
 }
 
 TEST(Health, DegradedRateAndPcieLinkWarn) {

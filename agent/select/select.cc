@@ -25,7 +25,6 @@ using namespace ::fabric::v1;  // NOLINT: enum values of the model
 namespace {
 
 // absl::StrCat takes no std::string_view in Debian's abseil (agent/common/strings.h).
-std::string Dist(DistanceClass d) { return std::string(DistanceName(d)); }
 std::string State(PortState s) { return std::string(PortStateName(s)); }
 
 std::string PortName(std::string_view dev, uint32_t port) {
@@ -170,7 +169,7 @@ std::string ValueText(const Scored& s, Criterion k, std::optional<int> gpu_numa)
     case Criterion::kFunction:
       return s.c->is_vf ? "VF" : "PF";
     case Criterion::kDistance:
-      return Dist(s.distance);
+      return DistanceName(s.distance);
     case Criterion::kNuma:
       return NumaText(s.c->numa, gpu_numa);
     case Criterion::kRate:
@@ -201,7 +200,7 @@ std::string BeatText(const Scored& w, const Scored& r, Criterion k, std::optiona
     case Criterion::kFunction:
       return absl::StrCat("beat ", rn, " on function type: ", ValueText(w, k, gpu_numa), " vs ",
                           ValueText(r, k, gpu_numa), " (", FunctionPreference(prefer_vfs), "; ", rn,
-                          " is ", Dist(r.distance), ")");
+                          " is ", DistanceName(r.distance), ")");
     case Criterion::kName:
     case Criterion::kPort:
       return absl::StrCat("beat ", rn, k == Criterion::kName ? " on name order" : " on port order",
@@ -229,8 +228,8 @@ std::string LostText(const Scored& l, const Scored& w, Criterion k, std::optiona
       return absl::StrCat(l.c->is_vf ? "VF (" : "PF (", FunctionPreference(prefer_vfs), "; ", wn,
                           " is ", w.c->is_vf ? "a VF" : "a PF", ")");
     case Criterion::kDistance:
-      return absl::StrCat(Dist(l.distance), " (lost on distance: ", wn, " is ", Dist(w.distance),
-                          ")");
+      return absl::StrCat(DistanceName(l.distance), " (lost on distance: ", wn, " is ",
+                          DistanceName(w.distance), ")");
     case Criterion::kNuma:
       return absl::StrCat(ValueText(l, k, gpu_numa), " (lost on NUMA: ", wn, " is ",
                           ValueText(w, k, gpu_numa), ")");
@@ -252,7 +251,7 @@ std::string LostText(const Scored& l, const Scored& w, Criterion k, std::optiona
 
 std::string Summary(const Scored& s, const std::string& gpu, std::optional<int> gpu_numa) {
   const Candidate& c = *s.c;
-  std::string out = absl::StrCat(c.name, " ", Dist(s.distance), " to ", gpu);
+  std::string out = absl::StrCat(c.name, " ", DistanceName(s.distance), " to ", gpu);
   if (!s.distance_reason.empty()) absl::StrAppend(&out, " (", s.distance_reason, ")");
   absl::StrAppend(&out, ", ", NumaText(c.numa, gpu_numa), ", ", RateText(c.rate), ", ",
                   c.GidText());
@@ -311,6 +310,17 @@ absl::StatusOr<std::vector<Request>> ResolveGpus(const Host& host,
 
 }  // namespace
 
+std::string DeniedBy(const SelectionPolicy& policy, const RdmaDevice& dev, const Port& port) {
+  const std::set<std::string> deny(policy.deny().begin(), policy.deny().end());
+  if (deny.count(dev.name())) return absl::StrCat("denied by config (", dev.name(), ")");
+  const std::string name = PortName(dev.name(), port.number());
+  if (deny.count(name)) return absl::StrCat("denied by config (", name, ")");
+  for (const std::string& n : {port.netdev(), dev.parent_netdev()}) {
+    if (!n.empty() && deny.count(n)) return absl::StrCat("denied by config (netdev ", n, ")");
+  }
+  return "";
+}
+
 std::string_view PortStateName(PortState state) {
   switch (state) {
     case PORT_STATE_DOWN:
@@ -337,7 +347,6 @@ absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::st
     return absl::FailedPreconditionError("no RDMA device on this host");
   }
 
-  std::set<std::string> deny(policy.deny().begin(), policy.deny().end());
   std::set<std::string> default_route(host.default_route_netdevs().begin(),
                                       host.default_route_netdevs().end());
   for (const Netdev& n : host.netdevs()) {
@@ -370,16 +379,7 @@ absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::st
           netdevs.push_back(n);
         }
       }
-      if (deny.count(dev.name())) {
-        c.front_end = absl::StrCat("denied by config (", dev.name(), ")");
-      } else if (deny.count(c.name)) {
-        c.front_end = absl::StrCat("denied by config (", c.name, ")");
-      }
-      for (const std::string& n : netdevs) {
-        if (c.front_end.empty() && deny.count(n)) {
-          c.front_end = absl::StrCat("denied by config (netdev ", n, ")");
-        }
-      }
+      c.front_end = DeniedBy(policy, dev, port);
       for (const std::string& n : netdevs) {
         if (c.front_end.empty() && default_route.count(n)) {
           c.front_end = absl::StrCat("front-end: carries the default route on ", n);
@@ -496,11 +496,11 @@ absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::st
       if (&l == &w || l.distance >= w.distance) continue;
       Criterion k = Compare(w, l).first;
       if (k == Criterion::kGid) {
-        a->add_reasons(absl::StrCat("passed over closer ", l.c->name, " (", Dist(l.distance),
-                                    "): it has ", l.c->NoGidText()));
+        a->add_reasons(absl::StrCat("passed over closer ", l.c->name, " (",
+                                    DistanceName(l.distance), "): it has ", l.c->NoGidText()));
       } else if (k == Criterion::kFunction) {
         a->add_reasons(absl::StrCat("passed over closer ", l.c->is_vf ? "VF " : "PF ", l.c->name,
-                                    " (", Dist(l.distance),
+                                    " (", DistanceName(l.distance),
                                     "): ", FunctionPreference(policy.prefer_vfs())));
       }
     }

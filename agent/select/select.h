@@ -36,4 +36,10 @@ absl::StatusOr<v1::Selection> SelectNics(const v1::Host& host, const std::vector
 // "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"; "UNKNOWN" when unspecified.
 std::string_view PortStateName(v1::PortState state);
 
+// Why `policy.deny` excludes this port: "denied by config (mlx5_0)", "(mlx5_0:1)" or
+// "(netdev eth0)", matching the device, the port, its netdev or a software device's parent
+// netdev; empty when it does not.
+std::string DeniedBy(const v1::SelectionPolicy& policy, const v1::RdmaDevice& dev,
+                     const v1::Port& port);
+
 }  // namespace fabric
