@@ -1,12 +1,16 @@
-// fabricctl: queries of a host's RDMA fabric for operators and launchers.
+// fabricctl: queries of a host's RDMA fabric for operators and launchers. Every subcommand asks
+// the node's fabric-agent (--target) unless --sysfs or --procfs asks for local discovery.
 //
 // Exit codes: 0 success; 1 the host lacks what was asked (no RDMA device, an unknown GPU, no
 // usable port); 2 usage or bad input (flags, addresses, config); 3 the host cannot be read (the
-// sysfs root does not exist). `health` follows the monitoring-plugin convention instead.
+// sysfs root does not exist, the agent is not serving). `health` follows the monitoring-plugin
+// convention instead.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/discovery/discovery.h"
 #include "agent/discovery/parse.h"
+#include "agent/fabricctl/client.h"
 #include "agent/fabricctl/render.h"
 #include "agent/health/health.h"
 #include "agent/hostfs/host_fs.h"
@@ -37,7 +42,33 @@ struct Options {
   std::string format = "shell";
   bool keep_set = false;
   bool is_export = false;
+  std::string target = kDefaultTarget;
+  double timeout_s = 5;
+  bool local = false;  // --sysfs or --procfs given: discover here instead of asking the agent.
+  std::string fail_on = "unknown";
+  bool liveness = false;
 };
+
+// The agent for this invocation; exits with kUsage on a bad --target.
+absl::StatusOr<std::unique_ptr<AgentClient>> Client(const Options& opt) {
+  auto target = GrpcTarget(opt.target);
+  if (!target.ok()) return target.status();
+  return std::make_unique<AgentClient>(*target, absl::Seconds(opt.timeout_s));
+}
+
+// The exit code for an error from the agent: the agent's verdict on the request (bad input,
+// unknown GPU) or, when it cannot be reached, "the host cannot be read".
+int AgentCode(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return kUsage;
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+      return kFailed;
+    default:
+      return kUnreadable;
+  }
+}
 
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "fabricctl: %s\n", message.c_str());
@@ -51,9 +82,24 @@ struct Loaded {
   v1::AgentConfig config;
 };
 
-// Discovers the host and reads the config; on failure returns the exit code.
+// Discovers the host and reads the config, or asks the agent for its inventory; on failure
+// returns the exit code.
 absl::StatusOr<Loaded> Load(const Options& opt, int* code) {
   Loaded out;
+  if (!opt.local) {
+    auto client = Client(opt);
+    if (!client.ok()) {
+      *code = kUsage;
+      return client.status();
+    }
+    auto inv = (*client)->GetInventory();
+    if (!inv.ok()) {
+      *code = AgentCode(inv.status());
+      return inv.status();
+    }
+    out.host = std::move(*inv->mutable_host());
+    return out;
+  }
   if (!opt.config.empty()) {
     auto config = LoadConfig(opt.config);
     if (!config.ok()) {
@@ -119,8 +165,42 @@ int RunTopo(const Options& opt) {
   return kOk;
 }
 
+// select and env against the agent: its policy, its inventory.
+absl::StatusOr<v1::Selection> RemoteSelection(const Options& opt, int* code) {
+  auto client = Client(opt);
+  if (!client.ok()) {
+    *code = kUsage;
+    return client.status();
+  }
+  std::vector<std::string> gpus;
+  if (opt.gpus == "all") {
+    auto inv = (*client)->GetInventory();
+    if (!inv.ok()) {
+      *code = AgentCode(inv.status());
+      return inv.status();
+    }
+    auto list = GpuList(inv->host(), opt.gpus);
+    if (!list.ok()) {
+      *code = kFailed;
+      return list.status();
+    }
+    gpus = *std::move(list);
+  } else {
+    auto list = GpuList(v1::Host(), opt.gpus);
+    if (!list.ok()) {
+      *code = kUsage;
+      return list.status();
+    }
+    gpus = *std::move(list);
+  }
+  auto sel = (*client)->SelectNics(gpus);
+  if (!sel.ok()) *code = AgentCode(sel.status());
+  return sel;
+}
+
 // Shared by select and env: discovery, GPU list, selection.
 absl::StatusOr<v1::Selection> RunSelection(const Options& opt, int* code) {
+  if (!opt.local) return RemoteSelection(opt, code);
   auto loaded = Load(opt, code);
   if (!loaded.ok()) return loaded.status();
   if (loaded->host.rdma_devices().empty()) {
@@ -186,30 +266,99 @@ int RunEnv(const Options& opt) {
   return kOk;
 }
 
-// Monitoring-plugin convention: one status line, then a line per finding; the exit code is the
-// verdict's (OK 0, WARNING 1, CRITICAL 2, UNKNOWN 3). What cannot be evaluated is UNKNOWN.
-int RunHealth(const Options& opt) {
-  int code = kOk;
-  auto loaded = Load(opt, &code);
-  if (!loaded.ok()) {
-    std::printf("FABRIC UNKNOWN - %s\n", std::string(loaded.status().message()).c_str());
-    return HealthExitCode(v1::SEVERITY_UNKNOWN);
+// The health verdict and, when known, the host it is about: evaluated here with --sysfs, else
+// the agent's. An agent that does not answer is itself a CRITICAL finding ("daemon").
+struct HealthReport {
+  v1::Health health;
+  std::optional<v1::Host> host;
+};
+
+HealthReport GatherHealth(const Options& opt) {
+  HealthReport r;
+  auto critical = [&](const std::string& check, const std::string& message) {
+    v1::Finding f;
+    f.set_severity(v1::SEVERITY_CRITICAL);
+    f.set_check(check);
+    f.set_message(message);
+    AddFinding(&r.health, std::move(f));
+  };
+  if (opt.local) {
+    int code = kOk;
+    auto loaded = Load(opt, &code);
+    if (!loaded.ok()) {
+      v1::Finding f;
+      f.set_severity(v1::SEVERITY_UNKNOWN);
+      f.set_check("discovery");
+      f.set_message(std::string(loaded.status().message()));
+      AddFinding(&r.health, std::move(f));
+      return r;
+    }
+    r.health = EvaluateHealth(loaded->host, loaded->config.selection());
+    r.host = std::move(loaded->host);
+    return r;
   }
-  v1::Health health = EvaluateHealth(loaded->host, loaded->config.selection());
+  auto client = Client(opt);
+  if (!client.ok()) {
+    critical("daemon", std::string(client.status().message()));
+    return r;
+  }
+  if (opt.liveness) {
+    // Liveness: only whether the agent answers and reports itself serving.
+    if (absl::Status s = (*client)->CheckServing(); !s.ok()) {
+      critical("daemon", std::string(s.message()));
+    } else {
+      r.health.set_verdict(v1::SEVERITY_OK);
+    }
+    return r;
+  }
+  auto health = (*client)->GetHealth();
+  if (!health.ok()) {
+    critical("daemon", std::string(health.status().message()));
+    return r;
+  }
+  r.health = *std::move(health);
+  auto inv = (*client)->GetInventory();
+  if (inv.ok()) r.host = std::move(*inv->mutable_host());
+  return r;
+}
+
+// Monitoring-plugin convention: one status line, then a line per finding; the exit code is the
+// verdict's (OK 0, WARNING 1, CRITICAL 2, UNKNOWN 3), unless --fail-on lets lesser verdicts
+// pass with 0 (readiness probes that should fail only on CRITICAL).
+int RunHealth(const Options& opt) {
+  HealthReport r = GatherHealth(opt);
+  const v1::Health& health = r.health;
   if (opt.json) {
     Print(ToJson(health));
   } else {
     int counts[5] = {0, 0, 0, 0, 0};
     for (const v1::Finding& f : health.findings()) ++counts[f.severity() % 5];
-    std::printf("FABRIC %s - %d critical, %d warning; %d RDMA devices, %d accelerators\n",
-                SeverityName(health.verdict()), counts[v1::SEVERITY_CRITICAL],
-                counts[v1::SEVERITY_WARNING], loaded->host.rdma_devices_size(),
-                loaded->host.accelerators_size());
+    std::string line = absl::StrCat("FABRIC ", SeverityName(health.verdict()), " - ",
+                                    counts[v1::SEVERITY_CRITICAL], " critical, ",
+                                    counts[v1::SEVERITY_WARNING], " warning");
+    if (r.host) {
+      absl::StrAppend(&line, "; ", r.host->rdma_devices_size(), " RDMA devices, ",
+                      r.host->accelerators_size(), " accelerators");
+    } else if (opt.liveness && health.verdict() == v1::SEVERITY_OK) {
+      absl::StrAppend(&line, "; fabric-agent serving at ", opt.target);
+    }
+    std::printf("%s\n", line.c_str());
     for (const v1::Finding& f : health.findings()) {
       std::printf("%s %s%s%s: %s\n", SeverityName(f.severity()), f.check().c_str(),
                   f.subject().empty() ? "" : " ", f.subject().c_str(), f.message().c_str());
     }
   }
+  // Worst first, as EvaluateHealth ranks them.
+  auto rank = [](v1::Severity s) {
+    return s == v1::SEVERITY_CRITICAL  ? 3
+           : s == v1::SEVERITY_WARNING ? 2
+           : s == v1::SEVERITY_UNKNOWN ? 1
+                                       : 0;
+  };
+  const v1::Severity floor = opt.fail_on == "critical"  ? v1::SEVERITY_CRITICAL
+                             : opt.fail_on == "warning" ? v1::SEVERITY_WARNING
+                                                        : v1::SEVERITY_UNKNOWN;
+  if (rank(health.verdict()) < rank(floor)) return 0;
   return HealthExitCode(health.verdict());
 }
 
@@ -228,6 +377,13 @@ int Main(int argc, char** argv) {
     cmd->add_option("--config", opt.config,
                     "agent config file (JSON: selection policy, static env)");
     cmd->add_flag("--json", opt.json, "print the proto3 JSON mapping of the result");
+    cmd->add_option("--target", opt.target,
+                    "fabric-agent to ask: unix:///PATH, /PATH or HOST:PORT (ignored with "
+                    "--sysfs/--procfs)")
+        ->capture_default_str();
+    cmd->add_option("--timeout", opt.timeout_s, "seconds to wait for the agent")
+        ->check(CLI::Range(0.01, 3600.0))
+        ->capture_default_str();
   };
   CLI::App* inventory = app.add_subcommand("inventory", "everything discovered on this host");
   CLI::App* topo = app.add_subcommand("topo", "GPU x NIC matrix of PCIe distance classes");
@@ -249,6 +405,14 @@ int Main(int argc, char** argv) {
   env->add_flag("--keep-set", opt.keep_set,
                 "leave out variables already set in this environment (your choice wins)");
   env->add_flag("--export", opt.is_export, "prefix shell lines with 'export '");
+  health
+      ->add_option("--fail-on", opt.fail_on,
+                   "lowest verdict that exits non-zero: unknown (any problem), warning "
+                   "(UNKNOWN exits 0) or critical (for readiness probes)")
+      ->check(CLI::IsMember({"unknown", "warning", "critical"}))
+      ->capture_default_str();
+  health->add_flag("--liveness", opt.liveness,
+                   "only check that fabric-agent answers and is serving (liveness probes)");
 
   // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -269,6 +433,20 @@ int Main(int argc, char** argv) {
     app.exit(e);
     // For health a bad argument is UNKNOWN, as monitoring plugins report it.
     return health->parsed() ? HealthExitCode(v1::SEVERITY_UNKNOWN) : kUsage;
+  }
+  for (CLI::App* cmd : commands) {
+    if (cmd->parsed()) {
+      opt.local = cmd->count("--sysfs") + cmd->count("--procfs") > 0;
+    }
+  }
+  if (opt.local && health->parsed() && opt.liveness) {
+    return Fail(HealthExitCode(v1::SEVERITY_UNKNOWN),
+                "--liveness asks the agent; it does not go with --sysfs/--procfs");
+  }
+  if (!opt.local && !opt.config.empty()) {
+    return Fail(kUsage,
+                "--config applies to local discovery (--sysfs/--procfs); the agent uses the "
+                "config it was started with");
   }
   if (inventory->parsed()) return RunInventory(opt);
   if (topo->parsed()) return RunTopo(opt);

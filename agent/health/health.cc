@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,12 +33,12 @@ int Rank(Severity s) {
 
 void Add(Health* h, Severity s, const char* check, const std::string& subject,
          const std::string& message) {
-  Finding* f = h->add_findings();
-  f->set_severity(s);
-  f->set_check(check);
-  f->set_subject(subject);
-  f->set_message(message);
-  if (Rank(s) > Rank(h->verdict())) h->set_verdict(s);
+  Finding f;
+  f.set_severity(s);
+  f.set_check(check);
+  f.set_subject(subject);
+  f.set_message(message);
+  AddFinding(h, std::move(f));
 }
 
 void CheckLink(Health* h, const std::string& subject, const PciFunction& f, bool gpu) {
@@ -55,6 +56,12 @@ void CheckLink(Health* h, const std::string& subject, const PciFunction& f, bool
 }
 
 }  // namespace
+
+void AddFinding(Health* h, Finding f) {
+  if (h->verdict() == SEVERITY_UNSPECIFIED) h->set_verdict(SEVERITY_OK);
+  if (Rank(f.severity()) > Rank(h->verdict())) h->set_verdict(f.severity());
+  *h->add_findings() = std::move(f);
+}
 
 const char* SeverityName(Severity s) {
   switch (s) {

@@ -22,6 +22,9 @@ namespace fabric {
 //   discovery       WARNING   fields discovery could not read
 v1::Health EvaluateHealth(const v1::Host& host, const v1::SelectionPolicy& policy);
 
+// Appends `f` and raises the verdict when `f` is worse (for findings made outside
+// EvaluateHealth: the daemon's own, GID tables changed since start, daemon not serving).
+void AddFinding(v1::Health* h, v1::Finding f);
 // The monitoring-plugin exit code of a verdict: OK 0, WARNING 1, CRITICAL 2, UNKNOWN 3.
 int HealthExitCode(v1::Severity verdict);
 

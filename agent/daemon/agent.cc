@@ -1,0 +1,525 @@
+#include "agent/daemon/agent.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/changes/changes.h"
+#include "agent/common/log.h"
+#include "agent/daemon/events.h"
+#include "agent/daemon/service.h"
+#include "agent/daemon/snapshot.h"
+#include "agent/discovery/discovery.h"
+#include "agent/health/health.h"
+#include "agent/hostfs/host_fs.h"
+#include "agent/nfd/nfd.h"
+#include "agent/select/config.h"
+
+namespace fabric {
+namespace {
+
+constexpr char kServiceName[] = "fabric.v1.FabricAgent";
+
+std::string Errno(int err) { return std::strerror(err); }
+
+class SdNotifier final : public Notifier {
+ public:
+  void Notify(const std::string& state) override { (void)sd_notify(0, state.c_str()); }
+  absl::Duration WatchdogInterval() override {
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return absl::ZeroDuration();
+    return absl::Microseconds(usec) / 2;
+  }
+};
+
+// Everything start-up builds; the steps' teardowns release it in reverse order.
+struct AgentState {
+  AgentState(const AgentOptions& o, Notifier* n)
+      : opt(o), notifier(n), sysfs(o.sysfs), procfs(o.procfs) {}
+
+  const AgentOptions& opt;
+  Notifier* notifier;
+  HostFsImpl sysfs;
+  HostFsImpl procfs;
+
+  int signal_fd = -1;
+  v1::AgentConfig config;
+  int lock_fd = -1;
+  std::string lock_path;
+  bool own_socket = false;
+
+  SnapshotStore store;
+  uint64_t generation = 0;
+  v1::Host start_host;  // GID tables at start, for "changed since start".
+  std::string agent_findings_key;
+  absl::Status last_scan;
+
+  std::vector<std::unique_ptr<EventSource>> sources;
+  std::unique_ptr<FabricAgentService> service;
+  std::unique_ptr<grpc::Server> server;
+
+  uint64_t rescans = 0;
+  uint64_t resyncs = 0;
+};
+
+// The agent's own findings: what degrades its answers without being the host's fault.
+std::vector<v1::Finding> AgentFindings(const AgentState& st) {
+  std::vector<v1::Finding> out;
+  auto add = [&](v1::Severity sev, const std::string& msg) {
+    v1::Finding f;
+    f.set_severity(sev);
+    f.set_check("agent");
+    f.set_message(msg);
+    out.push_back(std::move(f));
+  };
+  bool route = false;
+  for (const auto& s : st.sources) route = route || std::string(s->name()) == "route netlink";
+  if (!route) {
+    add(v1::SEVERITY_WARNING,
+        absl::StrCat("route netlink events unavailable: changes are seen only by the periodic "
+                     "rescan (every ",
+                     absl::FormatDuration(st.opt.rescan_interval), ")"));
+  }
+  if (!st.last_scan.ok()) {
+    add(v1::SEVERITY_UNKNOWN, absl::StrCat("the last rescan failed (", st.last_scan.message(),
+                                           "); serving the previous inventory"));
+  }
+  return out;
+}
+
+std::string FindingsKey(const std::vector<v1::Finding>& fs) {
+  std::string key;
+  for (const auto& f : fs) absl::StrAppend(&key, f.severity(), f.message(), "\n");
+  return key;
+}
+
+// Builds and publishes a snapshot when the host, the policy or the agent's findings changed.
+void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) {
+  auto cur = st.store.Current();
+  std::vector<v1::InventoryChange> changes;
+  bool host_changed = cur == nullptr;
+  if (cur != nullptr && host) {
+    changes = DiffHosts(cur->host, *host);
+    host_changed = !changes.empty();
+  }
+  std::vector<v1::Finding> agent = AgentFindings(st);
+  std::string key = FindingsKey(agent);
+  if (!host_changed && !policy_changed && key == st.agent_findings_key) return;
+  st.agent_findings_key = key;
+
+  auto snap = std::make_shared<Snapshot>();
+  if (host_changed) {
+    snap->generation = ++st.generation;
+    snap->discovered_at = absl::Now();
+    snap->host = *std::move(host);
+  } else {
+    snap->generation = cur->generation;
+    snap->discovered_at = cur->discovered_at;
+    snap->host = cur->host;
+  }
+  snap->policy = st.config.selection();
+  snap->health = EvaluateHealth(snap->host, snap->policy);
+  for (v1::Finding& f : GidChangeFindings(st.start_host, snap->host)) {
+    AddFinding(&snap->health, std::move(f));
+  }
+  for (v1::Finding& f : agent) AddFinding(&snap->health, std::move(f));
+  for (const v1::InventoryChange& c : changes) {
+    Log(LogLevel::kInfo, "change: ", v1::InventoryChange::Kind_Name(c.kind()), " ", c.subject(),
+        c.old_value().empty() && c.new_value().empty() ? "" : " ", c.old_value(),
+        c.old_value().empty() ? "" : " -> ", c.new_value());
+  }
+  const v1::Host& h = snap->host;
+  st.store.Publish(snap);
+  if (!st.opt.nfd_features_dir.empty()) {
+    auto wrote = WriteNfdFeatures(st.opt.nfd_features_dir, RenderNfdFeatures(h, snap->policy));
+    if (!wrote.ok()) Log(LogLevel::kWarning, "NFD feature file: ", wrote.status().message());
+  }
+}
+
+void Rescan(AgentState& st, const std::string& why) {
+  ++st.rescans;
+  const absl::Time start = absl::Now();
+  auto host = Discover(st.sysfs, st.procfs);
+  Log(LogLevel::kDebug, "rescan (", why, ") took ", absl::FormatDuration(absl::Now() - start));
+  if (!host.ok()) {
+    if (st.last_scan.ok()) Log(LogLevel::kWarning, "rescan failed: ", host.status().message());
+    st.last_scan = host.status();
+    Publish(st, std::nullopt, false);
+    return;
+  }
+  st.last_scan = absl::OkStatus();
+  Publish(st, *std::move(host), false);
+}
+
+// ---- Start-up steps ----
+
+absl::Status StepSignals(AgentState& st) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  // Blocked before gRPC starts its threads, so they inherit the mask and only signalfd sees
+  // these signals.
+  if (pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) {
+    return absl::InternalError("cannot block SIGTERM/SIGINT/SIGHUP");
+  }
+  signal(SIGPIPE, SIG_IGN);
+  st.signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (st.signal_fd < 0) return absl::InternalError(absl::StrCat("signalfd: ", Errno(errno)));
+  return absl::OkStatus();
+}
+void StopSignals(AgentState& st) {
+  if (st.signal_fd >= 0) close(st.signal_fd);
+  st.signal_fd = -1;
+}
+
+absl::Status StepConfig(AgentState& st) {
+  if (st.opt.config.empty()) return absl::OkStatus();
+  auto config = LoadConfig(st.opt.config);
+  if (!config.ok()) return config.status();
+  st.config = *std::move(config);
+  return absl::OkStatus();
+}
+
+absl::Status StepSocketLock(AgentState& st) {
+  const std::string& path = st.opt.socket;
+  if (path.empty()) return absl::InvalidArgumentError("--socket is empty");
+  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("--socket=", path, " is longer than ",
+                                                   sizeof(sockaddr_un{}.sun_path) - 1,
+                                                   " bytes, the limit of a Unix socket path"));
+  }
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create the socket directory ", dir.string(), ": ", ec.message()));
+    }
+  }
+  // A lock beside the socket decides who owns it: gRPC would silently unlink a live
+  // instance's socket, and a stale socket from a crash must not block a restart.
+  st.lock_path = path + ".lock";
+  st.lock_fd = open(st.lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (st.lock_fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open the socket lock ", st.lock_path, ": ", Errno(errno)));
+  }
+  if (flock(st.lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {};
+    ssize_t n = pread(st.lock_fd, buf, sizeof(buf) - 1, 0);
+    std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    close(st.lock_fd);
+    st.lock_fd = -1;
+    return absl::AlreadyExistsError(absl::StrCat("another fabric-agent (pid ", pid, ") is serving ",
+                                                 path, "; stop it or choose another --socket"));
+  }
+  std::string pid = absl::StrCat(getpid(), "\n");
+  if (ftruncate(st.lock_fd, 0) != 0 || pwrite(st.lock_fd, pid.data(), pid.size(), 0) < 0) {
+    Log(LogLevel::kWarning, "cannot write the pid to ", st.lock_path, ": ", Errno(errno));
+  }
+  struct stat sb;
+  if (lstat(path.c_str(), &sb) == 0) {
+    if (!S_ISSOCK(sb.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " exists and is not a socket; refusing to replace it"));
+    }
+    unlink(path.c_str());  // Stale: its owner is gone (we hold the lock).
+  }
+  return absl::OkStatus();
+}
+void StopSocketLock(AgentState& st) {
+  if (st.own_socket) unlink(st.opt.socket.c_str());
+  if (st.lock_fd >= 0) {
+    unlink(st.lock_path.c_str());
+    close(st.lock_fd);  // Releases the lock.
+    st.lock_fd = -1;
+  }
+}
+
+absl::Status StepFirstInventory(AgentState& st) {
+  auto host = Discover(st.sysfs, st.procfs);
+  if (!host.ok()) return host.status();
+  st.start_host = *host;
+  ++st.rescans;
+  Log(LogLevel::kInfo, "inventory: ", host->rdma_devices_size(), " RDMA devices, ",
+      host->netdevs_size(), " netdevs, ", host->accelerators_size(), " accelerators, ",
+      host->problems_size(), " discovery problems (", st.opt.sysfs, ")");
+  Publish(st, *std::move(host), true);
+  return absl::OkStatus();
+}
+
+absl::Status StepEvents(AgentState& st) {
+  // Not fatal: without events the periodic rescan still keeps the inventory (health says so).
+  auto route = OpenRouteEvents(st.opt.netlink_rcvbuf);
+  if (route.ok()) {
+    st.sources.push_back(*std::move(route));
+  } else {
+    Log(LogLevel::kWarning, route.status().message(), "; relying on the periodic rescan");
+  }
+  auto uevents = OpenUevents(st.opt.netlink_rcvbuf);
+  if (uevents.ok()) {
+    st.sources.push_back(*std::move(uevents));
+  } else {
+    Log(LogLevel::kWarning, uevents.status().message(),
+        "; RDMA devices added or removed are seen by the periodic rescan");
+  }
+  Publish(st, std::nullopt, false);  // Health reflects missing sources.
+  return absl::OkStatus();
+}
+void StopEvents(AgentState& st) { st.sources.clear(); }
+
+absl::Status StepServe(AgentState& st) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  st.service = std::make_unique<FabricAgentService>(&st.store);
+  grpc::ServerBuilder builder;
+  const std::string unix_target = absl::StrCat("unix:", st.opt.socket);
+  builder.AddListeningPort(unix_target, grpc::InsecureServerCredentials());
+  int tcp_port = 0;
+  if (!st.opt.listen.empty()) {
+    builder.AddListeningPort(st.opt.listen, grpc::InsecureServerCredentials(), &tcp_port);
+  }
+  builder.RegisterService(st.service.get());
+  st.server = builder.BuildAndStart();
+  if (st.server == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", unix_target,
+                                               st.opt.listen.empty() ? "" : " or ", st.opt.listen));
+  }
+  st.own_socket = true;
+  st.server->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+  if (!st.opt.listen.empty() && tcp_port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on --listen=", st.opt.listen));
+  }
+  Log(LogLevel::kInfo, "serving on ", unix_target,
+      st.opt.listen.empty() ? "" : absl::StrCat(" and ", st.opt.listen, " (port ", tcp_port, ")"));
+  return absl::OkStatus();
+}
+void StopServe(AgentState& st) {
+  st.store.Shutdown();  // Watch streams return now instead of at their next poll.
+  if (st.server != nullptr) {
+    st.server->GetHealthCheckService()->Shutdown();
+    st.server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+    st.server->Wait();
+    st.server.reset();
+  }
+  st.service.reset();
+}
+
+absl::Status StepSocketPermissions(AgentState& st) {
+  const char* path = st.opt.socket.c_str();
+  if (!st.opt.socket_group.empty()) {
+    gid_t gid;
+    if (!absl::SimpleAtoi(st.opt.socket_group, &gid)) {
+      std::vector<char> buf(16384);
+      group gr;
+      group* found = nullptr;
+      int err = getgrnam_r(st.opt.socket_group.c_str(), &gr, buf.data(), buf.size(), &found);
+      if (found == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--socket-group=", st.opt.socket_group, ": no such group",
+                         err != 0 ? absl::StrCat(" (", Errno(err), ")") : ""));
+      }
+      gid = gr.gr_gid;
+    }
+    if (chown(path, static_cast<uid_t>(-1), gid) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat("cannot give ", path, " to group ",
+                                                      st.opt.socket_group, ": ", Errno(errno)));
+    }
+  }
+  if (chmod(path, 0660) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("chmod 0660 ", path, ": ", Errno(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StepNfd(AgentState& st) {
+  if (st.opt.nfd_features_dir.empty()) return absl::OkStatus();
+  auto snap = st.store.Current();
+  auto wrote =
+      WriteNfdFeatures(st.opt.nfd_features_dir, RenderNfdFeatures(snap->host, snap->policy));
+  if (!wrote.ok()) return wrote.status();
+  return absl::OkStatus();
+}
+
+absl::Status StepReady(AgentState& st) {
+  st.server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  const auto snap = st.store.Current();
+  st.notifier->Notify(absl::StrCat("READY=1\nSTATUS=serving ", snap->host.rdma_devices_size(),
+                                   " RDMA devices, ", snap->host.accelerators_size(),
+                                   " accelerators"));
+  return absl::OkStatus();
+}
+
+struct Step {
+  const char* name;
+  absl::Status (*start)(AgentState&);
+  void (*stop)(AgentState&);  // Null when there is nothing to undo.
+  int exit_code;              // When `start` fails.
+};
+
+constexpr Step kSteps[] = {
+    {"block signals", StepSignals, StopSignals, kAgentFailed},
+    {"load config", StepConfig, nullptr, kAgentBadConfig},
+    {"lock the socket", StepSocketLock, StopSocketLock, kAgentFailed},
+    {"first inventory", StepFirstInventory, nullptr, kAgentFailed},
+    {"watch netlink and uevents", StepEvents, StopEvents, kAgentFailed},
+    {"serve gRPC", StepServe, StopServe, kAgentFailed},
+    {"socket permissions", StepSocketPermissions, nullptr, kAgentFailed},
+    {"NFD feature file", StepNfd, nullptr, kAgentFailed},
+    {"notify ready", StepReady, nullptr, kAgentFailed},
+};
+
+void Reload(AgentState& st) {
+  st.notifier->Notify("RELOADING=1");
+  bool policy_changed = false;
+  if (!st.opt.config.empty()) {
+    auto config = LoadConfig(st.opt.config);
+    if (config.ok()) {
+      st.config = *std::move(config);
+      policy_changed = true;
+      Log(LogLevel::kInfo, "SIGHUP: reloaded ", st.opt.config);
+    } else {
+      Log(LogLevel::kError, "SIGHUP: keeping the previous config: ", config.status().message());
+    }
+  }
+  auto host = Discover(st.sysfs, st.procfs);
+  ++st.rescans;
+  st.last_scan = host.status();
+  if (host.ok()) {
+    Publish(st, *std::move(host), policy_changed);
+  } else {
+    Publish(st, std::nullopt, policy_changed);
+  }
+  st.notifier->Notify("READY=1");
+}
+
+int PollMillis(absl::Time now, absl::Time deadline) {
+  if (deadline == absl::InfiniteFuture()) return -1;
+  if (deadline <= now) return 0;
+  return static_cast<int>(std::min<int64_t>(
+      INT_MAX, absl::ToInt64Milliseconds(absl::Ceil(deadline - now, absl::Milliseconds(1)))));
+}
+
+// Runs until SIGTERM or SIGINT.
+void Loop(AgentState& st) {
+  const absl::Duration watchdog = st.notifier->WatchdogInterval();
+  absl::Time now = absl::Now();
+  absl::Time next_rescan = now + st.opt.rescan_interval;
+  absl::Time next_watchdog = watchdog > absl::ZeroDuration() ? now : absl::InfiniteFuture();
+  absl::Time dirty_at = absl::InfiniteFuture();  // When coalesced events are handled.
+  std::string dirty_why;
+  for (;;) {
+    now = absl::Now();
+    const absl::Time deadline = std::min({next_rescan, next_watchdog, dirty_at});
+    std::vector<pollfd> fds;
+    fds.push_back({st.signal_fd, POLLIN, 0});
+    for (const auto& s : st.sources) fds.push_back({s->fd(), POLLIN, 0});
+    int n = poll(fds.data(), fds.size(), PollMillis(now, deadline));
+    if (n < 0 && errno != EINTR) {
+      Log(LogLevel::kError, "poll: ", Errno(errno));
+      return;
+    }
+    if (n > 0 && (fds[0].revents & POLLIN) != 0) {
+      signalfd_siginfo si;
+      while (read(st.signal_fd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGHUP) {
+          Reload(st);
+        } else {
+          Log(LogLevel::kInfo, "received ", strsignal(static_cast<int>(si.ssi_signo)),
+              "; stopping");
+          return;
+        }
+      }
+    }
+    now = absl::Now();
+    for (size_t i = 1; n > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      EventSource& src = *st.sources[i - 1];
+      auto d = src.Drain();
+      if (!d.ok()) {
+        // A broken source would spin the loop; drop it and let health say so.
+        Log(LogLevel::kWarning, d.status().message(), "; no more ", src.name(), " events");
+        st.sources.erase(st.sources.begin() + static_cast<long>(i - 1));
+        Publish(st, std::nullopt, false);
+        break;
+      }
+      if (d->overflow) {
+        ++st.resyncs;
+        Log(LogLevel::kInfo, src.name(), " overflowed (ENOBUFS): full resync");
+      }
+      if (d->relevant > 0 || d->overflow) {
+        if (dirty_at == absl::InfiniteFuture()) dirty_at = now + st.opt.debounce;
+        dirty_why = d->overflow ? absl::StrCat(src.name(), " resync") : d->last;
+      }
+    }
+    now = absl::Now();
+    if (now >= dirty_at || now >= next_rescan) {
+      Rescan(st, now >= dirty_at ? dirty_why : "periodic");
+      dirty_at = absl::InfiniteFuture();
+      next_rescan = absl::Now() + st.opt.rescan_interval;
+    }
+    if (now >= next_watchdog) {
+      st.notifier->Notify("WATCHDOG=1");
+      next_watchdog = now + watchdog;
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Notifier> MakeSdNotifier() { return std::make_unique<SdNotifier>(); }
+
+int RunAgent(const AgentOptions& options, Notifier* notifier) {
+  AgentState st(options, notifier);
+  size_t started = 0;
+  int code = kAgentOk;
+  for (const Step& step : kSteps) {
+    Log(LogLevel::kDebug, "start-up: ", step.name);
+    absl::Status s = step.start(st);
+    if (!s.ok()) {
+      Log(LogLevel::kError, step.name, ": ", s.message());
+      code = step.exit_code;
+      ++started;  // Its teardown undoes whatever it got done.
+      break;
+    }
+    ++started;
+  }
+  if (code == kAgentOk) {
+    Loop(st);
+    notifier->Notify("STOPPING=1");
+  }
+  while (started > 0) {
+    const Step& step = kSteps[--started];
+    if (step.stop != nullptr) {
+      Log(LogLevel::kDebug, "teardown: ", step.name);
+      step.stop(st);
+    }
+  }
+  return code;
+}
+
+}  // namespace fabric

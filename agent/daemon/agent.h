@@ -1,0 +1,46 @@
+// fabric-agent: start-up as ordered named steps over one state object, a poll loop that turns
+// netlink and uevent messages into rescans, and a teardown that always runs in reverse order.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace fabric {
+
+struct AgentOptions {
+  std::string socket = "/run/fabric-agent/agent.sock";
+  std::string socket_group;  // Empty: the process's group.
+  std::string listen;        // "HOST:PORT" for TCP, empty for none; port 0 picks one.
+  std::string sysfs = "/sys";
+  std::string procfs = "/proc";
+  std::string config;  // JSON AgentConfig; empty: defaults.
+  absl::Duration rescan_interval = absl::Minutes(5);
+  std::string nfd_features_dir;
+  // Events within this window after the first are handled by one rescan.
+  absl::Duration debounce = absl::Milliseconds(50);
+  int netlink_rcvbuf = 1 << 20;
+};
+
+// systemd's notification protocol, behind a seam so tests can watch it without systemd.
+class Notifier {
+ public:
+  virtual ~Notifier() = default;
+  virtual void Notify(const std::string& state) = 0;
+  // How often to send WATCHDOG=1 (half of WATCHDOG_USEC); zero when the watchdog is off.
+  virtual absl::Duration WatchdogInterval() = 0;
+};
+
+// sd_notify(3) and sd_watchdog_enabled(3); a no-op outside systemd (no NOTIFY_SOCKET).
+std::unique_ptr<Notifier> MakeSdNotifier();
+
+// Exit codes: 0 after SIGTERM/SIGINT, 1 when start-up fails (socket taken, sysfs unreadable),
+// 2 for a bad config file.
+enum AgentExit { kAgentOk = 0, kAgentFailed = 1, kAgentBadConfig = 2 };
+
+// Runs until SIGTERM or SIGINT. Must be called before any other thread exists: it blocks
+// SIGTERM, SIGINT and SIGHUP so that every thread (gRPC's too) leaves them to the loop.
+int RunAgent(const AgentOptions& options, Notifier* notifier);
+
+}  // namespace fabric

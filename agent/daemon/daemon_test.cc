@@ -1,0 +1,432 @@
+// The real fabric-agent binary on example sysfs trees, driven over its socket: the API, watch
+// streams, signals, reload, the socket's edge cases and the systemd notification protocol.
+#include <arpa/inet.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "agent/select/select.h"
+#include "fabric/v1/agent.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Subprocess;
+
+const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+// Whether something accepts connections on the Unix socket `path` (a stale file does not).
+bool Connects(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration d = absl::Seconds(10)) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(d));
+  return ctx;
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("daemon_test");
+    ASSERT_FALSE(dir_.empty());
+    ASSERT_TRUE(testing::WriteExampleHost("roce-9port", dir_ + "/host").ok());
+    socket_ = dir_ + "/run/agent.sock";
+  }
+  void TearDown() override {
+    agent_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::vector<std::string> Args(std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {kAgent, "--socket=" + socket_, "--sysfs=" + dir_ + "/host/sys",
+                                  "--procfs=" + dir_ + "/host/proc"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+
+  // Starts the agent and waits until its FabricAgent service reports SERVING.
+  void StartAgent(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
+    auto p = Subprocess::Start(Args(std::move(extra)), env);
+    ASSERT_TRUE(p.ok()) << p.status();
+    agent_ = *std::move(p);
+    // Connect once the socket exists: a channel that failed early backs off for seconds.
+    ASSERT_TRUE(testing::WaitFor([&] { return !agent_->running() || Connects(socket_); },
+                                 absl::Seconds(20)))
+        << agent_->Stderr();
+    channel_ = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
+    stub_ = v1::FabricAgent::NewStub(channel_);
+    bool serving = testing::WaitFor(
+        [&] {
+          if (!agent_->running()) return true;
+          grpc::health::v1::HealthCheckRequest req;
+          req.set_service("fabric.v1.FabricAgent");
+          grpc::health::v1::HealthCheckResponse resp;
+          auto ctx = Ctx(absl::Milliseconds(200));
+          return grpc::health::v1::Health::NewStub(channel_)->Check(ctx.get(), req, &resp).ok() &&
+                 resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+        },
+        absl::Seconds(20));
+    ASSERT_TRUE(serving) << agent_->Stderr();
+    ASSERT_TRUE(agent_->running()) << "exited: " << agent_->Stderr();
+  }
+
+  std::string Sys(const std::string& rel) { return dir_ + "/host/sys/" + rel; }
+
+  std::string dir_;
+  std::string socket_;
+  std::unique_ptr<Subprocess> agent_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::FabricAgent::Stub> stub_;
+};
+
+TEST_F(AgentTest, ServesInventorySelectionPlacementAndHealth) {
+  StartAgent();
+  v1::Inventory inv;
+  auto ctx = Ctx();
+  ASSERT_TRUE(stub_->GetInventory(ctx.get(), {}, &inv).ok());
+  EXPECT_EQ(inv.host().rdma_devices_size(), 9);
+  EXPECT_EQ(inv.generation(), 1u);
+  EXPECT_GT(inv.discovered_at().seconds(), 0);
+
+  v1::SelectNicsRequest req;
+  req.add_gpus("0000:1a:00.0");
+  req.add_gpus("1e:00.0");
+  v1::Selection sel;
+  ctx = Ctx();
+  grpc::Status s = stub_->SelectNics(ctx.get(), req, &sel);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(sel.assignments_size(), 2);
+  EXPECT_EQ(sel.assignments(0).rdma_device(), "mlx5_1");
+  EXPECT_EQ(sel.assignments(1).rdma_device(), "mlx5_2");
+  // The same answer as local selection on the same tree.
+  auto local = SelectNics(inv.host(), {"0000:1a:00.0", "1e:00.0"}, {});
+  ASSERT_TRUE(local.ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(sel, *local))
+      << sel.ShortDebugString() << "\n"
+      << local->ShortDebugString();
+  EXPECT_EQ(sel.env().at("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:1");
+
+  v1::PlaceRequest preq;
+  preq.set_gpu_count(2);
+  v1::PlaceResponse placed;
+  ctx = Ctx();
+  ASSERT_TRUE(stub_->Place(ctx.get(), preq, &placed).ok());
+  ASSERT_FALSE(placed.placements().empty());
+  EXPECT_EQ(placed.placements(0).gpus_size(), 2);
+
+  v1::Health health;
+  ctx = Ctx();
+  ASSERT_TRUE(stub_->GetHealth(ctx.get(), {}, &health).ok());
+  EXPECT_NE(health.verdict(), v1::SEVERITY_UNSPECIFIED);
+
+  struct stat sb;
+  ASSERT_EQ(stat(socket_.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0660u);
+}
+
+TEST_F(AgentTest, InvalidRequestsNameTheBadValue) {
+  StartAgent();
+  struct Case {
+    std::vector<std::string> gpus;
+    grpc::StatusCode code;
+    std::string needle;
+  };
+  const Case cases[] = {
+      {{}, grpc::StatusCode::INVALID_ARGUMENT, "gpus is empty"},
+      {{"not-a-pci-address"}, grpc::StatusCode::INVALID_ARGUMENT, "not-a-pci-address"},
+      {{"0000:1a:00.0", "1a:00.0"}, grpc::StatusCode::INVALID_ARGUMENT, "1a:00.0"},
+      {{"0000:77:00.0"}, grpc::StatusCode::NOT_FOUND, "0000:77:00.0"},
+  };
+  for (const Case& c : cases) {
+    v1::SelectNicsRequest req;
+    for (const auto& g : c.gpus) req.add_gpus(g);
+    v1::Selection sel;
+    auto ctx = Ctx();
+    grpc::Status s = stub_->SelectNics(ctx.get(), req, &sel);
+    EXPECT_EQ(s.error_code(), c.code) << s.error_message();
+    EXPECT_TRUE(absl::StrContains(s.error_message(), c.needle)) << s.error_message();
+  }
+  v1::PlaceRequest preq;  // gpu_count 0
+  v1::PlaceResponse placed;
+  auto ctx = Ctx();
+  grpc::Status s = stub_->Place(ctx.get(), preq, &placed);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "gpu_count")) << s.error_message();
+}
+
+TEST_F(AgentTest, WatchSeesPortGoDownAfterSighup) {
+  StartAgent();
+  auto ctx = Ctx(absl::Seconds(20));
+  auto reader = stub_->WatchInventory(ctx.get(), {});
+  v1::InventoryEvent first;
+  ASSERT_TRUE(reader->Read(&first));
+  EXPECT_EQ(first.inventory().generation(), 1u);
+  EXPECT_TRUE(first.changes().empty());
+
+  WriteFile(Sys("class/infiniband/mlx5_3/ports/1/state"), "1: DOWN\n");
+  agent_->Signal(SIGHUP);  // Sysfs trees in a temp dir send no netlink events: ask for a rescan.
+  v1::InventoryEvent next;
+  ASSERT_TRUE(reader->Read(&next));
+  EXPECT_EQ(next.inventory().generation(), 2u);
+  bool saw = false;
+  for (const auto& c : next.changes()) {
+    if (c.kind() == v1::InventoryChange::KIND_PORT_STATE && c.subject() == "mlx5_3:1") {
+      saw = true;
+      EXPECT_EQ(c.old_value(), "ACTIVE");
+      EXPECT_EQ(c.new_value(), "DOWN");
+    }
+  }
+  EXPECT_TRUE(saw) << next.ShortDebugString().substr(0, 2000);
+  ctx->TryCancel();
+}
+
+TEST_F(AgentTest, PeriodicRescanFindsAGidMove) {
+  StartAgent({"--rescan-interval=0.2"});
+  auto ctx = Ctx(absl::Seconds(20));
+  auto reader = stub_->WatchInventory(ctx.get(), {});
+  v1::InventoryEvent first;
+  ASSERT_TRUE(reader->Read(&first));
+  // Remove the port's RoCE v2 IPv4 GID at index 3 and put it at 5, as the kernel does when an
+  // address is removed and added back.
+  const std::string port = Sys("class/infiniband/mlx5_1/ports/1/");
+  std::ifstream in(port + "gids/3");
+  std::string gid;
+  std::getline(in, gid);
+  WriteFile(port + "gids/5", gid + "\n");
+  WriteFile(port + "gid_attrs/types/5", "RoCE v2\n");
+  WriteFile(port + "gid_attrs/ndevs/5", "eth1\n");
+  WriteFile(port + "gids/3", "0000:0000:0000:0000:0000:0000:0000:0000\n");
+  v1::InventoryEvent next;
+  ASSERT_TRUE(reader->Read(&next));
+  bool saw = false;
+  for (const auto& c : next.changes()) {
+    if (c.kind() == v1::InventoryChange::KIND_GID_TABLE && c.subject() == "mlx5_1:1") {
+      saw = true;
+      EXPECT_EQ(c.old_roce_v2_ipv4_gid_index(), 3u);
+      EXPECT_EQ(c.new_roce_v2_ipv4_gid_index(), 5u);
+    }
+  }
+  EXPECT_TRUE(saw) << next.ShortDebugString().substr(0, 2000);
+  ctx->TryCancel();
+
+  v1::Health health;
+  auto hctx = Ctx();
+  ASSERT_TRUE(stub_->GetHealth(hctx.get(), {}, &health).ok());
+  bool reported = false;
+  for (const auto& f : health.findings()) {
+    reported = reported || (f.check() == "gid_table" && f.subject() == "mlx5_1:1");
+  }
+  EXPECT_TRUE(reported) << health.ShortDebugString();
+}
+
+TEST_F(AgentTest, SigtermExitsZeroWithinASecondAndRemovesTheSocket) {
+  StartAgent();
+  // A watch stream open at the time must not hold the exit up.
+  auto ctx = Ctx(absl::Seconds(20));
+  auto reader = stub_->WatchInventory(ctx.get(), {});
+  v1::InventoryEvent first;
+  ASSERT_TRUE(reader->Read(&first));
+  const absl::Time start = absl::Now();
+  agent_->Signal(SIGTERM);
+  auto st = agent_->Wait(absl::Seconds(5));
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(*st, 0) << agent_->Stderr();
+  EXPECT_LT(took, absl::Seconds(1)) << absl::FormatDuration(took);
+  EXPECT_FALSE(fs::exists(socket_));
+  EXPECT_FALSE(fs::exists(socket_ + ".lock"));
+  v1::InventoryEvent more;
+  EXPECT_FALSE(reader->Read(&more));
+}
+
+TEST_F(AgentTest, SigintExitsZero) {
+  StartAgent();
+  agent_->Signal(SIGINT);
+  auto st = agent_->Wait(absl::Seconds(5));
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(*st, 0);
+}
+
+TEST_F(AgentTest, SighupReloadsTheConfigAndKeepsTheOldOneWhenBroken) {
+  const std::string config = dir_ + "/config.json";
+  WriteFile(config, R"({"selection": {}})");
+  StartAgent({"--config=" + config});
+  auto select = [&](std::string* device) {
+    v1::SelectNicsRequest req;
+    req.add_gpus("0000:1a:00.0");
+    v1::Selection sel;
+    auto ctx = Ctx();
+    grpc::Status s = stub_->SelectNics(ctx.get(), req, &sel);
+    if (!s.ok() || sel.assignments_size() != 1) return false;
+    *device = sel.assignments(0).rdma_device();
+    return true;
+  };
+  std::string dev;
+  ASSERT_TRUE(select(&dev));
+  EXPECT_EQ(dev, "mlx5_1");
+
+  WriteFile(config, R"({"selection": {"deny": ["mlx5_1"]}})");
+  agent_->Signal(SIGHUP);
+  EXPECT_TRUE(testing::WaitFor([&] { return select(&dev) && dev != "mlx5_1"; }, absl::Seconds(10)))
+      << dev;
+
+  WriteFile(config, "{not json");
+  agent_->Signal(SIGHUP);
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return absl::StrContains(agent_->Stderr(), "keeping the previous config"); },
+      absl::Seconds(10)))
+      << agent_->Stderr();
+  ASSERT_TRUE(select(&dev));
+  EXPECT_NE(dev, "mlx5_1") << "a broken config must not undo the last good one";
+  EXPECT_TRUE(agent_->running());
+}
+
+TEST_F(AgentTest, CreatesAMissingSocketDirectory) {
+  socket_ = dir_ + "/a/b/c/agent.sock";
+  StartAgent();
+  EXPECT_TRUE(fs::exists(socket_));
+}
+
+TEST_F(AgentTest, SocketDirectoryThatCannotExistIsAClearError) {
+  WriteFile(dir_ + "/file", "x");
+  socket_ = dir_ + "/file/agent.sock";
+  auto r = testing::Run(Args(), absl::Seconds(20));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 1);
+  EXPECT_TRUE(absl::StrContains(r->err, "cannot create the socket directory")) << r->err;
+}
+
+TEST_F(AgentTest, SecondInstanceOnTheSameSocketIsRefused) {
+  StartAgent();
+  auto r = testing::Run(Args(), absl::Seconds(20));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 1);
+  EXPECT_TRUE(absl::StrContains(
+      r->err, absl::StrCat("another fabric-agent (pid ", agent_->pid(), ") is serving")))
+      << r->err;
+  // The first one still serves.
+  v1::Inventory inv;
+  auto ctx = Ctx();
+  EXPECT_TRUE(stub_->GetInventory(ctx.get(), {}, &inv).ok());
+}
+
+TEST_F(AgentTest, StaleSocketFromACrashIsReplaced) {
+  StartAgent();
+  agent_->Signal(SIGKILL);
+  ASSERT_TRUE(agent_->Wait(absl::Seconds(5)).has_value());
+  ASSERT_TRUE(fs::exists(socket_));  // Left behind, as after a crash.
+  StartAgent();
+  v1::Inventory inv;
+  auto ctx = Ctx();
+  EXPECT_TRUE(stub_->GetInventory(ctx.get(), {}, &inv).ok());
+}
+
+TEST_F(AgentTest, BadConfigAndUnreadableSysfsFailStartup) {
+  WriteFile(dir_ + "/bad.json", R"({"selection": {"deny": 7}})");
+  auto r = testing::Run(Args({"--config=" + dir_ + "/bad.json"}), absl::Seconds(20));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 2);
+  EXPECT_TRUE(absl::StrContains(r->err, "bad.json")) << r->err;
+
+  auto args = Args();
+  args[2] = "--sysfs=" + dir_ + "/no-such-root";
+  r = testing::Run(args, absl::Seconds(20));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 1);
+  EXPECT_TRUE(absl::StrContains(r->err, "no-such-root")) << r->err;
+  EXPECT_FALSE(fs::exists(socket_ + ".lock")) << "teardown must undo the lock step";
+}
+
+TEST_F(AgentTest, ServesTcpWhenAsked) {
+  StartAgent({"--listen=127.0.0.1:0"});
+  std::smatch m;
+  std::string err;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        err = agent_->Stderr();
+        return std::regex_search(err, m, std::regex(R"(\(port (\d+)\))"));
+      },
+      absl::Seconds(5)))
+      << err;
+  auto tcp = v1::FabricAgent::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + m[1].str(), grpc::InsecureChannelCredentials()));
+  v1::Inventory inv;
+  auto ctx = Ctx();
+  ASSERT_TRUE(tcp->GetInventory(ctx.get(), {}, &inv).ok());
+  EXPECT_EQ(inv.host().rdma_devices_size(), 9);
+}
+
+// The systemd notification protocol, received on a datagram socket as systemd would.
+TEST_F(AgentTest, NotifiesReadyWatchdogReloadingAndStopping) {
+  const std::string notify = dir_ + "/notify.sock";
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, notify.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::vector<std::string> got;
+  auto drain = [&] {
+    char buf[4096];
+    for (;;) {
+      ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n <= 0) break;
+      got.emplace_back(buf, static_cast<size_t>(n));
+    }
+  };
+  auto seen = [&](const std::string& prefix) {
+    drain();
+    for (const auto& g : got) {
+      if (absl::StartsWith(g, prefix)) return true;
+    }
+    return false;
+  };
+  StartAgent({}, {"NOTIFY_SOCKET=" + notify, "WATCHDOG_USEC=200000"});
+  EXPECT_TRUE(testing::WaitFor([&] { return seen("READY=1"); }, absl::Seconds(5)));
+  // Watchdog pings at half of WATCHDOG_USEC: several within half a second.
+  got.clear();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  drain();
+  int pings = 0;
+  for (const auto& g : got) pings += g == "WATCHDOG=1";
+  EXPECT_GE(pings, 3);
+  agent_->Signal(SIGHUP);
+  EXPECT_TRUE(testing::WaitFor([&] { return seen("RELOADING=1"); }, absl::Seconds(5)));
+  agent_->Signal(SIGTERM);
+  ASSERT_TRUE(agent_->Wait(absl::Seconds(5)).has_value());
+  EXPECT_TRUE(seen("STOPPING=1"));
+  close(fd);
+}
+
+}  // namespace
+}  // namespace fabric

@@ -1,0 +1,48 @@
+// fabric-agent: the per-node daemon. Discovers the host's RDMA fabric, keeps that inventory live
+// from netlink and uevents, and serves it (selection, placement, health) over gRPC.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "agent/common/log.h"
+#include "agent/daemon/agent.h"
+
+int main(int argc, char** argv) {
+  fabric::AgentOptions opt;
+  double rescan_s = absl::ToDoubleSeconds(opt.rescan_interval);
+  std::string log_level = "info";
+  CLI::App app{
+      "fabric-agent: serves this host's RDMA NICs, GPUs, topology, NIC selection and health "
+      "over gRPC (Unix socket, optionally TCP)"};
+  app.set_version_flag("--version", "fabric-agent 0.1.0");
+  app.add_option("--socket", opt.socket, "Unix socket to serve on (mode 0660)")
+      ->capture_default_str();
+  app.add_option("--socket-group", opt.socket_group,
+                 "group (name or number) that owns the socket; default: the process's group");
+  app.add_option("--listen", opt.listen,
+                 "also serve on TCP HOST:PORT (plaintext; bind to a management network); off "
+                 "by default");
+  app.add_option("--sysfs", opt.sysfs, "sysfs root to discover from")->capture_default_str();
+  app.add_option("--procfs", opt.procfs, "procfs root to discover from")->capture_default_str();
+  app.add_option("--config", opt.config,
+                 "config file (JSON: selection policy, static env); reloaded on SIGHUP");
+  app.add_option("--rescan-interval", rescan_s,
+                 "seconds between safety-net full rescans (events trigger rescans as they come)")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_option("--nfd-features-dir", opt.nfd_features_dir,
+                 "write a Node Feature Discovery feature file (fabric-agent) into this directory");
+  app.add_option("--log-level", log_level, "debug, info, warning or error")
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : fabric::kAgentBadConfig;
+  }
+  fabric::LogLevel level = fabric::LogLevel::kInfo;
+  (void)fabric::ParseLogLevel(log_level, &level);
+  fabric::InitLog("fabric-agent", level);
+  opt.rescan_interval = absl::Seconds(rescan_s);
+  auto notifier = fabric::MakeSdNotifier();
+  return fabric::RunAgent(opt, notifier.get());
+}

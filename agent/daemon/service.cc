@@ -1,0 +1,104 @@
+#include "agent/daemon/service.h"
+
+#include <google/protobuf/util/time_util.h>
+
+#include <string>
+#include <vector>
+
+#include "agent/changes/changes.h"
+#include "agent/place/place.h"
+#include "agent/select/select.h"
+
+namespace fabric {
+namespace {
+
+void FillInventory(const Snapshot& s, v1::Inventory* out) {
+  *out->mutable_host() = s.host;
+  out->set_generation(s.generation);
+  *out->mutable_discovered_at() =
+      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(s.discovered_at));
+}
+
+}  // namespace
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+absl::StatusOr<std::shared_ptr<const Snapshot>> FabricAgentService::Ready() const {
+  auto s = store_->Current();
+  if (s == nullptr) return absl::UnavailableError("the first inventory is not ready yet");
+  return s;
+}
+
+grpc::Status FabricAgentService::GetInventory(grpc::ServerContext*, const v1::GetInventoryRequest*,
+                                              v1::Inventory* out) {
+  auto s = Ready();
+  if (!s.ok()) return ToGrpc(s.status());
+  FillInventory(**s, out);
+  return grpc::Status::OK;
+}
+
+grpc::Status FabricAgentService::SelectNics(grpc::ServerContext*, const v1::SelectNicsRequest* req,
+                                            v1::Selection* out) {
+  auto s = Ready();
+  if (!s.ok()) return ToGrpc(s.status());
+  if (req->gpus().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "gpus is empty: name at least one GPU by PCI address");
+  }
+  std::vector<std::string> gpus(req->gpus().begin(), req->gpus().end());
+  auto sel = fabric::SelectNics((*s)->host, gpus, (*s)->policy);
+  if (!sel.ok()) return ToGrpc(sel.status());
+  *out = *std::move(sel);
+  return grpc::Status::OK;
+}
+
+grpc::Status FabricAgentService::Place(grpc::ServerContext*, const v1::PlaceRequest* req,
+                                       v1::PlaceResponse* out) {
+  auto s = Ready();
+  if (!s.ok()) return ToGrpc(s.status());
+  auto placed = fabric::Place((*s)->host, *req, (*s)->policy);
+  if (!placed.ok()) return ToGrpc(placed.status());
+  *out = *std::move(placed);
+  return grpc::Status::OK;
+}
+
+grpc::Status FabricAgentService::WatchInventory(grpc::ServerContext* ctx,
+                                                const v1::WatchInventoryRequest*,
+                                                grpc::ServerWriter<v1::InventoryEvent>* writer) {
+  auto first = Ready();
+  if (!first.ok()) return ToGrpc(first.status());
+  std::shared_ptr<const Snapshot> last = *first;
+  v1::InventoryEvent event;
+  FillInventory(*last, event.mutable_inventory());
+  if (!writer->Write(event)) return grpc::Status::OK;  // The client left.
+  // Each event's changes are against the last snapshot this client got, so a slow client that
+  // skipped generations still learns everything that changed.
+  while (!ctx->IsCancelled()) {
+    auto next = store_->WaitNewer(last->generation, poll_);
+    if (store_->shutting_down()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fabric-agent is shutting down");
+    }
+    if (next == nullptr || next->generation <= last->generation) continue;
+    event.Clear();
+    FillInventory(*next, event.mutable_inventory());
+    for (v1::InventoryChange& c : DiffHosts(last->host, next->host)) {
+      *event.add_changes() = std::move(c);
+    }
+    if (!writer->Write(event)) return grpc::Status::OK;
+    last = std::move(next);
+  }
+  return grpc::Status::CANCELLED;
+}
+
+grpc::Status FabricAgentService::GetHealth(grpc::ServerContext*, const v1::GetHealthRequest*,
+                                           v1::Health* out) {
+  auto s = Ready();
+  if (!s.ok()) return ToGrpc(s.status());
+  *out = (*s)->health;
+  return grpc::Status::OK;
+}
+
+}  // namespace fabric

@@ -1,0 +1,94 @@
+#include "agent/fabricctl/client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "agent/common/strings.h"
+
+namespace fabric {
+
+#define FABRIC_GRPC_OR_RETURN(call)                               \
+  do {                                                            \
+    if (absl::Status st_ = FromGrpc(call); !st_.ok()) return st_; \
+  } while (0)
+
+absl::StatusOr<std::string> GrpcTarget(std::string_view target) {
+  if (target.empty()) return absl::InvalidArgumentError("--target is empty");
+  if (target.substr(0, 7) == "unix://") return absl::StrCat("unix:", Av(target.substr(7)));
+  if (target.substr(0, 5) == "unix:") return std::string(target);
+  if (target[0] == '/' || target[0] == '.') return absl::StrCat("unix:", Av(target));
+  return std::string(target);
+}
+
+AgentClient::AgentClient(const std::string& grpc_target, absl::Duration timeout)
+    : target_(grpc_target),
+      timeout_(timeout),
+      channel_(grpc::CreateChannel(grpc_target, grpc::InsecureChannelCredentials())),
+      stub_(v1::FabricAgent::NewStub(channel_)) {}
+
+std::unique_ptr<grpc::ClientContext> AgentClient::Context() const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout_));
+  return ctx;
+}
+
+absl::Status AgentClient::FromGrpc(const grpc::Status& s) const {
+  if (s.ok()) return absl::OkStatus();
+  const auto code = static_cast<absl::StatusCode>(s.error_code());
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return absl::Status(
+        code, absl::StrCat("fabric-agent not serving at ", target_, " (", s.error_message(), ")"));
+  }
+  return absl::Status(code, s.error_message());
+}
+
+absl::StatusOr<v1::Inventory> AgentClient::GetInventory() {
+  v1::Inventory out;
+  auto ctx = Context();
+  FABRIC_GRPC_OR_RETURN(stub_->GetInventory(ctx.get(), v1::GetInventoryRequest(), &out));
+  return out;
+}
+
+absl::StatusOr<v1::Selection> AgentClient::SelectNics(const std::vector<std::string>& gpus) {
+  v1::SelectNicsRequest req;
+  for (const std::string& g : gpus) req.add_gpus(g);
+  v1::Selection out;
+  auto ctx = Context();
+  FABRIC_GRPC_OR_RETURN(stub_->SelectNics(ctx.get(), req, &out));
+  return out;
+}
+
+absl::StatusOr<v1::PlaceResponse> AgentClient::Place(const v1::PlaceRequest& req) {
+  v1::PlaceResponse out;
+  auto ctx = Context();
+  FABRIC_GRPC_OR_RETURN(stub_->Place(ctx.get(), req, &out));
+  return out;
+}
+
+absl::StatusOr<v1::Health> AgentClient::GetHealth() {
+  v1::Health out;
+  auto ctx = Context();
+  FABRIC_GRPC_OR_RETURN(stub_->GetHealth(ctx.get(), v1::GetHealthRequest(), &out));
+  return out;
+}
+
+absl::Status AgentClient::CheckServing() {
+  auto stub = grpc::health::v1::Health::NewStub(channel_);
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service("fabric.v1.FabricAgent");
+  grpc::health::v1::HealthCheckResponse resp;
+  auto ctx = Context();
+  if (absl::Status s = FromGrpc(stub->Check(ctx.get(), req, &resp)); !s.ok()) return s;
+  if (resp.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
+    return absl::UnavailableError(
+        absl::StrCat("fabric-agent at ", target_, " is ",
+                     grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fabric

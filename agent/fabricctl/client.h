@@ -1,0 +1,48 @@
+// fabricctl's side of the gRPC API: one call per subcommand against a running fabric-agent.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "fabric/v1/agent.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace fabric {
+
+// The default --target: the agent's Unix socket.
+inline constexpr char kDefaultTarget[] = "unix:///run/fabric-agent/agent.sock";
+
+// A gRPC target from --target: "unix:///p", "unix:/p", "unix:p" and "/p" are Unix sockets;
+// anything else is HOST:PORT (or any gRPC target URI). Empty is InvalidArgument.
+absl::StatusOr<std::string> GrpcTarget(std::string_view target);
+
+class AgentClient {
+ public:
+  // Every call is bounded by `timeout`. Connection failures come back as Unavailable or
+  // DeadlineExceeded with the target in the message.
+  AgentClient(const std::string& grpc_target, absl::Duration timeout);
+
+  absl::StatusOr<v1::Inventory> GetInventory();
+  absl::StatusOr<v1::Selection> SelectNics(const std::vector<std::string>& gpus);
+  absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req);
+  absl::StatusOr<v1::Health> GetHealth();
+  // grpc.health.v1 Check for the FabricAgent service: OK only when SERVING.
+  absl::Status CheckServing();
+
+  const std::string& target() const { return target_; }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> Context() const;
+  absl::Status FromGrpc(const grpc::Status& s) const;
+
+  std::string target_;
+  absl::Duration timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::FabricAgent::Stub> stub_;
+};
+
+}  // namespace fabric

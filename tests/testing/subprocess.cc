@@ -1,0 +1,145 @@
+#include "tests/testing/subprocess.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace fabric::testing {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int Decode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+std::string MakeTempDir(const std::string& prefix) {
+  // tmpfs when there is one: example trees are thousands of small files, and writing them to a
+  // loaded disk costs seconds where tmpfs takes a tenth of one.
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string dir = base != nullptr ? base : access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  std::string tmpl = absl::StrCat(dir, "/", prefix, ".XXXXXX");
+  if (mkdtemp(tmpl.data()) == nullptr) return "";
+  return tmpl;
+}
+
+absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const std::vector<std::string>& argv,
+                                                              const std::vector<std::string>& env) {
+  if (argv.empty()) return absl::InvalidArgumentError("empty argv");
+  auto p = std::unique_ptr<Subprocess>(new Subprocess());
+  p->dir_ = MakeTempDir("subprocess");
+  if (p->dir_.empty()) return absl::InternalError("mkdtemp failed");
+  // Built before fork: the child may only call async-signal-safe functions.
+  std::vector<std::string> envs;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    std::string key = kv.substr(0, kv.find('='));
+    bool replaced = false;
+    for (const std::string& add : env) replaced = replaced || add.substr(0, add.find('=')) == key;
+    if (!replaced) envs.push_back(kv);
+  }
+  envs.insert(envs.end(), env.begin(), env.end());
+  std::vector<char*> cargv, cenv;
+  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const std::string& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+  const std::string out = p->dir_ + "/stdout";
+  const std::string err = p->dir_ + "/stderr";
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int n = open("/dev/null", O_RDONLY);
+    if (o < 0 || e < 0 || n < 0) _exit(126);
+    dup2(n, 0);
+    dup2(o, 1);
+    dup2(e, 2);
+    // The test may have signals blocked (the agent's tests do not, but be safe).
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(cargv[0], cargv.data(), cenv.data());
+    _exit(127);
+  }
+  p->pid_ = pid;
+  return p;
+}
+
+Subprocess::~Subprocess() {
+  if (pid_ > 0 && !status_) {
+    kill(pid_, SIGKILL);
+    int st;
+    waitpid(pid_, &st, 0);
+  }
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+void Subprocess::Signal(int sig) const {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
+std::optional<int> Subprocess::Wait(absl::Duration timeout) {
+  if (status_) return status_;
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    int st = 0;
+    pid_t r = waitpid(pid_, &st, WNOHANG);
+    if (r == pid_) {
+      status_ = Decode(st);
+      return status_;
+    }
+    if (r < 0 && errno != EINTR) return std::nullopt;
+    if (absl::Now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+bool Subprocess::running() { return !Wait(absl::ZeroDuration()).has_value(); }
+
+std::string Subprocess::Stdout() const { return Slurp(dir_ + "/stdout"); }
+std::string Subprocess::Stderr() const { return Slurp(dir_ + "/stderr"); }
+
+absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv, absl::Duration timeout,
+                              const std::vector<std::string>& env) {
+  auto p = Subprocess::Start(argv, env);
+  if (!p.ok()) return p.status();
+  auto st = (*p)->Wait(timeout);
+  if (!st) return absl::DeadlineExceededError(absl::StrCat(argv[0], " did not finish in time"));
+  return RunResult{*st, (*p)->Stdout(), (*p)->Stderr()};
+}
+
+bool WaitFor(const std::function<bool()>& done, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+}  // namespace fabric::testing

@@ -1,0 +1,56 @@
+// A child process for tests that run the real binaries (fabric-agent, fabricctl): started with
+// fork/exec, stdout and stderr captured to files, waited for with a bound, killed on destruction.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace fabric::testing {
+
+class Subprocess {
+ public:
+  // `env` entries ("KEY=VALUE") are added to (or replace in) the test's own environment.
+  static absl::StatusOr<std::unique_ptr<Subprocess>> Start(
+      const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
+  ~Subprocess();
+
+  pid_t pid() const { return pid_; }
+  void Signal(int sig) const;
+  // The exit status (128 + signal when killed), or nullopt when still running after `timeout`.
+  std::optional<int> Wait(absl::Duration timeout);
+  bool running();
+  std::string Stdout() const;
+  std::string Stderr() const;
+
+ private:
+  Subprocess() = default;
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+  std::string dir_;
+};
+
+// Runs to completion (bounded); returns {exit status, stdout, stderr}.
+struct RunResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv,
+                              absl::Duration timeout = absl::Seconds(30),
+                              const std::vector<std::string>& env = {});
+
+// Polls `done` every few milliseconds until it holds or `timeout` passes.
+bool WaitFor(const std::function<bool()>& done, absl::Duration timeout);
+
+// A fresh directory under $TEST_TMPDIR, else /dev/shm when writable, else /tmp.
+std::string MakeTempDir(const std::string& prefix);
+
+}  // namespace fabric::testing
