@@ -121,6 +121,7 @@ TEST_F(AgentTest, ServesInventorySelectionPlacementAndHealth) {
   v1::SelectNicsRequest req;
   req.add_gpus("0000:1a:00.0");
   req.add_gpus("1e:00.0");
+  req.set_include_rejected(true);
   v1::Selection sel;
   ctx = Ctx();
   grpc::Status s = stub_->SelectNics(ctx.get(), req, &sel);
@@ -135,6 +136,17 @@ TEST_F(AgentTest, ServesInventorySelectionPlacementAndHealth) {
       << sel.ShortDebugString() << "\n"
       << local->ShortDebugString();
   EXPECT_EQ(sel.env().at("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:1");
+  // Without include_rejected (launchers), the same choice without the losing ports; a second
+  // identical call (served from the snapshot's cache) answers the same.
+  req.set_include_rejected(false);
+  for (int i = 0; i < 2; ++i) {
+    v1::Selection compact;
+    ctx = Ctx();
+    ASSERT_TRUE(stub_->SelectNics(ctx.get(), req, &compact).ok());
+    v1::Selection want = *local;
+    for (auto& a : *want.mutable_assignments()) a.clear_rejected();
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(compact, want)) << i;
+  }
 
   v1::PlaceRequest preq;
   preq.set_gpu_count(2);
@@ -384,6 +396,50 @@ TEST_F(AgentTest, ServesTcpWhenAsked) {
   auto ctx = Ctx();
   ASSERT_TRUE(tcp->GetInventory(ctx.get(), {}, &inv).ok());
   EXPECT_EQ(inv.host().rdma_devices_size(), 9);
+}
+
+// Real route netlink: the agent runs in a throwaway network namespace with a safety-net rescan
+// an hour away; a veth pair created there is the only thing that can make it rescan in time.
+TEST_F(AgentTest, RouteNetlinkEventTriggersARescan) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace";
+  const std::string ns = absl::StrCat("fabric-dt-", getpid());
+  auto added = testing::Run({"/usr/sbin/ip", "netns", "add", ns});
+  if (!added.ok() || added->status != 0) {
+    GTEST_SKIP() << "ip netns add failed: " << (added.ok() ? added->err : "");
+  }
+  struct Cleanup {
+    std::string ns;
+    ~Cleanup() { (void)testing::Run({"/usr/sbin/ip", "netns", "del", ns}); }
+  } cleanup{ns};
+  auto args = Args({"--rescan-interval=3600", "--log-level=debug"});
+  args.insert(args.begin(), {"/usr/sbin/ip", "netns", "exec", ns});
+  auto p = Subprocess::Start(args);
+  ASSERT_TRUE(p.ok());
+  agent_ = *std::move(p);
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !agent_->running() || Connects(socket_); }, absl::Seconds(20)))
+      << agent_->Stderr();
+  channel_ = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
+  stub_ = v1::FabricAgent::NewStub(channel_);
+  auto ctx = Ctx(absl::Seconds(20));
+  auto reader = stub_->WatchInventory(ctx.get(), {});
+  v1::InventoryEvent first;
+  ASSERT_TRUE(reader->Read(&first)) << agent_->Stderr();
+
+  WriteFile(Sys("class/infiniband/mlx5_4/ports/1/state"), "1: DOWN\n");
+  auto veth = testing::Run({"/usr/sbin/ip", "netns", "exec", ns, "/usr/sbin/ip", "link", "add",
+                            "fabv0", "type", "veth", "peer", "name", "fabv1"});
+  ASSERT_TRUE(veth.ok() && veth->status == 0) << (veth.ok() ? veth->err : "");
+  v1::InventoryEvent next;
+  ASSERT_TRUE(reader->Read(&next)) << agent_->Stderr();
+  bool saw = false;
+  for (const auto& c : next.changes()) {
+    saw = saw || (c.kind() == v1::InventoryChange::KIND_PORT_STATE && c.subject() == "mlx5_4:1");
+  }
+  EXPECT_TRUE(saw) << next.ShortDebugString().substr(0, 2000);
+  EXPECT_TRUE(absl::StrContains(agent_->Stderr(), "rescan (link added or changed"))
+      << agent_->Stderr();
+  ctx->TryCancel();
 }
 
 // The systemd notification protocol, received on a datagram socket as systemd would.

@@ -48,10 +48,26 @@ grpc::Status FabricAgentService::SelectNics(grpc::ServerContext*, const v1::Sele
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "gpus is empty: name at least one GPU by PCI address");
   }
+  // The request as given is the key: errors are not cached, so a bad request costs a selection
+  // each time, and only well-formed ones fill the cache.
+  std::string key = req->include_rejected() ? "+\n" : "-\n";
+  for (const std::string& g : req->gpus()) {
+    key.append(g);
+    key.push_back('\n');
+  }
+  if (auto hit = (*s)->selections.Find(key)) {
+    *out = *hit;
+    return grpc::Status::OK;
+  }
   std::vector<std::string> gpus(req->gpus().begin(), req->gpus().end());
   auto sel = fabric::SelectNics((*s)->host, gpus, (*s)->policy);
   if (!sel.ok()) return ToGrpc(sel.status());
-  *out = *std::move(sel);
+  if (!req->include_rejected()) {
+    for (v1::GpuAssignment& a : *sel->mutable_assignments()) a.clear_rejected();
+  }
+  auto shared = std::make_shared<const v1::Selection>(*std::move(sel));
+  (*s)->selections.Insert(key, shared);
+  *out = *shared;
   return grpc::Status::OK;
 }
 

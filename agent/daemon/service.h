@@ -30,6 +30,9 @@ class FabricAgentService final : public v1::FabricAgent::Service {
                               grpc::ServerWriter<v1::InventoryEvent>* writer) override;
   grpc::Status GetHealth(grpc::ServerContext* ctx, const v1::GetHealthRequest* req,
                          v1::Health* out) override;
+  grpc::Status Ping(grpc::ServerContext*, const v1::PingRequest*, v1::PingResponse*) override {
+    return grpc::Status::OK;
+  }
 
  private:
   absl::StatusOr<std::shared_ptr<const Snapshot>> Ready() const;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "absl/time/time.h"
 #include "fabric/v1/health.pb.h"
@@ -13,6 +15,20 @@
 #include "fabric/v1/select.pb.h"
 
 namespace fabric {
+
+// Selections already computed for this snapshot, by request. A launcher fleet asks for the same
+// few GPU sets over and over; the snapshot and its policy are immutable, so an answer stays right
+// for the snapshot's life and a new snapshot starts empty. Bounded; thread-safe.
+class SelectionCache {
+ public:
+  static constexpr size_t kMaxEntries = 256;
+  std::shared_ptr<const v1::Selection> Find(const std::string& key) const;
+  void Insert(const std::string& key, std::shared_ptr<const v1::Selection> sel) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const v1::Selection>> map_;
+};
 
 struct Snapshot {
   // Bumped only when the host changes (not when only the policy does), so watch streams wake
@@ -22,6 +38,7 @@ struct Snapshot {
   v1::Host host;
   v1::SelectionPolicy policy;
   v1::Health health;  // Evaluated when the snapshot was built.
+  SelectionCache selections;
 };
 
 class SnapshotStore {

@@ -53,8 +53,10 @@ absl::StatusOr<v1::Inventory> AgentClient::GetInventory() {
   return out;
 }
 
-absl::StatusOr<v1::Selection> AgentClient::SelectNics(const std::vector<std::string>& gpus) {
+absl::StatusOr<v1::Selection> AgentClient::SelectNics(const std::vector<std::string>& gpus,
+                                                      bool include_rejected) {
   v1::SelectNicsRequest req;
+  req.set_include_rejected(include_rejected);
   for (const std::string& g : gpus) req.add_gpus(g);
   v1::Selection out;
   auto ctx = Context();

@@ -27,7 +27,8 @@ class AgentClient {
   AgentClient(const std::string& grpc_target, absl::Duration timeout);
 
   absl::StatusOr<v1::Inventory> GetInventory();
-  absl::StatusOr<v1::Selection> SelectNics(const std::vector<std::string>& gpus);
+  absl::StatusOr<v1::Selection> SelectNics(const std::vector<std::string>& gpus,
+                                           bool include_rejected);
   absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req);
   absl::StatusOr<v1::Health> GetHealth();
   // grpc.health.v1 Check for the FabricAgent service: OK only when SERVING.

@@ -193,7 +193,7 @@ absl::StatusOr<v1::Selection> RemoteSelection(const Options& opt, int* code) {
     }
     gpus = *std::move(list);
   }
-  auto sel = (*client)->SelectNics(gpus);
+  auto sel = (*client)->SelectNics(gpus, /*include_rejected=*/true);
   if (!sel.ok()) *code = AgentCode(sel.status());
   return sel;
 }

@@ -50,7 +50,7 @@ absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv,
 // Polls `done` every few milliseconds until it holds or `timeout` passes.
 bool WaitFor(const std::function<bool()>& done, absl::Duration timeout);
 
-// A fresh directory under $TEST_TMPDIR, else /dev/shm when writable, else /tmp.
+// A fresh directory under $TEST_TMPDIR, else /dev/shm when it has over 1 GB free, else /tmp.
 std::string MakeTempDir(const std::string& prefix);
 
 }  // namespace fabric::testing

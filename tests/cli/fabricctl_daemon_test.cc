@@ -1,0 +1,190 @@
+// fabricctl against a running fabric-agent (its default mode): the same answers as local
+// discovery on the same tree, health from the agent, and what happens when no agent answers.
+#include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "fabric/v1/select.pb.h"
+#include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::RunResult;
+using testing::Subprocess;
+
+const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
+const std::string kCtl = FABRIC_BINARY_DIR "/agent/fabricctl/fabricctl";
+
+bool Connects(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+class DaemonCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("fabricctl_daemon");
+    ASSERT_FALSE(dir_.empty());
+    socket_ = dir_ + "/agent.sock";
+  }
+  void TearDown() override {
+    agent_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  void Start(const std::string& host) {
+    ASSERT_TRUE(testing::WriteExampleHost(host, dir_ + "/" + host).ok());
+    sysfs_ = "--sysfs=" + dir_ + "/" + host + "/sys";
+    procfs_ = "--procfs=" + dir_ + "/" + host + "/proc";
+    auto p = Subprocess::Start({kAgent, "--socket=" + socket_, sysfs_, procfs_});
+    ASSERT_TRUE(p.ok());
+    agent_ = *std::move(p);
+    ASSERT_TRUE(testing::WaitFor([&] { return !agent_->running() || Connects(socket_); },
+                                 absl::Seconds(20)));
+    ASSERT_TRUE(agent_->running()) << agent_->Stderr();
+    // Serving once the liveness check passes.
+    ASSERT_TRUE(testing::WaitFor(
+        [&] {
+          return Ctl({"health", "--liveness"}).status == 0;
+        },
+        absl::Seconds(20)));
+  }
+
+  RunResult Ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), kCtl);
+    if (args.size() > 1) args.insert(args.begin() + 2, "--target=unix://" + socket_);
+    auto r = testing::Run(args, absl::Seconds(30));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : RunResult{};
+  }
+  RunResult Local(std::vector<std::string> args) {
+    args.insert(args.begin(), kCtl);
+    args.push_back(sysfs_);
+    args.push_back(procfs_);
+    auto r = testing::Run(args, absl::Seconds(30));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : RunResult{};
+  }
+
+  std::string dir_, socket_, sysfs_, procfs_;
+  std::unique_ptr<Subprocess> agent_;
+};
+
+TEST_F(DaemonCliTest, SameAnswersAsLocalDiscovery) {
+  Start("roce-9port");
+  const std::vector<std::vector<std::string>> commands = {
+      {"inventory"},
+      {"topo"},
+      {"select", "--gpus=0000:1a:00.0,3c:00.0"},
+      {"env", "--gpus=all"},
+      {"env", "--gpus=all", "--format=nccl-conf"},
+      {"env", "--gpus=1a:00.0", "--format=json"},
+      {"select", "--gpus=all", "--json"},
+  };
+  for (const auto& cmd : commands) {
+    RunResult remote = Ctl(cmd);
+    RunResult local = Local(cmd);
+    EXPECT_EQ(remote.status, 0) << cmd[0] << ": " << remote.err;
+    EXPECT_EQ(remote.status, local.status) << cmd[0];
+    if (cmd.back() == "--json") {
+      // Proto JSON prints map entries in no fixed order: compare the messages.
+      v1::Selection a, b;
+      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(remote.out, &a).ok());
+      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(local.out, &b).ok());
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a, b));
+      EXPECT_EQ(a.assignments_size(), 8);
+    } else {
+      EXPECT_EQ(remote.out, local.out) << cmd[0] << " " << (cmd.size() > 1 ? cmd[1] : "");
+    }
+    EXPECT_FALSE(remote.out.empty());
+  }
+}
+
+TEST_F(DaemonCliTest, ErrorsKeepTheirExitCodes) {
+  Start("roce-9port");
+  RunResult bad = Ctl({"select", "--gpus=zz:zz.z"});
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("zz:zz.z"));
+  RunResult unknown = Ctl({"select", "--gpus=0000:77:00.0"});
+  EXPECT_EQ(unknown.status, 1) << unknown.err;
+  EXPECT_THAT(unknown.err, HasSubstr("0000:77:00.0"));
+  RunResult config = Ctl({"inventory", "--config=/etc/whatever.json"});
+  EXPECT_EQ(config.status, 2);
+  EXPECT_THAT(config.err, HasSubstr("--config applies to local discovery"));
+}
+
+TEST_F(DaemonCliTest, HealthComesFromTheAgent) {
+  Start("many-hcas");  // One HCA's port is down: CRITICAL.
+  RunResult remote = Ctl({"health"});
+  RunResult local = Local({"health"});
+  EXPECT_EQ(remote.status, 2) << remote.out;
+  EXPECT_EQ(remote.out, local.out);
+  EXPECT_THAT(remote.out, HasSubstr("CRITICAL port_state"));
+  // A readiness probe that tolerates warnings still fails on CRITICAL; liveness passes.
+  EXPECT_EQ(Ctl({"health", "--fail-on=critical"}).status, 2);
+  RunResult live = Ctl({"health", "--liveness"});
+  EXPECT_EQ(live.status, 0) << live.out;
+  EXPECT_THAT(live.out, HasSubstr("FABRIC OK"));
+  RunResult json = Ctl({"health", "--json"});
+  EXPECT_EQ(json.status, 2);
+  EXPECT_THAT(json.out, HasSubstr("\"verdict\": \"SEVERITY_CRITICAL\""));
+}
+
+TEST_F(DaemonCliTest, FailOnLetsLesserVerdictsPass) {
+  Start("broken");  // Discovery problems and warnings, and a port in an unknown state.
+  RunResult all = Ctl({"health"});
+  ASSERT_NE(all.status, 0) << all.out;
+  RunResult critical_only = Ctl({"health", "--fail-on=critical"});
+  EXPECT_EQ(critical_only.status, all.status == 2 ? 2 : 0) << critical_only.out;
+  EXPECT_EQ(critical_only.out, all.out) << "--fail-on changes the exit code, not the report";
+}
+
+TEST_F(DaemonCliTest, NoAgentIsCriticalForHealthAndUnreadableForQueries) {
+  socket_ = dir_ + "/nobody-here.sock";
+  for (const std::vector<std::string>& cmd : {std::vector<std::string>{"health"},
+                                              {"health", "--liveness"},
+                                              {"health", "--fail-on=critical"}}) {
+    RunResult r = Ctl(cmd);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_THAT(r.out, HasSubstr("CRITICAL daemon"));
+    EXPECT_THAT(r.out, HasSubstr("fabric-agent not serving at unix:" + socket_));
+  }
+  RunResult inv = Ctl({"inventory", "--timeout=1"});
+  EXPECT_EQ(inv.status, 3);
+  EXPECT_THAT(inv.err, HasSubstr("not serving"));
+  RunResult env = Ctl({"env", "--gpus=all", "--timeout=1"});
+  EXPECT_EQ(env.status, 3);
+}
+
+TEST_F(DaemonCliTest, AgentStoppingMidwayIsReported) {
+  Start("roce-9port");
+  EXPECT_EQ(Ctl({"inventory"}).status, 0);
+  agent_->Signal(SIGTERM);
+  ASSERT_TRUE(agent_->Wait(absl::Seconds(5)).has_value());
+  RunResult r = Ctl({"health"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.out, HasSubstr("CRITICAL daemon"));
+}
+
+}  // namespace
+}  // namespace fabric
