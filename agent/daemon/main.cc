@@ -1,5 +1,7 @@
 // fabric-agent: the per-node daemon. Discovers the host's RDMA fabric, keeps that inventory live
 // from netlink and uevents, and serves it (selection, placement, health) over gRPC.
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 #include <string>
 
@@ -7,6 +9,9 @@
 #include "agent/daemon/agent.h"
 
 int main(int argc, char** argv) {
+  // gRPC serves on many threads; glibc would give each busy one its own arena and keep the
+  // memory after a burst. Two arenas keep the daemon's footprint flat at no measurable cost.
+  mallopt(M_ARENA_MAX, 2);
   fabric::AgentOptions opt;
   double rescan_s = absl::ToDoubleSeconds(opt.rescan_interval);
   std::string log_level = "info";

@@ -19,6 +19,7 @@
 
 #include "agent/changes/changes.h"
 #include "agent/discovery/discovery.h"
+#include "agent/place/place.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
 
@@ -126,6 +127,29 @@ void BM_DiffHostsUnchanged(benchmark::State& state, const std::string& name) {
   for (auto _ : state) benchmark::DoNotOptimize(DiffHosts(*host, copy));
   state.counters["host_bytes"] = static_cast<double>(host->ByteSizeLong());
 }
+
+// Place on the example host for each set size (what a launcher choosing GPUs asks).
+void BM_Place(benchmark::State& state) {
+  Tree& t = Trees()["roce-9port"];
+  HostFsImpl sys((t.dir / "sys").string());
+  HostFsImpl proc((t.dir / "proc").string());
+  auto host = Discover(sys, proc);
+  if (!host.ok()) {
+    state.SkipWithError(std::string(host.status().message()).c_str());
+    return;
+  }
+  v1::PlaceRequest req;
+  req.set_gpu_count(static_cast<uint32_t>(state.range(0)));
+  for (auto _ : state) {
+    auto r = Place(*host, req, {});
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_Place)->Name("Place/roce-9port/gpus")->DenseRange(1, 8)->Unit(benchmark::kMicrosecond);
 
 // Records each benchmark's time so that the ratios can be printed after the run.
 class RatioReporter : public benchmark::ConsoleReporter {

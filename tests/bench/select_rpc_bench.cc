@@ -1,5 +1,6 @@
 // SelectNics over the agent's Unix socket against gRPC's own floor (an empty Ping on the same
-// server), with 1, 8 and 64 concurrent callers; then the agent's idle CPU and RSS.
+// server), with 1, 8 and 64 concurrent callers; and the agent's idle CPU and RSS (measured
+// first, over --idle seconds after start, then RSS again after the load).
 //
 //   select_rpc_bench [--seconds=2] [--rounds=3] [--callers=1,8,64] [--gpus=8] [--idle=60]
 //                    [--agent=PATH] [--mkhost=PATH]
@@ -224,6 +225,19 @@ int Main(int argc, char** argv) {
       "fabric-agent on roce-9port; SelectNics for %d GPUs; %d rounds x %.1f s per run; "
       "%u CPUs\n",
       f.gpus, f.rounds, f.seconds, std::thread::hardware_concurrency());
+  if (f.idle > 0) {
+    // Idle from start: no calls; CPU over the window and memory at its end.
+    const int64_t before = CpuTicks(pid);
+    std::this_thread::sleep_for(std::chrono::duration<double>(f.idle));
+    const int64_t after = CpuTicks(pid);
+    const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+    std::printf(
+        "idle %.0f s after start: CPU %.3f s (%.4f%% of one core), VmRSS %s (of which "
+        "shared libraries %s), threads %s\n",
+        f.idle, static_cast<double>(after - before) / ticks,
+        100.0 * static_cast<double>(after - before) / ticks / f.idle, Status(pid, "VmRSS").c_str(),
+        Status(pid, "RssFile").c_str(), Status(pid, "Threads").c_str());
+  }
   std::printf("%-8s %-11s %10s %10s %12s %7s\n", "callers", "rpc", "p50_us", "p99_us", "calls/s",
               "errors");
   int64_t errors = 0;
@@ -251,18 +265,8 @@ int Main(int argc, char** argv) {
     }
     std::printf("%-8d ratio SelectNics/Ping at p50: %.2f\n", callers, p50[1] / p50[0]);
   }
-  if (f.idle > 0) {
-    // Idle: no calls; CPU over the window and RSS at its end.
-    const int64_t before = CpuTicks(pid);
-    std::this_thread::sleep_for(std::chrono::duration<double>(f.idle));
-    const int64_t after = CpuTicks(pid);
-    const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-    std::printf("idle %.0f s: CPU %.3f s (%.4f%% of one core), VmRSS %s, VmHWM %s, threads %s\n",
-                f.idle, static_cast<double>(after - before) / ticks,
-                100.0 * static_cast<double>(after - before) / ticks / f.idle,
-                Status(pid, "VmRSS").c_str(), Status(pid, "VmHWM").c_str(),
-                Status(pid, "Threads").c_str());
-  }
+  std::printf("after the load: VmRSS %s, VmHWM %s, threads %s\n", Status(pid, "VmRSS").c_str(),
+              Status(pid, "VmHWM").c_str(), Status(pid, "Threads").c_str());
   (*agent)->Signal(SIGTERM);
   auto st = (*agent)->Wait(absl::Seconds(5));
   std::error_code ec;
