@@ -15,7 +15,7 @@ packages=(
   libcli11-dev
   # tests, benchmarks, fuzzing, formatting
   googletest libgtest-dev libgmock-dev libbenchmark-dev clang clang-format libclang-rt-14-dev
-  python3 python3-grpcio python3-protobuf iproute2
+  python3 python3-grpcio python3-protobuf python3-yaml iproute2 systemd
   # Soft-RoCE VM rig (tests/vm)
   qemu-system-x86 busybox-static cpio kmod
 )

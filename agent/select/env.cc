@@ -143,9 +143,11 @@ void GidEnv(const Host& host, const std::vector<const GpuAssignment*>& ports, En
                     "): NCCL_IB_GID_INDEX=-1 lets NCCL pick by address family, range and RoCE "
                     "version, which needs NCCL 2.21 or later; UCX_IB_GID_INDEX left unset as UCX "
                     "takes one index for all devices"));
-  (*env)["NCCL_IB_GID_INDEX"] = "-1";
-  (*env)["NCCL_IB_ROCE_VERSION_NUM"] = "2";
-  (*env)["NCCL_IB_ADDR_FAMILY"] = "AF_INET";
+  // Built as std::string first: GCC 12 at -O3 warns falsely (-Wrestrict, PR105329) on
+  // assigning a short literal to a map's new string.
+  (*env)["NCCL_IB_GID_INDEX"] = std::string("-1");
+  (*env)["NCCL_IB_ROCE_VERSION_NUM"] = std::string("2");
+  (*env)["NCCL_IB_ADDR_FAMILY"] = std::string("AF_INET");
   AddrRange(host, roce, env, note);
 }
 

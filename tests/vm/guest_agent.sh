@@ -1,0 +1,91 @@
+#!/bin/bash
+# Runs inside the rig's guest: `rig.sh run -- guest_agent.sh FABRIC_AGENT FABRICCTL`. Starts the
+# real agent on the real kernel and checks that it follows the kernel without polling: an RDMA
+# device deleted and re-added (uevents), an address added and removed (route netlink, and the
+# GID table rewritten by the kernel), with the safety-net rescan an hour away.
+set -uo pipefail
+
+agent="${1:?usage: guest_agent.sh FABRIC_AGENT FABRICCTL}"
+ctl="${2:?usage: guest_agent.sh FABRIC_AGENT FABRICCTL}"
+dev="${FABRIC_VM_RDMA_DEV:-rxe0}"
+netdev="${FABRIC_VM_NETDEV:-veth0}"
+ip="${FABRIC_VM_IP:-10.77.0.1}"
+out="${FABRIC_VM_OUT:-/tmp}"
+sock=/run/fabric-agent-test/agent.sock
+
+failures=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+"$agent" --socket="$sock" --rescan-interval=3600 --log-level=debug 2>"$out/agent.log" &
+pid=$!
+ctl_() { "$ctl" "$@" --target="unix://$sock" --timeout=5; }
+for _ in $(seq 200); do
+  ctl_ health --liveness >/dev/null 2>&1 && break
+  sleep 0.05
+done
+if ctl_ health --liveness >/dev/null 2>&1; then ok "fabric-agent serving"; else
+  fail "fabric-agent not serving"; cat "$out/agent.log"; exit 1
+fi
+
+# Polls `fabricctl inventory` until the shell test COND holds for its text in $inv, for at most
+# 10 s of wall-clock time (each poll costs a process start, slow under emulation); prints how
+# long it took. Devices are rows "  NAME  PCI ..."; GIDs rows "  DEV:PORT  INDEX  GID ... IPV4".
+wait_for() {
+  local what=$1 cond=$2 start now
+  start=$(date +%s%N)
+  while :; do
+    inv=$(ctl_ inventory 2>/dev/null)
+    now=$(date +%s%N)
+    if eval "$cond"; then
+      ok "$what (seen after $(((now - start) / 1000000)) ms)"
+      return 0
+    fi
+    if (((now - start) > 10000000000)); then
+      fail "$what: not seen within 10 s"
+      echo "$inv"
+      return 1
+    fi
+    sleep 0.02
+  done
+}
+has_dev() { grep -qE "^  $1 " <<<"$inv"; }
+has_ip() { grep -qE "^  $1:1 .* $2 *\$" <<<"$inv"; }
+
+wait_for "$dev present at start" 'has_dev $dev'
+rdma link delete "$dev" || fail "rdma link delete $dev"
+wait_for "$dev gone after rdma link delete (uevent)" '! has_dev $dev'
+rdma link add "$dev" type rxe netdev "$netdev" || fail "rdma link add $dev"
+wait_for "$dev back after rdma link add (uevent)" 'has_dev $dev && has_ip $dev $ip'
+ip addr add 10.77.0.9/24 dev "$netdev" || fail "ip addr add"
+wait_for "new address's GID after ip addr add (route netlink)" 'has_ip $dev 10.77.0.9'
+ip addr del "$ip/24" dev "$netdev" || fail "ip addr del"
+wait_for "old address's GID gone after ip addr del" '! has_ip $dev $ip'
+
+# The port's RoCE v2 IPv4 GID is no longer where it was at start: health says so.
+health=$(ctl_ health)
+rc=$?
+if grep -q "gid_table $dev:1" <<<"$health" && ((rc == 1)); then
+  ok "health reports the GID table change since start (exit $rc)"
+else
+  fail "health after the GID move (exit $rc): $health"
+fi
+grep -q "rescan (link added or changed\|rescan (address\|rescan (infiniband" "$out/agent.log" &&
+  ok "rescans were triggered by events" || fail "no event-triggered rescan in the agent log"
+
+kill -TERM "$pid"
+start=$(date +%s%N)
+wait "$pid"
+rc=$?
+end=$(date +%s%N)
+if ((rc == 0)); then ok "SIGTERM: exit 0 in $(((end - start) / 1000000)) ms"; else
+  fail "SIGTERM: exit $rc"
+fi
+
+if ((failures)); then
+  echo "--- agent log"
+  cat "$out/agent.log"
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"
