@@ -36,17 +36,6 @@ void WriteFile(const std::string& path, const std::string& text) {
   out << text;
 }
 
-// Whether something accepts connections on the Unix socket `path` (a stale file does not).
-bool Connects(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
 std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration d = absl::Seconds(10)) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(d));
@@ -80,8 +69,9 @@ class AgentTest : public ::testing::Test {
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = *std::move(p);
     // Connect once the socket exists: a channel that failed early backs off for seconds.
-    ASSERT_TRUE(testing::WaitFor([&] { return !agent_->running() || Connects(socket_); },
-                                 absl::Seconds(20)))
+    ASSERT_TRUE(
+        testing::WaitFor([&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); },
+                         absl::Seconds(20)))
         << agent_->Stderr();
     channel_ = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
     stub_ = v1::FabricAgent::NewStub(channel_);
@@ -416,8 +406,8 @@ TEST_F(AgentTest, RouteNetlinkEventTriggersARescan) {
   auto p = Subprocess::Start(args);
   ASSERT_TRUE(p.ok());
   agent_ = *std::move(p);
-  ASSERT_TRUE(
-      testing::WaitFor([&] { return !agent_->running() || Connects(socket_); }, absl::Seconds(20)))
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); }, absl::Seconds(20)))
       << agent_->Stderr();
   channel_ = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
   stub_ = v1::FabricAgent::NewStub(channel_);

@@ -40,35 +40,58 @@ grpc::Status FabricAgentService::GetInventory(grpc::ServerContext*, const v1::Ge
   return grpc::Status::OK;
 }
 
-grpc::Status FabricAgentService::SelectNics(grpc::ServerContext*, const v1::SelectNicsRequest* req,
-                                            v1::Selection* out) {
+absl::StatusOr<std::shared_ptr<const std::string>> FabricAgentService::Select(
+    const v1::SelectNicsRequest& req) {
   auto s = Ready();
-  if (!s.ok()) return ToGrpc(s.status());
-  if (req->gpus().empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "gpus is empty: name at least one GPU by PCI address");
+  if (!s.ok()) return s.status();
+  if (req.gpus().empty()) {
+    return absl::InvalidArgumentError("gpus is empty: name at least one GPU by PCI address");
   }
   // The request as given is the key: errors are not cached, so a bad request costs a selection
   // each time, and only well-formed ones fill the cache.
-  std::string key = req->include_rejected() ? "+\n" : "-\n";
-  for (const std::string& g : req->gpus()) {
+  std::string key = req.include_rejected() ? "+\n" : "-\n";
+  for (const std::string& g : req.gpus()) {
     key.append(g);
     key.push_back('\n');
   }
-  if (auto hit = (*s)->selections.Find(key)) {
-    *out = *hit;
-    return grpc::Status::OK;
-  }
-  std::vector<std::string> gpus(req->gpus().begin(), req->gpus().end());
+  if (auto hit = (*s)->selections.Find(key)) return hit;
+  std::vector<std::string> gpus(req.gpus().begin(), req.gpus().end());
   auto sel = fabric::SelectNics((*s)->host, gpus, (*s)->policy);
-  if (!sel.ok()) return ToGrpc(sel.status());
-  if (!req->include_rejected()) {
+  if (!sel.ok()) return sel.status();
+  if (!req.include_rejected()) {
     for (v1::GpuAssignment& a : *sel->mutable_assignments()) a.clear_rejected();
   }
-  auto shared = std::make_shared<const v1::Selection>(*std::move(sel));
-  (*s)->selections.Insert(key, shared);
-  *out = *shared;
-  return grpc::Status::OK;
+  auto bytes = std::make_shared<const std::string>(sel->SerializeAsString());
+  (*s)->selections.Insert(key, bytes);
+  return bytes;
+}
+
+grpc::ServerUnaryReactor* FabricAgentService::SelectNics(grpc::CallbackServerContext* ctx,
+                                                         const grpc::ByteBuffer* req,
+                                                         grpc::ByteBuffer* out) {
+  auto* reactor = ctx->DefaultReactor();
+  std::vector<grpc::Slice> slices;
+  v1::SelectNicsRequest request;
+  std::string in;
+  if (req->Dump(&slices).ok()) {
+    for (const grpc::Slice& sl : slices) {
+      in.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    }
+  }
+  if (!request.ParseFromString(in)) {
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "SelectNicsRequest does not parse"));
+    return reactor;
+  }
+  auto bytes = Select(request);
+  if (!bytes.ok()) {
+    reactor->Finish(ToGrpc(bytes.status()));
+    return reactor;
+  }
+  grpc::Slice slice((*bytes)->data(), (*bytes)->size());
+  *out = grpc::ByteBuffer(&slice, 1);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 grpc::Status FabricAgentService::Place(grpc::ServerContext*, const v1::PlaceRequest* req,

@@ -14,7 +14,13 @@ namespace fabric {
 // absl and gRPC share the canonical status codes; the message is kept as it is.
 grpc::Status ToGrpc(const absl::Status& s);
 
-class FabricAgentService final : public v1::FabricAgent::Service {
+// SelectNics and Ping use gRPC's callback API: they answer on the thread that read the request
+// (no hand-off to a sync worker), and SelectNics sends a cached answer's bytes as they are. Ping
+// shares that path so it stays the honest floor for SelectNics.
+using FabricAgentBase = v1::FabricAgent::WithCallbackMethod_Ping<
+    v1::FabricAgent::WithRawCallbackMethod_SelectNics<v1::FabricAgent::Service>>;
+
+class FabricAgentService final : public FabricAgentBase {
  public:
   // `poll` bounds how long a watch stream waits before it checks whether its client is gone.
   explicit FabricAgentService(const SnapshotStore* store, absl::Duration poll = absl::Seconds(1))
@@ -22,20 +28,25 @@ class FabricAgentService final : public v1::FabricAgent::Service {
 
   grpc::Status GetInventory(grpc::ServerContext* ctx, const v1::GetInventoryRequest* req,
                             v1::Inventory* out) override;
-  grpc::Status SelectNics(grpc::ServerContext* ctx, const v1::SelectNicsRequest* req,
-                          v1::Selection* out) override;
+  grpc::ServerUnaryReactor* SelectNics(grpc::CallbackServerContext* ctx,
+                                       const grpc::ByteBuffer* req, grpc::ByteBuffer* out) override;
   grpc::Status Place(grpc::ServerContext* ctx, const v1::PlaceRequest* req,
                      v1::PlaceResponse* out) override;
   grpc::Status WatchInventory(grpc::ServerContext* ctx, const v1::WatchInventoryRequest* req,
                               grpc::ServerWriter<v1::InventoryEvent>* writer) override;
   grpc::Status GetHealth(grpc::ServerContext* ctx, const v1::GetHealthRequest* req,
                          v1::Health* out) override;
-  grpc::Status Ping(grpc::ServerContext*, const v1::PingRequest*, v1::PingResponse*) override {
-    return grpc::Status::OK;
+  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest*,
+                                 v1::PingResponse*) override {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
   }
 
  private:
   absl::StatusOr<std::shared_ptr<const Snapshot>> Ready() const;
+  // SelectNics' answer as serialized bytes, from the snapshot's cache or computed into it.
+  absl::StatusOr<std::shared_ptr<const std::string>> Select(const v1::SelectNicsRequest& req);
 
   const SnapshotStore* store_;
   absl::Duration poll_;

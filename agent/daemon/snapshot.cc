@@ -4,19 +4,19 @@
 
 namespace fabric {
 
-std::shared_ptr<const v1::Selection> SelectionCache::Find(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+std::shared_ptr<const std::string> SelectionCache::Find(const std::string& key) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   auto it = map_.find(key);
   return it == map_.end() ? nullptr : it->second;
 }
 
 void SelectionCache::Insert(const std::string& key,
-                            std::shared_ptr<const v1::Selection> sel) const {
-  std::lock_guard<std::mutex> lock(mu_);
+                            std::shared_ptr<const std::string> serialized) const {
+  std::unique_lock<std::shared_mutex> lock(mu_);
   // Full: start over rather than track recency; a working set larger than this is not the case
   // the cache is for.
   if (map_.size() >= kMaxEntries) map_.clear();
-  map_.emplace(key, std::move(sel));
+  map_.emplace(key, std::move(serialized));
 }
 
 std::shared_ptr<const Snapshot> SnapshotStore::Current() const {

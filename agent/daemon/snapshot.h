@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
@@ -22,12 +23,14 @@ namespace fabric {
 class SelectionCache {
  public:
   static constexpr size_t kMaxEntries = 256;
-  std::shared_ptr<const v1::Selection> Find(const std::string& key) const;
-  void Insert(const std::string& key, std::shared_ptr<const v1::Selection> sel) const;
+  // Entries are serialized Selection messages: a hit is sent as it is, without copying or
+  // serializing a message again.
+  std::shared_ptr<const std::string> Find(const std::string& key) const;
+  void Insert(const std::string& key, std::shared_ptr<const std::string> serialized) const;
 
  private:
-  mutable std::mutex mu_;
-  mutable std::unordered_map<std::string, std::shared_ptr<const v1::Selection>> map_;
+  mutable std::shared_mutex mu_;  // Hits only read: many callers at once do not queue.
+  mutable std::unordered_map<std::string, std::shared_ptr<const std::string>> map_;
 };
 
 struct Snapshot {

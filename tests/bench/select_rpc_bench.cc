@@ -187,16 +187,6 @@ std::string Status(pid_t pid, const std::string& key) {
   return "?";
 }
 
-bool Connects(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
 int Main(int argc, char** argv) {
   Flags f;
   if (!ParseFlags(argc, argv, &f)) return 2;
@@ -212,7 +202,7 @@ int Main(int argc, char** argv) {
       testing::Subprocess::Start({f.agent, "--socket=" + socket, "--sysfs=" + dir + "/host/sys",
                                   "--procfs=" + dir + "/host/proc"});
   if (!agent.ok() ||
-      !testing::WaitFor([&] { return Connects(socket) || !(*agent)->running(); },
+      !testing::WaitFor([&] { return testing::UnixSocketAccepts(socket) || !(*agent)->running(); },
                         absl::Seconds(30)) ||
       !(*agent)->running()) {
     std::fprintf(

@@ -29,16 +29,6 @@ using testing::Subprocess;
 const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
 const std::string kCtl = FABRIC_BINARY_DIR "/agent/fabricctl/fabricctl";
 
-bool Connects(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
 class DaemonCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -59,8 +49,9 @@ class DaemonCliTest : public ::testing::Test {
     auto p = Subprocess::Start({kAgent, "--socket=" + socket_, sysfs_, procfs_});
     ASSERT_TRUE(p.ok());
     agent_ = *std::move(p);
-    ASSERT_TRUE(testing::WaitFor([&] { return !agent_->running() || Connects(socket_); },
-                                 absl::Seconds(20)));
+    ASSERT_TRUE(
+        testing::WaitFor([&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); },
+                         absl::Seconds(20)));
     ASSERT_TRUE(agent_->running()) << agent_->Stderr();
     // Serving once the liveness check passes.
     ASSERT_TRUE(testing::WaitFor(

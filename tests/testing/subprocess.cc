@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,6 +142,17 @@ absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv, absl::Durati
   auto st = (*p)->Wait(timeout);
   if (!st) return absl::DeadlineExceededError(absl::StrCat(argv[0], " did not finish in time"));
   return RunResult{*st, (*p)->Stdout(), (*p)->Stderr()};
+}
+
+bool UnixSocketAccepts(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
 }
 
 bool WaitFor(const std::function<bool()>& done, absl::Duration timeout) {

@@ -50,6 +50,9 @@ absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv,
 // Polls `done` every few milliseconds until it holds or `timeout` passes.
 bool WaitFor(const std::function<bool()>& done, absl::Duration timeout);
 
+// Whether something accepts connections on the Unix socket `path` (a stale file does not).
+bool UnixSocketAccepts(const std::string& path);
+
 // A fresh directory under $TEST_TMPDIR, else /dev/shm when it has over 1 GB free, else /tmp.
 std::string MakeTempDir(const std::string& prefix);
 
