@@ -75,6 +75,7 @@ struct AgentState {
   absl::Status last_scan;
 
   std::vector<std::unique_ptr<EventSource>> sources;
+  std::unique_ptr<EventSource> config_watch;  // --config changes reload it, as SIGHUP does.
   std::unique_ptr<FabricAgentService> service;
   std::unique_ptr<grpc::Server> server;
 
@@ -287,10 +288,21 @@ absl::Status StepEvents(AgentState& st) {
     Log(LogLevel::kWarning, uevents.status().message(),
         "; RDMA devices added or removed are seen by the periodic rescan");
   }
+  if (!st.opt.config.empty()) {
+    auto watch = OpenFileWatch(st.opt.config);
+    if (watch.ok()) {
+      st.config_watch = *std::move(watch);
+    } else {
+      Log(LogLevel::kWarning, watch.status().message(), "; reload the config with SIGHUP");
+    }
+  }
   Publish(st, std::nullopt, false);  // Health reflects missing sources.
   return absl::OkStatus();
 }
-void StopEvents(AgentState& st) { st.sources.clear(); }
+void StopEvents(AgentState& st) {
+  st.config_watch.reset();
+  st.sources.clear();
+}
 
 absl::Status StepServe(AgentState& st) {
   grpc::EnableDefaultHealthCheckService(true);
@@ -401,9 +413,9 @@ void Reload(AgentState& st) {
     if (config.ok()) {
       st.config = *std::move(config);
       policy_changed = true;
-      Log(LogLevel::kInfo, "SIGHUP: reloaded ", st.opt.config);
+      Log(LogLevel::kInfo, "reloaded ", st.opt.config);
     } else {
-      Log(LogLevel::kError, "SIGHUP: keeping the previous config: ", config.status().message());
+      Log(LogLevel::kError, "keeping the previous config: ", config.status().message());
     }
   }
   auto host = Discover(st.sysfs, st.procfs);
@@ -432,11 +444,14 @@ void Loop(AgentState& st) {
   absl::Time next_watchdog = watchdog > absl::ZeroDuration() ? now : absl::InfiniteFuture();
   absl::Time dirty_at = absl::InfiniteFuture();  // When coalesced events are handled.
   std::string dirty_why;
+  absl::Time reload_at = absl::InfiniteFuture();  // When a changed config file is read.
   for (;;) {
     now = absl::Now();
-    const absl::Time deadline = std::min({next_rescan, next_watchdog, dirty_at});
+    const absl::Time deadline = std::min({next_rescan, next_watchdog, dirty_at, reload_at});
     std::vector<pollfd> fds;
     fds.push_back({st.signal_fd, POLLIN, 0});
+    // The config watch (if any) is second, so the sources start at index 2.
+    fds.push_back({st.config_watch != nullptr ? st.config_watch->fd() : -1, POLLIN, 0});
     for (const auto& s : st.sources) fds.push_back({s->fd(), POLLIN, 0});
     int n = poll(fds.data(), fds.size(), PollMillis(now, deadline));
     if (n < 0 && errno != EINTR) {
@@ -456,14 +471,24 @@ void Loop(AgentState& st) {
       }
     }
     now = absl::Now();
-    for (size_t i = 1; n > 0 && i < fds.size(); ++i) {
+    if (n > 0 && fds[1].revents != 0 && st.config_watch != nullptr) {
+      auto d = st.config_watch->Drain();
+      if (!d.ok()) {
+        Log(LogLevel::kWarning, d.status().message(), "; reload the config with SIGHUP");
+        st.config_watch.reset();
+      } else if (d->relevant > 0 || d->overflow) {
+        // Editors write in several steps: read it once they are done.
+        if (reload_at == absl::InfiniteFuture()) reload_at = now + st.opt.debounce;
+      }
+    }
+    for (size_t i = 2; n > 0 && i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
-      EventSource& src = *st.sources[i - 1];
+      EventSource& src = *st.sources[i - 2];
       auto d = src.Drain();
       if (!d.ok()) {
         // A broken source would spin the loop; drop it and let health say so.
         Log(LogLevel::kWarning, d.status().message(), "; no more ", src.name(), " events");
-        st.sources.erase(st.sources.begin() + static_cast<long>(i - 1));
+        st.sources.erase(st.sources.begin() + static_cast<long>(i - 2));
         Publish(st, std::nullopt, false);
         break;
       }
@@ -477,6 +502,11 @@ void Loop(AgentState& st) {
       }
     }
     now = absl::Now();
+    if (now >= reload_at) {
+      Log(LogLevel::kInfo, st.opt.config, " changed: reloading");
+      Reload(st);
+      reload_at = absl::InfiniteFuture();
+    }
     if (now >= dirty_at || now >= next_rescan) {
       Rescan(st, now >= dirty_at ? dirty_why : "periodic");
       dirty_at = absl::InfiniteFuture();

@@ -12,7 +12,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -313,6 +312,35 @@ TEST_F(AgentTest, SighupReloadsTheConfigAndKeepsTheOldOneWhenBroken) {
   EXPECT_TRUE(agent_->running());
 }
 
+// As a Kubernetes ConfigMap volume updates it: the file is a link through "..data", and the
+// kubelet swaps "..data" to a new directory by rename. Nobody sends SIGHUP in a pod.
+TEST_F(AgentTest, ConfigMapStyleUpdateReloadsWithoutSighup) {
+  const std::string vol = dir_ + "/configmap";
+  fs::create_directories(vol + "/..2026_01");
+  WriteFile(vol + "/..2026_01/config.json", R"({"selection": {}})");
+  fs::create_directory_symlink("..2026_01", vol + "/..data");
+  fs::create_symlink("..data/config.json", vol + "/config.json");
+  StartAgent({"--config=" + vol + "/config.json"});
+  auto device = [&] {
+    v1::SelectNicsRequest req;
+    req.add_gpus("0000:1a:00.0");
+    v1::Selection sel;
+    auto ctx = Ctx();
+    if (!stub_->SelectNics(ctx.get(), req, &sel).ok() || sel.assignments_size() != 1)
+      return std::string();
+    return sel.assignments(0).rdma_device();
+  };
+  EXPECT_EQ(device(), "mlx5_1");
+  fs::create_directories(vol + "/..2026_02");
+  WriteFile(vol + "/..2026_02/config.json", R"({"selection": {"deny": ["mlx5_1"]}})");
+  fs::create_directory_symlink("..2026_02", vol + "/..data_tmp");
+  fs::rename(vol + "/..data_tmp", vol + "/..data");
+  EXPECT_TRUE(testing::WaitFor([&] { return device() == "mlx5_2"; }, absl::Seconds(10)))
+      << device() << "\n"
+      << agent_->Stderr();
+  EXPECT_TRUE(absl::StrContains(agent_->Stderr(), "changed: reloading")) << agent_->Stderr();
+}
+
 TEST_F(AgentTest, CreatesAMissingSocketDirectory) {
   socket_ = dir_ + "/a/b/c/agent.sock";
   StartAgent();
@@ -371,17 +399,20 @@ TEST_F(AgentTest, BadConfigAndUnreadableSysfsFailStartup) {
 
 TEST_F(AgentTest, ServesTcpWhenAsked) {
   StartAgent({"--listen=127.0.0.1:0"});
-  std::smatch m;
-  std::string err;
+  // The agent logs the port it got: "... and 127.0.0.1:0 (port 41234)".
+  std::string err, port;
   ASSERT_TRUE(testing::WaitFor(
       [&] {
         err = agent_->Stderr();
-        return std::regex_search(err, m, std::regex(R"(\(port (\d+)\))"));
+        const size_t at = err.find("(port ");
+        if (at == std::string::npos) return false;
+        port = err.substr(at + 6, err.find(')', at) - at - 6);
+        return !port.empty();
       },
       absl::Seconds(5)))
       << err;
   auto tcp = v1::FabricAgent::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + m[1].str(), grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel("127.0.0.1:" + port, grpc::InsecureChannelCredentials()));
   v1::Inventory inv;
   auto ctx = Ctx();
   ASSERT_TRUE(tcp->GetInventory(ctx.get(), {}, &inv).ok());

@@ -6,6 +6,7 @@
 #include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -149,7 +150,62 @@ class Uevents final : public EventSource {
   int fd_;
 };
 
+class FileWatch final : public EventSource {
+ public:
+  FileWatch(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+  ~FileWatch() override { close(fd_); }
+
+  const char* name() const override { return "config file"; }
+  int fd() const override { return fd_; }
+
+  absl::StatusOr<Drained> Drain() override {
+    Drained d;
+    alignas(inotify_event) char buf[4096];
+    for (int i = 0; i < kMaxReads; ++i) {
+      ssize_t n = read(fd_, buf, sizeof(buf));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) break;
+        return absl::InternalError(absl::StrCat("inotify read: ", std::strerror(errno)));
+      }
+      for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+        const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+        off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+        if ((ev->mask & IN_Q_OVERFLOW) != 0) d.overflow = true;
+        if (ev->len == 0) continue;
+        const std::string file(ev->name);
+        if (file == name_ || file == "..data") {
+          ++d.relevant;
+          d.last = absl::StrCat(file, " changed");
+        }
+      }
+    }
+    return d;
+  }
+
+ private:
+  int fd_;
+  std::string name_;
+};
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<EventSource>> OpenFileWatch(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("inotify: ", std::strerror(errno)));
+  if (inotify_add_watch(fd, dir.c_str(),
+                        IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ONLYDIR) < 0) {
+    int err = errno;
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("inotify on ", dir, ": ", std::strerror(err)));
+  }
+  return std::unique_ptr<EventSource>(new FileWatch(fd, name));
+}
 
 absl::StatusOr<std::unique_ptr<EventSource>> OpenRouteEvents(int rcvbuf) {
   return RouteEvents::Open(rcvbuf);

@@ -32,4 +32,9 @@ absl::StatusOr<std::unique_ptr<EventSource>> OpenRouteEvents(int rcvbuf);
 // The kernel's uevent multicast group; relevant are events AffectsInventory() accepts.
 absl::StatusOr<std::unique_ptr<EventSource>> OpenUevents(int rcvbuf);
 
+// Changes to the file `path`, seen through inotify on its directory: written in place, replaced
+// by rename (editors, config management) or, for a Kubernetes ConfigMap volume, its "..data"
+// link swapped. Relevant are events that name the file or "..data".
+absl::StatusOr<std::unique_ptr<EventSource>> OpenFileWatch(const std::string& path);
+
 }  // namespace fabric

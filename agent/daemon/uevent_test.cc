@@ -30,7 +30,8 @@ TEST(ParseUevent, RxeAdd) {
 }
 
 TEST(ParseUevent, ValueMayHoldEqualsAndNoTrailingNul) {
-  auto e = ParseUevent(std::string("change@/x\0SUBSYSTEM=pci\0MODALIAS=a=b", 35));
+  static constexpr char kMsg[] = "change@/x\0SUBSYSTEM=pci\0MODALIAS=a=b";
+  auto e = ParseUevent(std::string(kMsg, sizeof(kMsg) - 1));
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->env.at("MODALIAS"), "a=b");
   EXPECT_FALSE(AffectsInventory(*e)) << "PCI change events are noise";
