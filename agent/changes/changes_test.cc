@@ -17,6 +17,7 @@
 #include "agent/select/testing_hosts.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "tests/hosts/discovered.h"
 #include "tests/hosts/hosts.h"
 
 namespace fabric {
@@ -368,21 +369,7 @@ TEST(GidChangeFindings, Table) {
   EXPECT_THAT(GidChangeFindings(start, now), IsEmpty());
 }
 
-// Writes and discovers an example host, once per test binary.
-const Host& Discovered(const std::string& name) {
-  static auto* cache = new std::map<std::string, Host>();
-  if (auto it = cache->find(name); it != cache->end()) return it->second;
-  std::string tmpl = ::testing::TempDir() + "changes.XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-  const fs::path dir = fs::path(tmpl) / "host";
-  absl::Status written = testing::WriteExampleHost(name, dir);
-  EXPECT_TRUE(written.ok()) << written;
-  HostFsImpl sys((dir / "sys").string()), proc((dir / "proc").string());
-  absl::StatusOr<Host> host = Discover(sys, proc);
-  fs::remove_all(tmpl);
-  EXPECT_TRUE(host.ok()) << host.status();
-  return cache->emplace(name, host.ok() ? *host : Host()).first->second;
-}
+const Host& Discovered(const std::string& name) { return testing::DiscoveredExampleHost(name); }
 
 TEST(DiffHosts, ExampleHostsAgainstThemselvesAndEachOther) {
   std::vector<Host> hosts;

@@ -405,7 +405,8 @@ constexpr Step kSteps[] = {
     {"notify ready", StepReady, nullptr, kAgentFailed},
 };
 
-void Reload(AgentState& st) {
+// `why`: "SIGHUP" or "file changed", for the log.
+void Reload(AgentState& st, const char* why) {
   st.notifier->Notify("RELOADING=1");
   bool policy_changed = false;
   if (!st.opt.config.empty()) {
@@ -413,9 +414,9 @@ void Reload(AgentState& st) {
     if (config.ok()) {
       st.config = *std::move(config);
       policy_changed = true;
-      Log(LogLevel::kInfo, "reloaded ", st.opt.config);
+      Log(LogLevel::kInfo, "reloaded ", st.opt.config, " (", why, ")");
     } else {
-      Log(LogLevel::kError, "keeping the previous config: ", config.status().message());
+      Log(LogLevel::kError, "keeping the previous config (", why, "): ", config.status().message());
     }
   }
   auto host = Discover(st.sysfs, st.procfs);
@@ -462,7 +463,7 @@ void Loop(AgentState& st) {
       signalfd_siginfo si;
       while (read(st.signal_fd, &si, sizeof(si)) == sizeof(si)) {
         if (si.ssi_signo == SIGHUP) {
-          Reload(st);
+          Reload(st, "SIGHUP");
         } else {
           Log(LogLevel::kInfo, "received ", strsignal(static_cast<int>(si.ssi_signo)),
               "; stopping");
@@ -503,8 +504,7 @@ void Loop(AgentState& st) {
     }
     now = absl::Now();
     if (now >= reload_at) {
-      Log(LogLevel::kInfo, st.opt.config, " changed: reloading");
-      Reload(st);
+      Reload(st, "file changed");
       reload_at = absl::InfiniteFuture();
     }
     if (now >= dirty_at || now >= next_rescan) {

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/hosts/discovered.h"
 #include "tests/hosts/hosts.h"
 
 namespace fabric {
@@ -41,22 +42,7 @@ const std::vector<std::string> kRoceGpus = {"0000:1a:00.0", "0000:1e:00.0", "000
                                             "0000:40:00.0", "0000:9c:00.0", "0000:a0:00.0",
                                             "0000:bc:00.0", "0000:c0:00.0"};
 
-// An example host written to a temporary directory and discovered; each once per test binary.
-const v1::Host& Example(const std::string& name) {
-  static std::map<std::string, v1::Host>* cache = new std::map<std::string, v1::Host>;
-  auto it = cache->find(name);
-  if (it != cache->end()) return it->second;
-  std::string tmpl = ::testing::TempDir() + "place.XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-  const fs::path dir = fs::path(tmpl) / "host";
-  absl::Status written = testing::WriteExampleHost(name, dir);
-  EXPECT_TRUE(written.ok()) << written;
-  HostFsImpl sys((dir / "sys").string()), proc((dir / "proc").string());
-  absl::StatusOr<v1::Host> host = Discover(sys, proc);
-  fs::remove_all(tmpl);
-  EXPECT_TRUE(host.ok()) << host.status();
-  return (*cache)[name] = host.ok() ? *host : v1::Host();
-}
+const v1::Host& Example(const std::string& name) { return testing::DiscoveredExampleHost(name); }
 
 v1::PlaceRequest Request(uint32_t count, uint32_t max_results = 0) {
   v1::PlaceRequest r;

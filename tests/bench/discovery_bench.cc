@@ -113,12 +113,16 @@ void BM_Discover(benchmark::State& state, const std::string& name) {
   state.counters["rdma_devices"] = devices;
 }
 
-// What the agent does after each rescan: compare the new host with the served one.
-void BM_DiffHostsUnchanged(benchmark::State& state, const std::string& name) {
+absl::StatusOr<v1::Host> DiscoverTree(const std::string& name) {
   Tree& t = Trees()[name];
   HostFsImpl sys((t.dir / "sys").string());
   HostFsImpl proc((t.dir / "proc").string());
-  auto host = Discover(sys, proc);
+  return Discover(sys, proc);
+}
+
+// What the agent does after each rescan: compare the new host with the served one.
+void BM_DiffHostsUnchanged(benchmark::State& state, const std::string& name) {
+  auto host = DiscoverTree(name);
   if (!host.ok()) {
     state.SkipWithError(std::string(host.status().message()).c_str());
     return;
@@ -130,10 +134,7 @@ void BM_DiffHostsUnchanged(benchmark::State& state, const std::string& name) {
 
 // Place on the example host for each set size (what a launcher choosing GPUs asks).
 void BM_Place(benchmark::State& state) {
-  Tree& t = Trees()["roce-9port"];
-  HostFsImpl sys((t.dir / "sys").string());
-  HostFsImpl proc((t.dir / "proc").string());
-  auto host = Discover(sys, proc);
+  auto host = DiscoverTree("roce-9port");
   if (!host.ok()) {
     state.SkipWithError(std::string(host.status().message()).c_str());
     return;

@@ -85,7 +85,7 @@ sys.exit(1 if failures else 0)
 PY
 fi
 
-human="$("$bin" inventory 2>&1)"
+human="$("$bin" inventory --sysfs=/sys 2>&1)"
 rc=$?
 if ((rc == 0)) && grep -q "$dev" <<<"$human"; then
   echo "ok   fabricctl inventory exited 0 and names $dev"
