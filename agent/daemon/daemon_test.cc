@@ -463,6 +463,56 @@ TEST_F(AgentTest, RouteNetlinkEventTriggersARescan) {
   ctx->TryCancel();
 }
 
+// A burst of link changes overruns a small netlink buffer: the agent resyncs in full and ends
+// on the tree's final state.
+TEST_F(AgentTest, NetlinkOverflowTriggersAFullResync) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace";
+  const std::string ns = absl::StrCat("fabric-ov-", getpid());
+  auto added = testing::Run({"/usr/sbin/ip", "netns", "add", ns});
+  if (!added.ok() || added->status != 0) {
+    GTEST_SKIP() << "ip netns add failed: " << (added.ok() ? added->err : "");
+  }
+  struct Cleanup {
+    std::string ns;
+    ~Cleanup() { (void)testing::Run({"/usr/sbin/ip", "netns", "del", ns}); }
+  } cleanup{ns};
+  auto args = Args({"--rescan-interval=3600", "--netlink-rcvbuf=4096"});
+  args.insert(args.begin(), {"/usr/sbin/ip", "netns", "exec", ns});
+  auto p = Subprocess::Start(args);
+  ASSERT_TRUE(p.ok());
+  agent_ = *std::move(p);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); }, absl::Seconds(20)))
+      << agent_->Stderr();
+  stub_ = v1::FabricAgent::NewStub(
+      grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+  WriteFile(Sys("class/infiniband/mlx5_6/ports/1/state"), "1: DOWN\n");
+  // 150 veth pairs in one batch: about 300 RTM_NEWLINK messages at once.
+  std::string batch;
+  for (int i = 0; i < 150; ++i)
+    absl::StrAppend(&batch, "link add ova", i, " type veth peer name ovb", i, "\n");
+  WriteFile(dir_ + "/batch", batch);
+  auto burst =
+      testing::Run({"/usr/sbin/ip", "-n", ns, "-batch", dir_ + "/batch"}, absl::Seconds(60));
+  ASSERT_TRUE(burst.ok() && burst->status == 0) << (burst.ok() ? burst->err : "");
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return absl::StrContains(agent_->Stderr(), "overflowed (ENOBUFS): full resync"); },
+      absl::Seconds(10)))
+      << agent_->Stderr();
+  // Converged: the port state written before the burst is served.
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        v1::Inventory inv;
+        auto ctx = Ctx();
+        if (!stub_->GetInventory(ctx.get(), {}, &inv).ok()) return false;
+        for (const auto& d : inv.host().rdma_devices()) {
+          if (d.name() == "mlx5_6") return d.ports(0).state() == v1::PORT_STATE_DOWN;
+        }
+        return false;
+      },
+      absl::Seconds(10)));
+}
+
 // The systemd notification protocol, received on a datagram socket as systemd would.
 TEST_F(AgentTest, NotifiesReadyWatchdogReloadingAndStopping) {
   const std::string notify = dir_ + "/notify.sock";

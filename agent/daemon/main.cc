@@ -34,6 +34,11 @@ int main(int argc, char** argv) {
                  "seconds between safety-net full rescans (events trigger rescans as they come)")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
+  app.add_option("--netlink-rcvbuf", opt.netlink_rcvbuf,
+                 "receive buffer of the netlink and uevent sockets, in bytes; when it overflows "
+                 "(ENOBUFS) the agent does a full resync")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
   app.add_option("--nfd-features-dir", opt.nfd_features_dir,
                  "write a Node Feature Discovery feature file (fabric-agent) into this directory");
   app.add_option("--log-level", log_level, "debug, info, warning or error")
