@@ -26,6 +26,7 @@ namespace fabric {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::RunResult;
 using testing::Subprocess;
 
 const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
@@ -419,38 +420,69 @@ TEST_F(AgentTest, ServesTcpWhenAsked) {
   EXPECT_EQ(inv.host().rdma_devices_size(), 9);
 }
 
+// A throwaway network namespace, deleted with the test; its name stays empty when this machine
+// cannot make one (not root, no `ip netns`).
+class AgentNetnsTest : public AgentTest {
+ protected:
+  void TearDown() override {
+    agent_.reset();
+    if (!ns_.empty()) (void)testing::Run({"/usr/sbin/ip", "netns", "del", ns_});
+    AgentTest::TearDown();
+  }
+
+  // Starts the agent inside a new namespace; false (and a reason in `skip_`) when none can be
+  // made here.
+  bool StartInNetns(const std::string& prefix, std::vector<std::string> extra) {
+    if (geteuid() != 0) {
+      skip_ = "needs root for a network namespace";
+      return false;
+    }
+    const std::string ns = absl::StrCat(prefix, getpid());
+    auto added = testing::Run({"/usr/sbin/ip", "netns", "add", ns});
+    if (!added.ok() || added->status != 0) {
+      skip_ = "ip netns add failed: " + (added.ok() ? added->err : std::string());
+      return false;
+    }
+    ns_ = ns;
+    auto args = Args(std::move(extra));
+    args.insert(args.begin(), {"/usr/sbin/ip", "netns", "exec", ns_});
+    auto p = Subprocess::Start(args);
+    EXPECT_TRUE(p.ok());
+    if (!p.ok()) return false;
+    agent_ = *std::move(p);
+    EXPECT_TRUE(
+        testing::WaitFor([&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); },
+                         absl::Seconds(20)))
+        << agent_->Stderr();
+    channel_ = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
+    stub_ = v1::FabricAgent::NewStub(channel_);
+    return true;
+  }
+
+  RunResult InNetns(std::vector<std::string> cmd) {
+    cmd.insert(cmd.begin(), {"/usr/sbin/ip", "-n", ns_});
+    auto r = testing::Run(cmd, absl::Seconds(60));
+    return r.ok() ? *r : RunResult{};
+  }
+
+  std::string ns_;
+  std::string skip_;
+};
+
 // Real route netlink: the agent runs in a throwaway network namespace with a safety-net rescan
 // an hour away; a veth pair created there is the only thing that can make it rescan in time.
-TEST_F(AgentTest, RouteNetlinkEventTriggersARescan) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace";
-  const std::string ns = absl::StrCat("fabric-dt-", getpid());
-  auto added = testing::Run({"/usr/sbin/ip", "netns", "add", ns});
-  if (!added.ok() || added->status != 0) {
-    GTEST_SKIP() << "ip netns add failed: " << (added.ok() ? added->err : "");
+TEST_F(AgentNetnsTest, RouteNetlinkEventTriggersARescan) {
+  if (!StartInNetns("fabric-dt-", {"--rescan-interval=3600", "--log-level=debug"})) {
+    GTEST_SKIP() << skip_;
   }
-  struct Cleanup {
-    std::string ns;
-    ~Cleanup() { (void)testing::Run({"/usr/sbin/ip", "netns", "del", ns}); }
-  } cleanup{ns};
-  auto args = Args({"--rescan-interval=3600", "--log-level=debug"});
-  args.insert(args.begin(), {"/usr/sbin/ip", "netns", "exec", ns});
-  auto p = Subprocess::Start(args);
-  ASSERT_TRUE(p.ok());
-  agent_ = *std::move(p);
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); }, absl::Seconds(20)))
-      << agent_->Stderr();
-  channel_ = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
-  stub_ = v1::FabricAgent::NewStub(channel_);
   auto ctx = Ctx(absl::Seconds(20));
   auto reader = stub_->WatchInventory(ctx.get(), {});
   v1::InventoryEvent first;
   ASSERT_TRUE(reader->Read(&first)) << agent_->Stderr();
 
   WriteFile(Sys("class/infiniband/mlx5_4/ports/1/state"), "1: DOWN\n");
-  auto veth = testing::Run({"/usr/sbin/ip", "netns", "exec", ns, "/usr/sbin/ip", "link", "add",
-                            "fabv0", "type", "veth", "peer", "name", "fabv1"});
-  ASSERT_TRUE(veth.ok() && veth->status == 0) << (veth.ok() ? veth->err : "");
+  RunResult veth = InNetns({"link", "add", "fabv0", "type", "veth", "peer", "name", "fabv1"});
+  ASSERT_EQ(veth.status, 0) << veth.err;
   v1::InventoryEvent next;
   ASSERT_TRUE(reader->Read(&next)) << agent_->Stderr();
   bool saw = false;
@@ -465,36 +497,18 @@ TEST_F(AgentTest, RouteNetlinkEventTriggersARescan) {
 
 // A burst of link changes overruns a small netlink buffer: the agent resyncs in full and ends
 // on the tree's final state.
-TEST_F(AgentTest, NetlinkOverflowTriggersAFullResync) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace";
-  const std::string ns = absl::StrCat("fabric-ov-", getpid());
-  auto added = testing::Run({"/usr/sbin/ip", "netns", "add", ns});
-  if (!added.ok() || added->status != 0) {
-    GTEST_SKIP() << "ip netns add failed: " << (added.ok() ? added->err : "");
+TEST_F(AgentNetnsTest, NetlinkOverflowTriggersAFullResync) {
+  if (!StartInNetns("fabric-ov-", {"--rescan-interval=3600", "--netlink-rcvbuf=4096"})) {
+    GTEST_SKIP() << skip_;
   }
-  struct Cleanup {
-    std::string ns;
-    ~Cleanup() { (void)testing::Run({"/usr/sbin/ip", "netns", "del", ns}); }
-  } cleanup{ns};
-  auto args = Args({"--rescan-interval=3600", "--netlink-rcvbuf=4096"});
-  args.insert(args.begin(), {"/usr/sbin/ip", "netns", "exec", ns});
-  auto p = Subprocess::Start(args);
-  ASSERT_TRUE(p.ok());
-  agent_ = *std::move(p);
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); }, absl::Seconds(20)))
-      << agent_->Stderr();
-  stub_ = v1::FabricAgent::NewStub(
-      grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
   WriteFile(Sys("class/infiniband/mlx5_6/ports/1/state"), "1: DOWN\n");
   // 150 veth pairs in one batch: about 300 RTM_NEWLINK messages at once.
   std::string batch;
   for (int i = 0; i < 150; ++i)
     absl::StrAppend(&batch, "link add ova", i, " type veth peer name ovb", i, "\n");
   WriteFile(dir_ + "/batch", batch);
-  auto burst =
-      testing::Run({"/usr/sbin/ip", "-n", ns, "-batch", dir_ + "/batch"}, absl::Seconds(60));
-  ASSERT_TRUE(burst.ok() && burst->status == 0) << (burst.ok() ? burst->err : "");
+  RunResult burst = InNetns({"-batch", dir_ + "/batch"});
+  ASSERT_EQ(burst.status, 0) << burst.err;
   EXPECT_TRUE(testing::WaitFor(
       [&] { return absl::StrContains(agent_->Stderr(), "overflowed (ENOBUFS): full resync"); },
       absl::Seconds(10)))
