@@ -157,7 +157,8 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) 
   }
 }
 
-void Rescan(AgentState& st, const std::string& why) {
+// `policy_changed`: the config was just reloaded, so publish even when the host is the same.
+void Rescan(AgentState& st, const std::string& why, bool policy_changed = false) {
   ++st.rescans;
   const absl::Time start = absl::Now();
   auto host = Discover(st.sysfs, st.procfs);
@@ -165,11 +166,11 @@ void Rescan(AgentState& st, const std::string& why) {
   if (!host.ok()) {
     if (st.last_scan.ok()) Log(LogLevel::kWarning, "rescan failed: ", host.status().message());
     st.last_scan = host.status();
-    Publish(st, std::nullopt, false);
+    Publish(st, std::nullopt, policy_changed);
     return;
   }
   st.last_scan = absl::OkStatus();
-  Publish(st, *std::move(host), false);
+  Publish(st, *std::move(host), policy_changed);
 }
 
 // ---- Start-up steps ----
@@ -419,14 +420,7 @@ void Reload(AgentState& st, const char* why) {
       Log(LogLevel::kError, "keeping the previous config (", why, "): ", config.status().message());
     }
   }
-  auto host = Discover(st.sysfs, st.procfs);
-  ++st.rescans;
-  st.last_scan = host.status();
-  if (host.ok()) {
-    Publish(st, *std::move(host), policy_changed);
-  } else {
-    Publish(st, std::nullopt, policy_changed);
-  }
+  Rescan(st, why, policy_changed);
   st.notifier->Notify("READY=1");
 }
 

@@ -65,7 +65,12 @@ class AgentTest : public ::testing::Test {
 
   // Starts the agent and waits until its FabricAgent service reports SERVING.
   void StartAgent(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
-    auto p = Subprocess::Start(Args(std::move(extra)), env);
+    StartCommand(Args(std::move(extra)), std::move(env));
+  }
+
+  // StartAgent for a full command line (the agent's, possibly behind a wrapper).
+  void StartCommand(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+    auto p = Subprocess::Start(argv, env);
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = *std::move(p);
     // Connect once the socket exists: a channel that failed early backs off for seconds.
@@ -430,8 +435,8 @@ class AgentNetnsTest : public AgentTest {
     AgentTest::TearDown();
   }
 
-  // Starts the agent inside a new namespace; false (and a reason in `skip_`) when none can be
-  // made here.
+  // Starts the agent inside a new namespace (StartAgent's checks fail the test); false (and a
+  // reason in `skip_`) when no namespace can be made here.
   bool StartInNetns(const std::string& prefix, std::vector<std::string> extra) {
     if (geteuid() != 0) {
       skip_ = "needs root for a network namespace";
@@ -446,16 +451,7 @@ class AgentNetnsTest : public AgentTest {
     ns_ = ns;
     auto args = Args(std::move(extra));
     args.insert(args.begin(), {"/usr/sbin/ip", "netns", "exec", ns_});
-    auto p = Subprocess::Start(args);
-    EXPECT_TRUE(p.ok());
-    if (!p.ok()) return false;
-    agent_ = *std::move(p);
-    EXPECT_TRUE(
-        testing::WaitFor([&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); },
-                         absl::Seconds(20)))
-        << agent_->Stderr();
-    channel_ = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
-    stub_ = v1::FabricAgent::NewStub(channel_);
+    StartCommand(args, {});
     return true;
   }
 
@@ -475,6 +471,7 @@ TEST_F(AgentNetnsTest, RouteNetlinkEventTriggersARescan) {
   if (!StartInNetns("fabric-dt-", {"--rescan-interval=3600", "--log-level=debug"})) {
     GTEST_SKIP() << skip_;
   }
+  ASSERT_FALSE(HasFatalFailure());
   auto ctx = Ctx(absl::Seconds(20));
   auto reader = stub_->WatchInventory(ctx.get(), {});
   v1::InventoryEvent first;
@@ -501,6 +498,7 @@ TEST_F(AgentNetnsTest, NetlinkOverflowTriggersAFullResync) {
   if (!StartInNetns("fabric-ov-", {"--rescan-interval=3600", "--netlink-rcvbuf=4096"})) {
     GTEST_SKIP() << skip_;
   }
+  ASSERT_FALSE(HasFatalFailure());
   WriteFile(Sys("class/infiniband/mlx5_6/ports/1/state"), "1: DOWN\n");
   // 150 veth pairs in one batch: about 300 RTM_NEWLINK messages at once.
   std::string batch;

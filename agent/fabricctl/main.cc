@@ -348,17 +348,10 @@ int RunHealth(const Options& opt) {
                   f.subject().empty() ? "" : " ", f.subject().c_str(), f.message().c_str());
     }
   }
-  // Worst first, as EvaluateHealth ranks them.
-  auto rank = [](v1::Severity s) {
-    return s == v1::SEVERITY_CRITICAL  ? 3
-           : s == v1::SEVERITY_WARNING ? 2
-           : s == v1::SEVERITY_UNKNOWN ? 1
-                                       : 0;
-  };
   const v1::Severity floor = opt.fail_on == "critical"  ? v1::SEVERITY_CRITICAL
                              : opt.fail_on == "warning" ? v1::SEVERITY_WARNING
                                                         : v1::SEVERITY_UNKNOWN;
-  if (rank(health.verdict()) < rank(floor)) return 0;
+  if (SeverityRank(health.verdict()) < SeverityRank(floor)) return 0;
   return HealthExitCode(health.verdict());
 }
 

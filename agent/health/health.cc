@@ -17,20 +17,6 @@ namespace {
 
 using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
 
-// Worst first: CRITICAL, WARNING, UNKNOWN, OK.
-int Rank(Severity s) {
-  switch (s) {
-    case SEVERITY_CRITICAL:
-      return 3;
-    case SEVERITY_WARNING:
-      return 2;
-    case SEVERITY_UNKNOWN:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
 void Add(Health* h, Severity s, const char* check, const std::string& subject,
          const std::string& message) {
   Finding f;
@@ -57,9 +43,22 @@ void CheckLink(Health* h, const std::string& subject, const PciFunction& f, bool
 
 }  // namespace
 
+int SeverityRank(Severity s) {
+  switch (s) {
+    case SEVERITY_CRITICAL:
+      return 3;
+    case SEVERITY_WARNING:
+      return 2;
+    case SEVERITY_UNKNOWN:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 void AddFinding(Health* h, Finding f) {
   if (h->verdict() == SEVERITY_UNSPECIFIED) h->set_verdict(SEVERITY_OK);
-  if (Rank(f.severity()) > Rank(h->verdict())) h->set_verdict(f.severity());
+  if (SeverityRank(f.severity()) > SeverityRank(h->verdict())) h->set_verdict(f.severity());
   *h->add_findings() = std::move(f);
 }
 

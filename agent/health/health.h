@@ -22,6 +22,8 @@ namespace fabric {
 //   discovery       WARNING   fields discovery could not read
 v1::Health EvaluateHealth(const v1::Host& host, const v1::SelectionPolicy& policy);
 
+// How bad a severity is, worst highest: CRITICAL 3, WARNING 2, UNKNOWN 1, OK 0.
+int SeverityRank(v1::Severity s);
 // Appends `f` and raises the verdict when `f` is worse (for findings made outside
 // EvaluateHealth: the daemon's own, GID tables changed since start, daemon not serving).
 void AddFinding(v1::Health* h, v1::Finding f);
