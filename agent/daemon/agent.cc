@@ -26,6 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "agent/changes/changes.h"
 #include "agent/common/log.h"
+#include "agent/daemon/announcer.h"
 #include "agent/daemon/events.h"
 #include "agent/daemon/service.h"
 #include "agent/daemon/snapshot.h"
@@ -76,6 +77,7 @@ struct AgentState {
 
   std::vector<std::unique_ptr<EventSource>> sources;
   std::unique_ptr<EventSource> config_watch;  // --config changes reload it, as SIGHUP does.
+  std::unique_ptr<Announcer> announcer;
   std::unique_ptr<FabricAgentService> service;
   std::unique_ptr<grpc::Server> server;
 
@@ -305,10 +307,25 @@ void StopEvents(AgentState& st) {
   st.sources.clear();
 }
 
+absl::Status StepAnnouncer(AgentState& st) {
+  AnnouncerOptions o;
+  o.socket = st.opt.announce_socket;
+  if (o.socket == "auto") {
+    o.socket = (std::filesystem::path(st.opt.socket).parent_path() / "announce.sock").string();
+  }
+  o.hold = st.opt.announce_hold;
+  auto a = Announcer::Start(o);
+  if (!a.ok()) return a.status();
+  st.announcer = *std::move(a);
+  if (!o.socket.empty()) Log(LogLevel::kInfo, "accepting announcement hand-offs on ", o.socket);
+  return absl::OkStatus();
+}
+void StopAnnouncer(AgentState& st) { st.announcer.reset(); }
+
 absl::Status StepServe(AgentState& st) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  st.service = std::make_unique<FabricAgentService>(&st.store);
+  st.service = std::make_unique<FabricAgentService>(&st.store, st.announcer.get());
   grpc::ServerBuilder builder;
   const std::string unix_target = absl::StrCat("unix:", st.opt.socket);
   builder.AddListeningPort(unix_target, grpc::InsecureServerCredentials());
@@ -400,6 +417,7 @@ constexpr Step kSteps[] = {
     {"lock the socket", StepSocketLock, StopSocketLock, kAgentFailed},
     {"first inventory", StepFirstInventory, nullptr, kAgentFailed},
     {"watch netlink and uevents", StepEvents, StopEvents, kAgentFailed},
+    {"announcement hand-offs", StepAnnouncer, StopAnnouncer, kAgentFailed},
     {"serve gRPC", StepServe, StopServe, kAgentFailed},
     {"socket permissions", StepSocketPermissions, nullptr, kAgentFailed},
     {"NFD feature file", StepNfd, nullptr, kAgentFailed},

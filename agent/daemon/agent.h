@@ -21,6 +21,10 @@ struct AgentOptions {
   // Events within this window after the first are handled by one rescan.
   absl::Duration debounce = absl::Milliseconds(50);
   int netlink_rcvbuf = 1 << 20;
+  // fabric-cni hands announcement schedules over here. "auto": announce.sock beside `socket`
+  // (so the socket lock covers it); empty: hand-offs are not accepted.
+  std::string announce_socket = "auto";
+  absl::Duration announce_hold = absl::Minutes(10);
 };
 
 // systemd's notification protocol, behind a seam so tests can watch it without systemd.

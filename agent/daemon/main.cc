@@ -41,6 +41,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nfd-features-dir", opt.nfd_features_dir,
                  "write a Node Feature Discovery feature file (fabric-agent) into this directory");
+  double hold_s = absl::ToDoubleSeconds(opt.announce_hold);
+  app.add_option("--announce-socket", opt.announce_socket,
+                 "Unix socket (SOCK_SEQPACKET, mode 0600) where fabric-cni hands over the "
+                 "repeats of a pod's announcements; auto: announce.sock beside --socket; empty "
+                 "turns it off")
+      ->capture_default_str();
+  app.add_option("--announce-hold", hold_s,
+                 "seconds a pod's interface stays held after its schedule, for re-announcing "
+                 "(held sockets keep the pod's network namespace alive)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "debug, info, warning or error")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}))
       ->capture_default_str();
@@ -53,6 +64,7 @@ int main(int argc, char** argv) {
   (void)fabric::ParseLogLevel(log_level, &level);
   fabric::InitLog("fabric-agent", level);
   opt.rescan_interval = absl::Seconds(rescan_s);
+  opt.announce_hold = absl::Seconds(hold_s);
   auto notifier = fabric::MakeSdNotifier();
   return fabric::RunAgent(opt, notifier.get());
 }

@@ -140,4 +140,21 @@ grpc::Status FabricAgentService::GetHealth(grpc::ServerContext*, const v1::GetHe
   return grpc::Status::OK;
 }
 
+grpc::Status FabricAgentService::Announce(grpc::ServerContext*, const v1::AnnounceRequest* req,
+                                          v1::AnnounceResponse* out) {
+  if (announcer_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "announcing is off");
+  auto done = announcer_->Announce(*req);
+  if (!done.ok()) return ToGrpc(done.status());
+  for (auto& a : *done) *out->add_announcements() = std::move(a);
+  return grpc::Status::OK;
+}
+
+grpc::Status FabricAgentService::ListAnnouncements(grpc::ServerContext*,
+                                                   const v1::ListAnnouncementsRequest* req,
+                                                   v1::ListAnnouncementsResponse* out) {
+  if (announcer_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "announcing is off");
+  for (auto& a : announcer_->List(req->container_id())) *out->add_announcements() = std::move(a);
+  return grpc::Status::OK;
+}
+
 }  // namespace fabric

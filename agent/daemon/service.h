@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/daemon/announcer.h"
 #include "agent/daemon/snapshot.h"
 #include "fabric/v1/agent.grpc.pb.h"
 
@@ -23,8 +24,10 @@ using FabricAgentBase = v1::FabricAgent::WithCallbackMethod_Ping<
 class FabricAgentService final : public FabricAgentBase {
  public:
   // `poll` bounds how long a watch stream waits before it checks whether its client is gone.
-  explicit FabricAgentService(const SnapshotStore* store, absl::Duration poll = absl::Seconds(1))
-      : store_(store), poll_(poll) {}
+  // `announcer` may be null (Announce and ListAnnouncements then answer UNAVAILABLE).
+  explicit FabricAgentService(const SnapshotStore* store, Announcer* announcer = nullptr,
+                              absl::Duration poll = absl::Seconds(1))
+      : store_(store), announcer_(announcer), poll_(poll) {}
 
   grpc::Status GetInventory(grpc::ServerContext* ctx, const v1::GetInventoryRequest* req,
                             v1::Inventory* out) override;
@@ -36,6 +39,10 @@ class FabricAgentService final : public FabricAgentBase {
                               grpc::ServerWriter<v1::InventoryEvent>* writer) override;
   grpc::Status GetHealth(grpc::ServerContext* ctx, const v1::GetHealthRequest* req,
                          v1::Health* out) override;
+  grpc::Status Announce(grpc::ServerContext* ctx, const v1::AnnounceRequest* req,
+                        v1::AnnounceResponse* out) override;
+  grpc::Status ListAnnouncements(grpc::ServerContext* ctx, const v1::ListAnnouncementsRequest* req,
+                                 v1::ListAnnouncementsResponse* out) override;
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest*,
                                  v1::PingResponse*) override {
     auto* reactor = ctx->DefaultReactor();
@@ -49,6 +56,7 @@ class FabricAgentService final : public FabricAgentBase {
   absl::StatusOr<std::shared_ptr<const std::string>> Select(const v1::SelectNicsRequest& req);
 
   const SnapshotStore* store_;
+  Announcer* announcer_;
   absl::Duration poll_;
 };
 

@@ -78,6 +78,23 @@ absl::StatusOr<v1::Health> AgentClient::GetHealth() {
   return out;
 }
 
+absl::StatusOr<v1::AnnounceResponse> AgentClient::Announce(const v1::AnnounceRequest& req) {
+  v1::AnnounceResponse out;
+  auto ctx = Context();
+  FABRIC_GRPC_OR_RETURN(stub_->Announce(ctx.get(), req, &out));
+  return out;
+}
+
+absl::StatusOr<v1::ListAnnouncementsResponse> AgentClient::ListAnnouncements(
+    const std::string& container_id) {
+  v1::ListAnnouncementsRequest req;
+  req.set_container_id(container_id);
+  v1::ListAnnouncementsResponse out;
+  auto ctx = Context();
+  FABRIC_GRPC_OR_RETURN(stub_->ListAnnouncements(ctx.get(), req, &out));
+  return out;
+}
+
 absl::Status AgentClient::CheckServing() {
   auto stub = grpc::health::v1::Health::NewStub(channel_);
   grpc::health::v1::HealthCheckRequest req;

@@ -31,6 +31,8 @@ class AgentClient {
                                            bool include_rejected);
   absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req);
   absl::StatusOr<v1::Health> GetHealth();
+  absl::StatusOr<v1::AnnounceResponse> Announce(const v1::AnnounceRequest& req);
+  absl::StatusOr<v1::ListAnnouncementsResponse> ListAnnouncements(const std::string& container_id);
   // grpc.health.v1 Check for the FabricAgent service: OK only when SERVING.
   absl::Status CheckServing();
 

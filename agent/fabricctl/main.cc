@@ -5,6 +5,8 @@
 // usable port); 2 usage or bad input (flags, addresses, config); 3 the host cannot be read (the
 // sysfs root does not exist, the agent is not serving). `health` follows the monitoring-plugin
 // convention instead.
+#include <arpa/inet.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/announce/announce.h"
+#include "agent/announce/link.h"
+#include "agent/announce/to_proto.h"
 #include "agent/discovery/discovery.h"
 #include "agent/discovery/parse.h"
 #include "agent/fabricctl/client.h"
@@ -47,6 +52,16 @@ struct Options {
   bool local = false;  // --sysfs or --procfs given: discover here instead of asking the agent.
   std::string fail_on = "unknown";
   bool liveness = false;
+  // announce
+  std::string ifname;
+  std::string netns;
+  std::vector<std::string> ips;
+  std::vector<std::string> gateways;
+  std::string container;
+  bool repeat = false;
+  bool arp_reply = false;
+  bool no_ipv6 = false;
+  bool conflict_probe = false;
 };
 
 // The agent for this invocation; exits with kUsage on a bad --target.
@@ -355,6 +370,113 @@ int RunHealth(const Options& opt) {
   return HealthExitCode(health.verdict());
 }
 
+// A host-side copy of what the CNI plugin does, for an operator: announce now, by hand.
+int RunAnnounceLocal(const Options& opt) {
+  std::unique_ptr<announce::ScopedNetns> in_netns;
+  if (!opt.netns.empty()) {
+    auto entered = announce::ScopedNetns::Enter(opt.netns);
+    if (!entered.ok()) {
+      return Fail(entered.status().code() == absl::StatusCode::kNotFound ? kFailed : kUnreadable,
+                  std::string(entered.status().message()));
+    }
+    in_netns = *std::move(entered);
+  }
+  auto target = announce::DescribeInterface(opt.ifname);
+  if (!target.ok()) return Fail(kFailed, std::string(target.status().message()));
+  if (!opt.ips.empty()) {
+    std::vector<announce::Address> chosen;
+    for (const std::string& ip : opt.ips) {
+      announce::Address a;
+      a.family = ip.find(':') == std::string::npos ? AF_INET : AF_INET6;
+      if (inet_pton(a.family, ip.c_str(), &a.addr) != 1) {
+        return Fail(kUsage, absl::StrCat("--ip=", ip, ": not an IP address"));
+      }
+      a.prefix_len = a.family == AF_INET ? 32 : 128;
+      chosen.push_back(a);
+    }
+    target->addresses = std::move(chosen);
+  }
+  for (const std::string& gw : opt.gateways) {
+    int family = gw.find(':') == std::string::npos ? AF_INET : AF_INET6;
+    in6_addr addr{};
+    if (inet_pton(family, gw.c_str(), &addr) != 1) {
+      return Fail(kUsage, absl::StrCat("--gateway=", gw, ": not an IP address"));
+    }
+    for (announce::Address& a : target->addresses) {
+      if (a.family == family) {
+        a.has_gateway = true;
+        a.gateway = addr;
+      }
+    }
+  }
+  if (target->addresses.empty()) {
+    return Fail(kFailed, absl::StrCat(opt.ifname, " has no global address to announce (--ip)"));
+  }
+  announce::Plan plan;
+  if (!opt.repeat) {
+    plan.schedule.fast_count = 0;
+    plan.schedule.tail.clear();
+  }
+  plan.arp_reply_form = opt.arp_reply;
+  plan.ipv6 = !opt.no_ipv6;
+  plan.prime_gateway = !opt.gateways.empty();
+  plan.conflict_probe = opt.conflict_probe;
+  auto link = announce::PacketLink::Open(target->ifindex);
+  if (!link.ok()) {
+    return Fail(link.status().code() == absl::StatusCode::kPermissionDenied ? kUnreadable : kFailed,
+                absl::StrCat(link.status().message(),
+                             link.status().code() == absl::StatusCode::kPermissionDenied
+                                 ? " (needs CAP_NET_RAW)"
+                                 : ""));
+  }
+  in_netns.reset();  // The socket stays bound to the pod's interface.
+  announce::Job job(*target, plan, *std::move(link), announce::MonotonicNow());
+  announce::Report report = announce::RunToCompletion(job);
+  v1::Announcement a = announce::ToAnnouncement(*target, &report);
+  a.set_netns(opt.netns);
+  if (opt.json) {
+    Print(ToJson(a));
+  } else {
+    Print(RenderAnnouncements({a}));
+  }
+  bool failed = report.arp_sent + report.na_sent == 0 || !report.conflicts.empty();
+  return failed ? kFailed : kOk;
+}
+
+// Re-announce a pod the agent holds (or an interface of the agent's netns), through the agent.
+int RunAnnounceRemote(const Options& opt) {
+  auto client = Client(opt);
+  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
+  v1::AnnounceRequest req;
+  req.set_container_id(opt.container);
+  req.set_ifname(opt.ifname);
+  for (const std::string& ip : opt.ips) req.add_ips(ip);
+  auto resp = (*client)->Announce(req);
+  if (!resp.ok()) return Fail(AgentCode(resp.status()), std::string(resp.status().message()));
+  if (opt.json) {
+    Print(ToJson(*resp));
+  } else {
+    Print(RenderAnnouncements({resp->announcements().begin(), resp->announcements().end()}));
+  }
+  return kOk;
+}
+
+int RunAnnouncements(const Options& opt) {
+  auto client = Client(opt);
+  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
+  auto resp = (*client)->ListAnnouncements(opt.container);
+  if (!resp.ok()) return Fail(AgentCode(resp.status()), std::string(resp.status().message()));
+  if (opt.json) {
+    Print(ToJson(*resp));
+  } else if (resp->announcements().empty()) {
+    std::printf("no announcements held%s\n",
+                opt.container.empty() ? "" : absl::StrCat(" for ", opt.container).c_str());
+  } else {
+    Print(RenderAnnouncements({resp->announcements().begin(), resp->announcements().end()}));
+  }
+  return kOk;
+}
+
 int Main(int argc, char** argv) {
   Options opt;
   CLI::App app{
@@ -384,8 +506,47 @@ int Main(int argc, char** argv) {
   CLI::App* env = app.add_subcommand("env", "NCCL/RCCL/UCX environment for a set of GPUs");
   CLI::App* health = app.add_subcommand(
       "health", "checks before a job lands here; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN");
-  const std::vector<CLI::App*> commands = {inventory, topo, select, env, health};
-  for (CLI::App* cmd : commands) global(cmd);
+  CLI::App* announce_cmd = app.add_subcommand(
+      "announce",
+      "gratuitous ARP / unsolicited NA for an interface's addresses now (here, or --via-agent "
+      "for a pod fabric-cni handed to the agent)");
+  CLI::App* announcements =
+      app.add_subcommand("announcements", "the pod interfaces the agent announces, with results");
+  const std::vector<CLI::App*> commands = {inventory, topo,         select,       env,
+                                           health,    announce_cmd, announcements};
+  for (CLI::App* cmd : {inventory, topo, select, env, health}) global(cmd);
+  bool via_agent = false;
+  for (CLI::App* cmd : {announce_cmd, announcements}) {
+    cmd->add_flag("--json", opt.json, "print the proto3 JSON mapping of the result");
+    cmd->add_option("--target", opt.target, "fabric-agent to ask (with --via-agent)")
+        ->capture_default_str();
+    cmd->add_option("--timeout", opt.timeout_s, "seconds to wait for the agent")
+        ->check(CLI::Range(0.01, 3600.0))
+        ->capture_default_str();
+  }
+  announcements->add_option("--container", opt.container, "only this CNI container ID");
+  announce_cmd->add_option("--ifname", opt.ifname, "the interface to announce");
+  announce_cmd->add_option("--netns", opt.netns,
+                           "network namespace of the interface: /var/run/netns/NAME, "
+                           "/proc/PID/ns/net, a CNI_NETNS path");
+  announce_cmd->add_option("--ip", opt.ips,
+                           "address to announce (repeatable); default: every global address of "
+                           "the interface");
+  announce_cmd->add_option("--gateway", opt.gateways,
+                           "prime this gateway (ARP request / NS) and report whether it answers");
+  announce_cmd->add_flag("--repeat", opt.repeat,
+                         "follow the default schedule (now, 3 x 100 ms, 1 s, 5 s) instead of "
+                         "one round");
+  announce_cmd->add_flag("--arp-reply", opt.arp_reply, "also send the ARP reply form");
+  announce_cmd->add_flag("--no-ipv6", opt.no_ipv6, "skip IPv6 addresses");
+  announce_cmd->add_flag("--conflict-probe", opt.conflict_probe,
+                         "RFC 5227 probe first; an address someone else answers for is not "
+                         "announced (exit 1)");
+  announce_cmd->add_option("--container", opt.container,
+                           "re-announce a pod fabric-cni handed to the agent (asks the agent)");
+  announce_cmd->add_flag("--via-agent", via_agent,
+                         "ask the agent to announce (--container, or --ifname of the agent's "
+                         "own network namespace)");
   for (CLI::App* cmd : {select, env}) {
     cmd->add_option("--gpus", opt.gpus,
                     "GPU PCI addresses, comma separated (0000:17:00.0, 17:00.0 or nvidia-smi's "
@@ -427,7 +588,7 @@ int Main(int argc, char** argv) {
     // For health a bad argument is UNKNOWN, as monitoring plugins report it.
     return health->parsed() ? HealthExitCode(v1::SEVERITY_UNKNOWN) : kUsage;
   }
-  for (CLI::App* cmd : commands) {
+  for (CLI::App* cmd : {inventory, topo, select, env, health}) {
     if (cmd->parsed()) {
       opt.local = cmd->count("--sysfs") + cmd->count("--procfs") > 0;
     }
@@ -441,6 +602,23 @@ int Main(int argc, char** argv) {
                 "--config applies to local discovery (--sysfs/--procfs); the agent uses the "
                 "config it was started with");
   }
+  if (announce_cmd->parsed()) {
+    if (!opt.container.empty() || via_agent) {
+      if (!opt.netns.empty() || !opt.gateways.empty() || opt.repeat || opt.arp_reply ||
+          opt.no_ipv6 || opt.conflict_probe) {
+        return Fail(kUsage,
+                    "--netns, --gateway, --repeat, --arp-reply, --no-ipv6 and --conflict-probe "
+                    "are for local announcements; the agent uses its own plan");
+      }
+      if (opt.container.empty() && opt.ifname.empty()) {
+        return Fail(kUsage, "--via-agent needs --container or --ifname");
+      }
+      return RunAnnounceRemote(opt);
+    }
+    if (opt.ifname.empty()) return Fail(kUsage, "announce needs --ifname (or --container)");
+    return RunAnnounceLocal(opt);
+  }
+  if (announcements->parsed()) return RunAnnouncements(opt);
   if (inventory->parsed()) return RunInventory(opt);
   if (topo->parsed()) return RunTopo(opt);
   if (select->parsed()) return RunSelect(opt);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -262,6 +263,36 @@ std::string RenderSelection(const Selection& selection) {
     }
   }
   for (const std::string& n : selection.notes()) absl::StrAppend(&out, "note: ", n, "\n");
+  return out;
+}
+
+std::string RenderAnnouncements(const std::vector<v1::Announcement>& announcements) {
+  std::string out;
+  for (const v1::Announcement& a : announcements) {
+    std::string who = a.container_id().empty() ? a.netns() : a.container_id();
+    absl::StrAppend(&out, a.ifname(), " ", a.mac(), who.empty() ? "" : " (", who,
+                    who.empty() ? "" : ")");
+    if (a.state() != v1::Announcement::STATE_UNSPECIFIED) {
+      absl::StrAppend(&out, " ", absl::AsciiStrToLower(v1::Announcement::State_Name(a.state())));
+    }
+    absl::StrAppend(&out, "\n  addresses: ", absl::StrJoin(a.addresses(), ", "),
+                    "\n  sent: ", a.arp_sent(), " ARP, ", a.na_sent(), " NA",
+                    a.send_errors() > 0 ? absl::StrCat(", ", a.send_errors(), " send errors") : "",
+                    "\n");
+    for (const v1::GatewayReachability& g : a.gateways()) {
+      if (g.reachable()) {
+        absl::StrAppendFormat(&out, "  gateway %s: reachable, %s, %.2f ms\n", g.gateway(), g.mac(),
+                              g.rtt_ms());
+      } else {
+        absl::StrAppend(&out, "  gateway ", g.gateway(), ": no answer\n");
+      }
+    }
+    for (const v1::AddressConflict& c : a.conflicts()) {
+      absl::StrAppend(&out, "  CONFLICT ", c.address(), " is in use by ", c.owner_mac(),
+                      ": not announced\n");
+    }
+    if (!a.last_error().empty()) absl::StrAppend(&out, "  note: ", a.last_error(), "\n");
+  }
   return out;
 }
 

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "fabric/v1/agent.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
 
@@ -13,6 +15,8 @@ std::string RenderInventory(const v1::Host& host);
 // A GPU x NIC matrix of distance classes, as `nvidia-smi topo -m` prints it.
 std::string RenderTopology(const v1::Host& host);
 std::string RenderSelection(const v1::Selection& selection);
+// One block per interface: addresses, frames sent, gateway reachability, conflicts.
+std::string RenderAnnouncements(const std::vector<v1::Announcement>& announcements);
 
 // The proto3 JSON mapping, indented, with a trailing newline.
 std::string ToJson(const google::protobuf::Message& message);
