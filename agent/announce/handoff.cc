@@ -133,7 +133,11 @@ absl::StatusOr<Handoff> DecodeJson(const json& doc) {
   HANDOFF_TRY(ReadString(doc, "containerId", true, &h.container_id));
   if (h.container_id.empty()) return absl::InvalidArgumentError("containerId: empty");
   HANDOFF_TRY(ReadString(doc, "netns", false, &h.netns));
-  if (h.kind == Handoff::Kind::kCancel) return h;
+  if (h.kind == Handoff::Kind::kCancel) {
+    // Optional: only this interface of the container (CNI_IFNAME of one attachment).
+    HANDOFF_TRY(ReadString(doc, "ifname", false, &h.target.ifname));
+    return h;
+  }
 
   auto target = doc.find("target");
   if (target == doc.end() || !target->is_object()) {
@@ -246,7 +250,10 @@ std::string EncodeHandoff(const Handoff& h) {
   doc["kind"] = h.kind == Handoff::Kind::kCancel ? "cancel" : "announce";
   doc["containerId"] = h.container_id;
   if (!h.netns.empty()) doc["netns"] = h.netns;
-  if (h.kind == Handoff::Kind::kCancel) return doc.dump();
+  if (h.kind == Handoff::Kind::kCancel) {
+    if (!h.target.ifname.empty()) doc["ifname"] = h.target.ifname;
+    return doc.dump();
+  }
   json addrs = json::array();
   for (const Address& a : h.target.addresses) {
     json j = {{"ip", IpText(a.family, a.addr)}, {"prefix", a.prefix_len}};
@@ -273,7 +280,32 @@ std::string EncodeHandoff(const Handoff& h) {
   return doc.dump();
 }
 
+// A hand-off is two levels deep; deeper input is refused before nlohmann builds (and later
+// destroys) a tree whose depth is the attacker's choice.
+bool TooDeep(std::string_view bytes, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    char c = bytes[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<Handoff> DecodeHandoff(std::string_view bytes) {
+  if (TooDeep(bytes, 8)) return absl::InvalidArgumentError("hand-off: nested too deeply");
   json doc = json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("hand-off: not valid JSON");
   try {

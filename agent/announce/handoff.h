@@ -25,7 +25,7 @@ struct Handoff {
   Kind kind = Kind::kAnnounce;
   std::string container_id;  // CNI_CONTAINERID: what a later cancel names
   std::string netns;         // CNI_NETNS, for logs only
-  Target target;
+  Target target;             // kCancel: only target.ifname (optional: that interface only)
   Plan plan;
   absl::Time start;        // MonotonicNow() of the first round
   bool first_done = true;  // the plugin already sent offset 0

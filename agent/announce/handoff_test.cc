@@ -76,6 +76,23 @@ TEST(HandoffCodec, CancelNeedsOnlyTheContainer) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->kind, Handoff::Kind::kCancel);
   EXPECT_EQ(c->container_id, "abc");
+  EXPECT_TRUE(c->target.ifname.empty());  // every interface of the container
+  Handoff one;
+  one.kind = Handoff::Kind::kCancel;
+  one.container_id = "abc";
+  one.target.ifname = "net1";
+  auto back = DecodeHandoff(EncodeHandoff(one));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->target.ifname, "net1");
+}
+
+TEST(HandoffCodec, RefusesDeepNestingBeforeParsing) {
+  std::string deep = R"({"v":1,"kind":"cancel","containerId":"a","x":)" + std::string(20000, '[') +
+                     std::string(20000, ']') + "}";
+  EXPECT_THAT(std::string(DecodeHandoff(deep).status().message()), HasSubstr("nested too deeply"));
+  // Brackets inside strings do not count.
+  auto ok = DecodeHandoff(R"({"v":1,"kind":"cancel","containerId":"[[[[[[[[[[[[[[[[[[[[[["})");
+  EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
 // Each case breaks one thing in a valid message; the error names it.

@@ -107,7 +107,7 @@ absl::StatusOr<NlCachePtr> DumpAddresses(nl_sock* sk) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<PacketLink>> PacketLink::Open(int ifindex) {
+absl::StatusOr<std::unique_ptr<PacketLink>> PacketLink::Open(int ifindex, bool dad_state) {
   char name[IF_NAMESIZE] = {};
   if (if_indextoname(static_cast<unsigned>(ifindex), name) == nullptr) {
     return absl::NotFoundError(
@@ -143,6 +143,7 @@ absl::StatusOr<std::unique_ptr<PacketLink>> PacketLink::Open(int ifindex) {
     if (err == ENODEV || err == ENXIO) return absl::NotFoundError(msg);
     return absl::InternalError(msg);
   }
+  if (!dad_state) return link;
   auto sk = ConnectRoute();
   if (!sk.ok()) return sk.status();
   link->nl_ = sk->release();
@@ -281,7 +282,7 @@ absl::StatusOr<bool> PacketLink::Tentative(const in6_addr& addr) {
   return absl::NotFoundError(absl::StrCat(Describe(), " does not hold the address"));
 }
 
-absl::StatusOr<Target> DescribeInterface(const std::string& ifname) {
+absl::StatusOr<Target> DescribeInterface(const std::string& ifname, bool with_addresses) {
   auto sk = ConnectRoute();
   if (!sk.ok()) return sk.status();
   rtnl_link* link = nullptr;
@@ -303,6 +304,7 @@ absl::StatusOr<Target> DescribeInterface(const std::string& ifname) {
     return absl::FailedPreconditionError(absl::StrCat(
         "interface ", ifname, " is not Ethernet (ARPHRD ", arptype, "): nothing to announce"));
   }
+  if (!with_addresses) return t;
   auto cache = DumpAddresses(sk->get());
   if (!cache.ok()) return cache.status();
   for (nl_object* o = nl_cache_get_first(cache->get()); o != nullptr; o = nl_cache_get_next(o)) {

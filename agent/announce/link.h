@@ -26,7 +26,9 @@ namespace fabric::announce {
 class PacketLink : public Link {
  public:
   // Opens both sockets in the current network namespace.
-  static absl::StatusOr<std::unique_ptr<PacketLink>> Open(int ifindex);
+  // `dad_state`: also open the netlink socket Tentative() needs; without it Tentative() reports
+  // false (callers with no IPv6 address skip a socket and its set-up).
+  static absl::StatusOr<std::unique_ptr<PacketLink>> Open(int ifindex, bool dad_state = true);
   // Takes ownership of sockets opened elsewhere (by Open in another process, then passed with
   // SCM_RIGHTS): they stay bound to the namespace they were created in, so the new owner needs
   // no setns. `netlink_fd` may be -1: Tentative() then reports false, i.e. the caller has
@@ -66,7 +68,9 @@ class PacketLink : public Link {
 // The interface `ifname` in the current namespace: ifindex, MAC and its global (scope universe)
 // IPv4 and IPv6 addresses with prefix lengths, in the kernel's order; no gateways. NotFound when
 // there is no such interface; FailedPrecondition when it is not Ethernet (ARPHRD_ETHER).
-absl::StatusOr<Target> DescribeInterface(const std::string& ifname);
+// `with_addresses` false skips the address dump (callers that know the addresses, e.g. from a
+// CNI prevResult).
+absl::StatusOr<Target> DescribeInterface(const std::string& ifname, bool with_addresses = true);
 
 // Moves the calling thread into another network namespace for the object's lifetime (other
 // threads stay where they are). The destructor moves back and logs when it cannot.

@@ -180,7 +180,8 @@ absl::Status Announcer::Impl::Handle(const Handoff& h, std::vector<Fd>& fds) {
   if (h.kind == Handoff::Kind::kCancel) {
     int n = 0;
     for (auto it = held.begin(); it != held.end();) {
-      if ((*it)->container_id == h.container_id) {
+      if ((*it)->container_id == h.container_id &&
+          (h.target.ifname.empty() || (*it)->target.ifname == h.target.ifname)) {
         Release(std::move(*it), v1::Announcement::CANCELLED, "cancelled (CNI DEL)");
         it = held.erase(it);
         ++n;

@@ -56,8 +56,9 @@ std::string MakeTempDir(const std::string& prefix) {
   return tmpl;
 }
 
-absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const std::vector<std::string>& argv,
-                                                              const std::vector<std::string>& env) {
+absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
+    const std::vector<std::string>& argv, const std::vector<std::string>& env,
+    const std::optional<std::string>& stdin_data) {
   if (argv.empty()) return absl::InvalidArgumentError("empty argv");
   auto p = std::unique_ptr<Subprocess>(new Subprocess());
   p->dir_ = MakeTempDir("subprocess");
@@ -79,12 +80,17 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const std::vector<
   cenv.push_back(nullptr);
   const std::string out = p->dir_ + "/stdout";
   const std::string err = p->dir_ + "/stderr";
+  // A file rather than a pipe: nothing to feed while the child runs.
+  const std::string in = stdin_data ? p->dir_ + "/stdin" : "/dev/null";
+  if (stdin_data && !(std::ofstream(in, std::ios::binary) << *stdin_data)) {
+    return absl::InternalError("cannot write the child's stdin");
+  }
   pid_t pid = fork();
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
     int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int n = open("/dev/null", O_RDONLY);
+    int n = open(in.c_str(), O_RDONLY);
     if (o < 0 || e < 0 || n < 0) _exit(126);
     dup2(n, 0);
     dup2(o, 1);
@@ -136,8 +142,9 @@ std::string Subprocess::Stdout() const { return Slurp(dir_ + "/stdout"); }
 std::string Subprocess::Stderr() const { return Slurp(dir_ + "/stderr"); }
 
 absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv, absl::Duration timeout,
-                              const std::vector<std::string>& env) {
-  auto p = Subprocess::Start(argv, env);
+                              const std::vector<std::string>& env,
+                              const std::optional<std::string>& stdin_data) {
+  auto p = Subprocess::Start(argv, env, stdin_data);
   if (!p.ok()) return p.status();
   auto st = (*p)->Wait(timeout);
   if (!st) return absl::DeadlineExceededError(absl::StrCat(argv[0], " did not finish in time"));

@@ -18,8 +18,10 @@ namespace fabric::testing {
 class Subprocess {
  public:
   // `env` entries ("KEY=VALUE") are added to (or replace in) the test's own environment.
+  // `stdin_data`, when given, is the child's stdin (otherwise /dev/null).
   static absl::StatusOr<std::unique_ptr<Subprocess>> Start(
-      const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
+      const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
+      const std::optional<std::string>& stdin_data = std::nullopt);
   ~Subprocess();
 
   pid_t pid() const { return pid_; }
@@ -45,7 +47,8 @@ struct RunResult {
 };
 absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv,
                               absl::Duration timeout = absl::Seconds(30),
-                              const std::vector<std::string>& env = {});
+                              const std::vector<std::string>& env = {},
+                              const std::optional<std::string>& stdin_data = std::nullopt);
 
 // Polls `done` every few milliseconds until it holds or `timeout` passes.
 bool WaitFor(const std::function<bool()>& done, absl::Duration timeout);

@@ -1,0 +1,37 @@
+// The pod's fabric environment file (`<envDir>/<containerid>.env`): which RDMA device, port and
+// RoCE v2 GID index stand behind the pod's interfaces, in NAME=VALUE form for NCCL and UCX.
+// Pure apart from reading a sysfs tree whose root is a parameter (tests build a small one).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/announce/announce.h"
+
+namespace fabric::cni {
+
+struct EnvInterface {
+  std::string ifname;   // the pod's interface name
+  std::string pci_bdf;  // ETHTOOL_GDRVINFO bus_info inside the netns; empty for virtual devices
+  std::vector<announce::Address> addresses;
+};
+
+// One RDMA port found behind an interface.
+struct RdmaMatch {
+  std::string ifname;
+  std::string device;  // e.g. mlx5_3
+  int port = 1;
+  int gid_index = -1;  // the RoCE v2 GID holding the pod's IPv4 (::ffff:a.b.c.d); -1 when none
+};
+
+// Looks under <sysfs_root>/bus/pci/devices/<bdf>/infiniband/ for each interface's RDMA device,
+// and in its ports' gids/ and gid_attrs/types/ for the RoCE v2 GID of the interface's IPv4.
+std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
+                                const std::vector<EnvInterface>& ifaces);
+
+// The file's text: NCCL_IB_HCA, NCCL_IB_GID_INDEX, UCX_NET_DEVICES, UCX_IB_GID_INDEX,
+// NCCL_SOCKET_IFNAME, FABRIC_POD_IPS; without RDMA only the last two and a comment saying so.
+std::string RenderEnvFile(const std::vector<EnvInterface>& ifaces,
+                          const std::vector<RdmaMatch>& rdma);
+
+}  // namespace fabric::cni

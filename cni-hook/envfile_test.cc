@@ -1,0 +1,124 @@
+#include "cni-hook/envfile.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "cni-hook/cni.h"
+#include "gtest/gtest.h"
+#include "tests/testing/subprocess.h"
+
+namespace fabric::cni {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kZeroGid[] = "0000:0000:0000:0000:0000:0000:0000:0000";
+
+// A tiny sysfs: PCI functions with RDMA devices, ports and GID tables, as the kernel lays them
+// out under bus/pci/devices/<bdf>/infiniband/<dev>/ports/<n>/.
+class EnvFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = testing::MakeTempDir("envfile");
+    ASSERT_FALSE(root_.empty());
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void Write(const std::string& rel, const std::string& text) {
+    const fs::path p = fs::path(root_) / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text << "\n";
+  }
+  // gids: index -> {gid text, type}
+  void Port(const std::string& bdf, const std::string& dev, int port,
+            const std::vector<std::pair<std::string, std::string>>& gids) {
+    const std::string d =
+        "bus/pci/devices/" + bdf + "/infiniband/" + dev + "/ports/" + std::to_string(port);
+    for (size_t i = 0; i < gids.size(); ++i) {
+      Write(d + "/gids/" + std::to_string(i), gids[i].first);
+      Write(d + "/gid_attrs/types/" + std::to_string(i), gids[i].second);
+    }
+  }
+  static EnvInterface Iface(const std::string& name, const std::string& bdf,
+                            std::vector<std::string> cidrs) {
+    EnvInterface e{name, bdf, {}};
+    for (const auto& c : cidrs) e.addresses.push_back(*ParseCidr(c));
+    return e;
+  }
+
+  std::string root_;
+};
+
+TEST_F(EnvFileTest, RoceV2GidOfThePodIpv4) {
+  // RoCE v1 and v2 GIDs of the same address: the v2 one (index 3) wins.
+  Port("0000:3b:00.2", "mlx5_4", 1,
+       {{"fe80:0000:0000:0000:5e8d:2bff:fe00:1122", "IB/RoCE v1"},
+        {"fe80:0000:0000:0000:5e8d:2bff:fe00:1122", "RoCE v2"},
+        {"0000:0000:0000:0000:0000:ffff:ac10:0509", "IB/RoCE v1"},
+        {"0000:0000:0000:0000:0000:ffff:ac10:0509", "RoCE v2"},
+        {kZeroGid, ""}});
+  const std::vector<EnvInterface> ifaces = {
+      Iface("net1", "0000:3b:00.2", {"172.16.5.9/24", "fd00::9/64"})};
+  const auto rdma = FindRdma(root_, ifaces);
+  ASSERT_EQ(rdma.size(), 1u);
+  EXPECT_EQ(rdma[0].device, "mlx5_4");
+  EXPECT_EQ(rdma[0].port, 1);
+  EXPECT_EQ(rdma[0].gid_index, 3);
+  EXPECT_EQ(RenderEnvFile(ifaces, rdma),
+            "# fabric-cni: the pod's fabric environment\n"
+            "NCCL_IB_HCA==mlx5_4:1\n"
+            "NCCL_IB_GID_INDEX=3\n"
+            "UCX_NET_DEVICES=mlx5_4:1\n"
+            "UCX_IB_GID_INDEX=3\n"
+            "NCCL_SOCKET_IFNAME==net1\n"
+            "FABRIC_POD_IPS=172.16.5.9,fd00::9\n");
+}
+
+TEST_F(EnvFileTest, NoRdmaBehindVirtualInterfaces) {
+  Port("0000:3b:00.2", "mlx5_4", 1, {{kZeroGid, ""}});
+  const std::vector<EnvInterface> ifaces = {Iface("eth0", "", {"10.88.0.5/16"}),
+                                            Iface("net1", "0000:99:00.0", {"10.9.0.5/16"})};
+  const auto rdma = FindRdma(root_, ifaces);
+  EXPECT_TRUE(rdma.empty());
+  EXPECT_EQ(RenderEnvFile(ifaces, rdma),
+            "# fabric-cni: the pod's fabric environment\n"
+            "# no RDMA device found behind eth0, net1\n"
+            "NCCL_SOCKET_IFNAME==eth0,net1\n"
+            "FABRIC_POD_IPS=10.88.0.5,10.9.0.5\n");
+}
+
+TEST_F(EnvFileTest, DeviceWithoutTheGidAndTwoDevices) {
+  // mlx5_0's second port holds the address; mlx5_1 has no GID for its pod address yet.
+  Port("0000:17:00.0", "mlx5_0", 1, {{kZeroGid, ""}});
+  Port("0000:17:00.0", "mlx5_0", 2,
+       {{kZeroGid, ""}, {kZeroGid, ""}, {"0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2"}});
+  Port("0000:18:00.0", "mlx5_1", 1, {{"0000:0000:0000:0000:0000:ffff:0a00:0099", "RoCE v2"}});
+  const std::vector<EnvInterface> ifaces = {Iface("net1", "0000:17:00.0", {"10.0.0.1/24"}),
+                                            Iface("net2", "0000:18:00.0", {"10.0.1.1/24"})};
+  const auto rdma = FindRdma(root_, ifaces);
+  ASSERT_EQ(rdma.size(), 2u);
+  EXPECT_EQ(rdma[0].port, 2);
+  EXPECT_EQ(rdma[0].gid_index, 2);
+  EXPECT_EQ(rdma[1].device, "mlx5_1");
+  EXPECT_EQ(rdma[1].gid_index, -1);
+  const std::string text = RenderEnvFile(ifaces, rdma);
+  EXPECT_TRUE(absl::StrContains(text, "NCCL_IB_HCA==mlx5_0:2,mlx5_1:1\n")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "NCCL_IB_GID_INDEX=2\n")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "# mlx5_1:1 (net2): no RoCE v2 GID")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "UCX_NET_DEVICES=mlx5_0:2,mlx5_1:1\n")) << text;
+}
+
+TEST_F(EnvFileTest, OddInterfaceNamesAreQuoted) {
+  const std::vector<EnvInterface> ifaces = {Iface("it's$x", "", {"10.0.0.1/24"})};
+  const std::string text = RenderEnvFile(ifaces, {});
+  EXPECT_TRUE(absl::StrContains(text, "NCCL_SOCKET_IFNAME='=it'\\''s$x'\n")) << text;
+}
+
+TEST_F(EnvFileTest, BusInfoCannotEscapeTheTree) {
+  Port("0000:3b:00.2", "mlx5_4", 1, {{"0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2"}});
+  EXPECT_TRUE(FindRdma(root_, {Iface("eth0", "../devices/0000:3b:00.2", {"10.0.0.1/24"})}).empty());
+}
+
+}  // namespace
+}  // namespace fabric::cni

@@ -1,0 +1,342 @@
+// The probes without an RDMA device: every test over the TCP transport, in one process through
+// the library and as real fabric-probe processes on 127.0.0.1, plus the failures a user meets
+// (vanished peer, unreachable peer, missing device, mismatched parameters).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "probes/cli.h"
+#include "probes/probe.h"
+#include "tests/testing/subprocess.h"
+
+namespace fabric::probes {
+namespace {
+
+using fabric::testing::Subprocess;
+using fabric::testing::WaitFor;
+
+ProbeParams TcpParams(TestKind test) {
+  ProbeParams p = DefaultParams(test);
+  p.transport = Transport::kTcp;
+  p.iterations = IsLatency(test) ? 200 : 100;
+  if (!IsLatency(test)) p.size = 4096;
+  return p;
+}
+
+class InProcess : public ::testing::TestWithParam<TestKind> {};
+
+TEST_P(InProcess, TcpTransportRunsTheTest) {
+  ServerOptions so;
+  so.bind = "127.0.0.1";
+  so.port = 0;
+  so.local.timeout = absl::Seconds(5);
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<ServedTest> served;
+  std::thread t([&] { served = (*server)->ServeOne(); });
+
+  ProbeSpec spec;
+  spec.params = TcpParams(GetParam());
+  spec.host = "127.0.0.1";
+  spec.port = (*server)->port();
+  spec.local.timeout = absl::Seconds(5);
+  absl::StatusOr<ProbeResult> r = RunProbe(spec);
+  t.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_TRUE(served->status.ok()) << served->status;
+  EXPECT_EQ(served->params, spec.params);
+  EXPECT_EQ(r->params.transport, Transport::kTcp);
+  EXPECT_EQ(r->clock, "CLOCK_MONOTONIC_RAW");
+  if (IsLatency(GetParam())) {
+    ASSERT_TRUE(r->lat.has_value());
+    EXPECT_FALSE(r->bw.has_value());
+    EXPECT_GT(r->lat->min_us, 0);
+    EXPECT_LE(r->lat->min_us, r->lat->typical_us);
+    EXPECT_LE(r->lat->typical_us, r->lat->p99_us);
+    EXPECT_LE(r->lat->p99_us, r->lat->p999_us);
+    EXPECT_LE(r->lat->p999_us, r->lat->max_us);
+  } else {
+    ASSERT_TRUE(r->bw.has_value());
+    EXPECT_EQ(r->iterations, 100u);
+    EXPECT_GT(r->bw->avg_gbps, 0);
+    EXPECT_FALSE(r->bw->peak_gbps.has_value());  // not over TCP
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTests, InProcess,
+                         ::testing::Values(TestKind::kWriteBw, TestKind::kWriteLat,
+                                           TestKind::kSendBw, TestKind::kSendLat, TestKind::kReadBw,
+                                           TestKind::kReadLat),
+                         [](const auto& tp) { return std::string(TestName(tp.param)); });
+
+class DurationMode : public ::testing::TestWithParam<TestKind> {};
+
+TEST_P(DurationMode, CountsOnlyTheWindow) {
+  ServerOptions so;
+  so.bind = "127.0.0.1";
+  so.port = 0;
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<ServedTest> served;
+  std::thread t([&] { served = (*server)->ServeOne(); });
+  ProbeSpec spec;
+  spec.params = TcpParams(GetParam());
+  spec.params.iterations = 0;
+  spec.params.duration = absl::Milliseconds(300);
+  spec.params.margin = absl::Milliseconds(100);
+  spec.host = "127.0.0.1";
+  spec.port = (*server)->port();
+  absl::Time start = absl::Now();
+  absl::StatusOr<ProbeResult> r = RunProbe(spec);
+  t.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(served.ok() && served->status.ok());
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(400));
+  EXPECT_GT(r->iterations, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(SomeTests, DurationMode,
+                         ::testing::Values(TestKind::kWriteBw, TestKind::kReadBw,
+                                           TestKind::kSendLat, TestKind::kReadLat),
+                         [](const auto& tp) { return std::string(TestName(tp.param)); });
+
+TEST(ProbeServer, StopEndsServeAtOnce) {
+  ServerOptions so;
+  so.bind = "127.0.0.1";
+  so.port = 0;
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
+  ASSERT_TRUE(server.ok());
+  absl::Status st = absl::UnknownError("not run");
+  std::thread t([&] { st = (*server)->Serve(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const absl::Time start = absl::Now();
+  (*server)->Stop();
+  t.join();
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+}
+
+TEST(ProbeServer, RejectsMismatchedParameters) {
+  ServerOptions so;
+  so.bind = "127.0.0.1";
+  so.port = 0;
+  so.test = TestKind::kWriteBw;
+  so.expect = TcpParams(TestKind::kWriteBw);
+  so.expect.size = 1024;
+  so.explicit_fields = kFieldSize;
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
+  ASSERT_TRUE(server.ok());
+  absl::StatusOr<ServedTest> served;
+  std::thread t([&] { served = (*server)->ServeOne(); });
+  ProbeSpec spec;
+  spec.params = TcpParams(TestKind::kWriteBw);
+  spec.params.size = 2048;
+  spec.host = "127.0.0.1";
+  spec.port = (*server)->port();
+  absl::StatusOr<ProbeResult> r = RunProbe(spec);
+  t.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
+  EXPECT_NE(r.status().message().find("size 1024 here, 2048 asked"), std::string::npos)
+      << r.status();
+  ASSERT_TRUE(served.ok());
+  EXPECT_FALSE(served->status.ok());
+}
+
+// --- the real binary ----------------------------------------------------------------------
+
+// Starts `fabric-probe ARGS -p 0` as a server and returns it with the port it printed.
+std::unique_ptr<Subprocess> StartServer(std::vector<std::string> args, uint16_t* port) {
+  args.insert(args.begin(), FABRIC_PROBE);
+  args.insert(args.end(), {"-p", "0", "--bind", "127.0.0.1"});
+  absl::StatusOr<std::unique_ptr<Subprocess>> s = Subprocess::Start(args);
+  if (!s.ok()) return nullptr;
+  const std::string marker = "waiting for a client on port ";
+  bool ok = WaitFor(
+      [&] {
+        const std::string err = (*s)->Stderr();
+        const size_t at = err.find(marker);
+        if (at == std::string::npos) return false;
+        const size_t end = err.find('\n', at);
+        if (end == std::string::npos) return false;
+        int p = 0;
+        if (!absl::SimpleAtoi(err.substr(at + marker.size(), end - at - marker.size()), &p)) {
+          return false;
+        }
+        *port = static_cast<uint16_t>(p);
+        return true;
+      },
+      absl::Seconds(10));
+  return ok ? std::move(*s) : nullptr;
+}
+
+class Binary : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Binary, JsonOverTcp) {
+  const std::string test = GetParam();
+  uint16_t port = 0;
+  std::unique_ptr<Subprocess> server = StartServer({test, "--transport", "tcp"}, &port);
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<fabric::testing::RunResult> c =
+      fabric::testing::Run({FABRIC_PROBE, test, "127.0.0.1", "-p", absl::StrCat(port),
+                            "--transport", "tcp", "-n", "200", "--json"},
+                           absl::Seconds(30));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->status, 0) << c->err;
+  EXPECT_EQ(server->Wait(absl::Seconds(10)), 0) << server->Stderr();
+  nlohmann::json j = nlohmann::json::parse(c->out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << c->out;
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j.value("test", ""), test);
+  EXPECT_EQ(j.value("transport", ""), "tcp");
+  EXPECT_FALSE(j.contains("device"));  // over TCP there is none
+  EXPECT_TRUE(j["bytes"].is_number_integer());
+  EXPECT_TRUE(j["iterations"].is_number_integer());
+  const bool lat = test.ends_with("_lat");
+  for (const char* k :
+       {"t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us", "p99_us", "p999_us"}) {
+    EXPECT_EQ(j.contains(k), lat) << k;
+    if (lat) {
+      EXPECT_TRUE(j[k].is_number()) << k;
+    }
+  }
+  for (const char* k : {"bw_avg_gbps", "msg_rate_mpps"}) {
+    EXPECT_EQ(j.contains(k), !lat) << k;
+    if (!lat) {
+      EXPECT_GT(j[k].get<double>(), 0) << k;
+    }
+  }
+  EXPECT_FALSE(j.contains("bw_peak_gbps"));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTests, Binary,
+                         ::testing::Values("write_bw", "write_lat", "send_bw", "send_lat",
+                                           "read_bw", "read_lat"));
+
+TEST(BinaryFailures, TableOutputSaysTcp) {
+  uint16_t port = 0;
+  std::unique_ptr<Subprocess> server = StartServer({"write_lat", "--transport", "tcp"}, &port);
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<fabric::testing::RunResult> c = fabric::testing::Run(
+      {FABRIC_PROBE, "write_lat", "127.0.0.1", "-p", absl::StrCat(port), "--transport", "tcp"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->status, 0) << c->err;
+  EXPECT_NE(c->out.find("not an RDMA figure"), std::string::npos) << c->out;
+  EXPECT_NE(c->out.find("t_typical[usec]"), std::string::npos) << c->out;
+  EXPECT_NE(c->out.find("CLOCK_MONOTONIC_RAW"), std::string::npos) << c->out;
+}
+
+TEST(BinaryFailures, VanishedServerIsAClearErrorWithinTheTimeout) {
+  uint16_t port = 0;
+  std::unique_ptr<Subprocess> server = StartServer({"write_lat", "--transport", "tcp"}, &port);
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<std::unique_ptr<Subprocess>> client =
+      Subprocess::Start({FABRIC_PROBE, "write_lat", "127.0.0.1", "-p", absl::StrCat(port),
+                         "--transport", "tcp", "-D", "30", "--margin", "0", "--timeout", "3"});
+  ASSERT_TRUE(client.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  server->Signal(SIGKILL);
+  const absl::Time killed = absl::Now();
+  std::optional<int> rc = (*client)->Wait(absl::Seconds(10));
+  ASSERT_TRUE(rc.has_value()) << "client still running 10 s after the server died";
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(4));
+  EXPECT_EQ(*rc, kExitFailure);
+  const std::string err = (*client)->Stderr();
+  EXPECT_NE(err.find("fabric-probe: error: write_lat with 127.0.0.1"), std::string::npos) << err;
+  EXPECT_TRUE(err.find("closed the connection") != std::string::npos ||
+              err.find("connection to the peer lost") != std::string::npos)
+      << err;
+}
+
+TEST(BinaryFailures, ClientKilledServerReportsIt) {
+  uint16_t port = 0;
+  std::unique_ptr<Subprocess> server = StartServer({"read_bw", "--transport", "tcp"}, &port);
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<std::unique_ptr<Subprocess>> client =
+      Subprocess::Start({FABRIC_PROBE, "read_bw", "127.0.0.1", "-p", absl::StrCat(port),
+                         "--transport", "tcp", "-D", "30", "--margin", "0"});
+  ASSERT_TRUE(client.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  (*client)->Signal(SIGKILL);
+  std::optional<int> rc = server->Wait(absl::Seconds(15));
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, kExitFailure);
+  EXPECT_NE(server->Stderr().find("read_bw from 127.0.0.1"), std::string::npos) << server->Stderr();
+}
+
+TEST(BinaryFailures, UnreachablePeer) {
+  // A port nobody listens on: refused until the timeout, then a clear error.
+  absl::Time start = absl::Now();
+  absl::StatusOr<fabric::testing::RunResult> c = fabric::testing::Run(
+      {FABRIC_PROBE, "write_bw", "127.0.0.1", "-p", "1", "--transport", "tcp", "--timeout", "1"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->status, kExitFailure);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_NE(c->err.find("cannot connect to 127.0.0.1 port 1"), std::string::npos) << c->err;
+  // A name that does not resolve.
+  c = fabric::testing::Run(
+      {FABRIC_PROBE, "write_bw", "no-such-host.invalid", "--transport", "tcp", "--timeout", "1"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->status, kExitFailure);
+  EXPECT_NE(c->err.find("cannot resolve"), std::string::npos) << c->err;
+}
+
+TEST(BinaryFailures, NonexistentDevice) {
+  absl::StatusOr<fabric::testing::RunResult> c = fabric::testing::Run(
+      {FABRIC_PROBE, "write_bw", "127.0.0.1", "-d", "no_such_dev0", "--timeout", "1"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->status, kExitFailure);
+  EXPECT_TRUE(c->err.find("no RDMA device") != std::string::npos ||
+              c->err.find("no RDMA support") != std::string::npos)
+      << c->err;
+}
+
+TEST(BinaryFailures, UsageErrorsExitTwo) {
+  absl::StatusOr<fabric::testing::RunResult> c =
+      fabric::testing::Run({FABRIC_PROBE, "write_bw", "h", "-n", "5", "-D", "1"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->status, kExitUsage);
+  EXPECT_NE(c->err.find("exclude each other"), std::string::npos) << c->err;
+  c = fabric::testing::Run({FABRIC_PROBE, "bogus_test"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->status, kExitUsage);
+}
+
+TEST(BinaryFailures, MismatchedServerRejects) {
+  uint16_t port = 0;
+  std::unique_ptr<Subprocess> server =
+      StartServer({"send_bw", "--transport", "tcp", "-s", "1024"}, &port);
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<fabric::testing::RunResult> c =
+      fabric::testing::Run({FABRIC_PROBE, "send_bw", "127.0.0.1", "-p", absl::StrCat(port),
+                            "--transport", "tcp", "-s", "2048"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->status, kExitFailure);
+  EXPECT_NE(c->err.find("peer refused: test parameters differ: size 1024 here, 2048 asked"),
+            std::string::npos)
+      << c->err;
+  EXPECT_EQ(server->Wait(absl::Seconds(5)), kExitFailure);
+}
+
+TEST(BinaryFailures, AutoTransportFallsBackToTcpWithoutADevice) {
+  // Only meaningful on a host without RDMA (CI); with a device the client would use it.
+  uint16_t port = 0;
+  std::unique_ptr<Subprocess> server = StartServer({"write_bw"}, &port);
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<fabric::testing::RunResult> c = fabric::testing::Run(
+      {FABRIC_PROBE, "write_bw", "127.0.0.1", "-p", absl::StrCat(port), "-n", "50", "--json"});
+  ASSERT_TRUE(c.ok());
+  if (c->err.find("no RDMA device on this host") == std::string::npos) {
+    GTEST_SKIP() << "this host has an RDMA device";
+  }
+  EXPECT_EQ(c->status, 0) << c->err;
+  EXPECT_NE(c->out.find("\"transport\":\"tcp\""), std::string::npos) << c->out;
+}
+
+}  // namespace
+}  // namespace fabric::probes

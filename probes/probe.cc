@@ -1,0 +1,223 @@
+#include "probes/probe.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "agent/common/log.h"
+#include "agent/common/status.h"
+#include "probes/clock.h"
+#include "probes/engine.h"
+#include "probes/stats.h"
+
+namespace fabric::probes {
+namespace {
+
+// The control connection may sit idle for a whole bandwidth test; keep-alives notice a peer
+// host that vanished without a FIN within about 11 s.
+void KeepAlive(int fd) {
+  const int on = 1, idle = 5, intvl = 2, cnt = 3;
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
+Deadline Never() { return Deadline::At(std::numeric_limits<int64_t>::max()); }
+
+// Appends what the peer said about a failure, when it said something already.
+absl::Status WithPeerReason(Channel& ch, absl::Status s) {
+  if (!ch.Readable()) return s;
+  absl::StatusOr<wire::Message> m =
+      ch.Recv("the peer's reason", Deadline::In(absl::Milliseconds(200)));
+  if (!m.ok()) return s;
+  std::string why;
+  if (const auto* r = std::get_if<wire::Reject>(&*m)) why = r->reason;
+  if (const auto* d = std::get_if<wire::Done>(&*m); d != nullptr && !d->ok) why = d->message;
+  if (why.empty()) return s;
+  return absl::Status(s.code(), absl::StrCat(s.message(), " (peer: ", why, ")"));
+}
+
+// Tells the peer why this side stops, when the connection still works.
+void SendFailure(Channel& ch, const absl::Status& s) {
+  (void)ch.Send(wire::Done{false, 0, std::string(s.message())});
+}
+
+absl::Status WithTeardown(absl::Status s, const absl::Status& released) {
+  if (released.ok()) return s;
+  return absl::Status(s.code(),
+                      absl::StrCat(s.message(), "; releasing resources: ", released.message()));
+}
+
+}  // namespace
+
+absl::Status FillResult(const ProbeParams& p, const Measurement& m, ProbeResult* r) {
+  r->iterations = m.messages;
+  if (IsLatency(p.test)) {
+    absl::StatusOr<LatencyResult> lat =
+        ComputeLatency(SamplesFromPosts(m.posts, VerbOf(p.test) == Verb::kRead ? 1 : 2));
+    if (!lat.ok()) return lat.status();
+    r->lat = *lat;
+    return absl::OkStatus();
+  }
+  // Over TCP a "completion" is only a copy into the socket buffer: no peak.
+  static const std::vector<CompletionMark> kNone;
+  absl::StatusOr<BandwidthResult> bw = ComputeBandwidth(
+      p.size, m.messages, m.first_ns, m.last_ns, p.transport == Transport::kTcp ? kNone : m.marks);
+  if (!bw.ok()) return bw.status();
+  r->bw = *bw;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec) {
+  const ProbeParams& p = spec.params;
+  FABRIC_RETURN_IF_ERROR(ValidateParams(p));
+  if (spec.host.empty()) return absl::InvalidArgumentError("no server host given");
+  // Open the device first: a missing one fails here, before bothering the server.
+  std::unique_ptr<RdmaTest> rdma;
+  if (p.transport == Transport::kRdma) {
+    absl::StatusOr<std::unique_ptr<RdmaTest>> t =
+        RdmaTest::Prepare(RdmaTest::Role::kClient, p, spec.local, "", spec.cancel);
+    if (!t.ok()) return t.status();
+    rdma = std::move(*t);
+  }
+  absl::StatusOr<Fd> fd =
+      ConnectTcp(spec.host, spec.port, Deadline::In(spec.local.timeout), spec.cancel);
+  if (!fd.ok()) return fd.status();
+  KeepAlive(fd->get());
+  Channel ch(std::move(*fd), spec.local.timeout, spec.cancel);
+  ProbeResult r;
+  r.params = p;
+  r.peer = PeerAddress(ch.fd());
+  r.clock = kClockName;
+
+  auto fail = [&](absl::Status s) -> absl::Status {
+    s = WithPeerReason(ch, std::move(s));
+    SendFailure(ch, s);
+    return rdma ? WithTeardown(s, rdma->Release()) : s;
+  };
+
+  FABRIC_RETURN_IF_ERROR(ch.Send(wire::Hello{p}));
+  absl::StatusOr<wire::Accept> accept = ch.RecvAs<wire::Accept>("the server's answer");
+  if (!accept.ok()) return fail(accept.status());
+  absl::StatusOr<Measurement> m;
+  if (rdma) {
+    if (absl::Status s = rdma->Connect(ch, r.peer, accept->cm_port); !s.ok()) return fail(s);
+    r.device = rdma->device();
+    r.ib_port = rdma->port();
+    r.gid_index = rdma->gid_index();
+    m = rdma->RunClient();
+  } else {
+    m = RunTcpClient(ch, p);
+  }
+  if (!m.ok()) return fail(m.status());
+  if (absl::Status s = ch.Send(wire::Done{true, m->messages, ""}); !s.ok()) return fail(s);
+  absl::StatusOr<wire::Done> theirs = ch.RecvAs<wire::Done>("the server's report");
+  if (!theirs.ok()) return fail(theirs.status());
+  if (rdma) {
+    if (absl::Status s = rdma->Release(); !s.ok()) r.teardown_error = std::string(s.message());
+  }
+  FABRIC_RETURN_IF_ERROR(FillResult(p, *m, &r));
+  return r;
+}
+
+ProbeServer::ProbeServer(const ServerOptions& options, Fd listener,
+                         std::unique_ptr<Canceller> cancel)
+    : options_(options), listener_(std::move(listener)), cancel_(std::move(cancel)) {
+  port_ = LocalPort(listener_.get());
+}
+
+ProbeServer::~ProbeServer() = default;
+
+absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Create(const ServerOptions& options) {
+  absl::StatusOr<std::unique_ptr<Canceller>> cancel = Canceller::Create();
+  if (!cancel.ok()) return cancel.status();
+  absl::StatusOr<Fd> listener = ListenTcp(options.bind, options.port);
+  if (!listener.ok()) return listener.status();
+  return std::unique_ptr<ProbeServer>(
+      new ProbeServer(options, std::move(*listener), std::move(*cancel)));
+}
+
+void ProbeServer::Stop() { cancel_->Cancel(); }
+
+absl::StatusOr<ServedTest> ProbeServer::ServeOne() {
+  absl::StatusOr<Fd> fd = AcceptTcp(listener_.get(), Never(), cancel_.get());
+  if (!fd.ok()) return fd.status();
+  ServedTest served;
+  served.status = ServeClient(std::move(*fd), &served);
+  if (cancel_->cancelled()) return absl::CancelledError("stopped");
+  return served;
+}
+
+absl::Status ProbeServer::Serve(const std::function<void(const ServedTest&)>& on_served) {
+  for (;;) {
+    absl::StatusOr<ServedTest> s = ServeOne();
+    if (!s.ok()) return absl::IsCancelled(s.status()) ? absl::OkStatus() : s.status();
+    if (on_served) on_served(*s);
+  }
+}
+
+absl::Status ProbeServer::ServeClient(Fd fd, ServedTest* served) {
+  KeepAlive(fd.get());
+  const Endpoint& local = options_.local;
+  Channel ch(std::move(fd), local.timeout, cancel_.get());
+  served->peer = PeerAddress(ch.fd());
+  absl::StatusOr<wire::Hello> hello = ch.RecvAs<wire::Hello>("the client's hello");
+  if (!hello.ok()) {
+    if (absl::IsInvalidArgument(hello.status())) {
+      (void)ch.Send(wire::Reject{std::string(hello.status().message())});
+    }
+    return hello.status();
+  }
+  const ProbeParams& p = hello->params;
+  served->params = p;
+  ProbeParams expect = options_.expect;
+  expect.test = options_.test.value_or(p.test);
+  if (absl::Status s = CheckParamsMatch(expect, options_.explicit_fields, p); !s.ok()) {
+    (void)ch.Send(wire::Reject{std::string(s.message())});
+    return s;
+  }
+  std::unique_ptr<RdmaTest> rdma;
+  if (p.transport == Transport::kRdma) {
+    absl::StatusOr<std::unique_ptr<RdmaTest>> t =
+        RdmaTest::Prepare(RdmaTest::Role::kServer, p, local, LocalAddress(ch.fd()), cancel_.get());
+    if (!t.ok()) {
+      (void)ch.Send(wire::Reject{std::string(t.status().message())});
+      return t.status();
+    }
+    rdma = std::move(*t);
+  }
+  auto fail = [&](absl::Status s) -> absl::Status {
+    s = WithPeerReason(ch, std::move(s));
+    SendFailure(ch, s);
+    return rdma ? WithTeardown(s, rdma->Release()) : s;
+  };
+  FABRIC_RETURN_IF_ERROR(ch.Send(wire::Accept{rdma ? rdma->cm_port() : uint16_t{0}}));
+  absl::Status run;
+  if (rdma) {
+    run = rdma->Connect(ch, served->peer, 0);
+    served->device = rdma->device();
+    if (run.ok()) run = rdma->RunServer(ch);
+  } else {
+    run = RunTcpServer(ch, p);
+  }
+  if (!run.ok()) return fail(run);
+  // Passive tests leave the server waiting for as long as the client runs: the keep-alives
+  // and the client's exit (EOF) bound that wait instead of a deadline.
+  Deadline until = Never();
+  if (p.duration_mode()) until = Deadline::In(p.margin + p.duration + 2 * local.timeout);
+  absl::StatusOr<wire::Done> done = ch.RecvAs<wire::Done>("the client's report", until);
+  if (!done.ok()) return fail(done.status());
+  if (absl::Status s = ch.Send(wire::Done{true, done->count, ""}); !s.ok()) return fail(s);
+  if (rdma) {
+    if (absl::Status s = rdma->Release(); !s.ok()) {
+      Log(LogLevel::kWarning, "releasing RDMA resources: ", s.message());
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fabric::probes

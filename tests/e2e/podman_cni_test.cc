@@ -1,0 +1,280 @@
+// End to end with a real container runtime: podman (CNI backend, runc) runs a conflist of the
+// reference bridge (or macvlan) plugin with fabric-cni chained after it, and the host side of the
+// pod's link sees the announcements. Once with no agent (fabric-cni's detached child runs the
+// repeats) and once with a real fabric-agent holding them (re-announce through fabricctl).
+//
+// Needs root, podman, runc and containernetworking-plugins (scripts/install-deps.sh installs
+// them); skips with the reason otherwise. Everything podman writes lives in a temp dir: its own
+// storage, its own containers.conf (CONTAINERS_CONF) and its own CNI config directory.
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kIp[] = "/usr/sbin/ip";
+const std::string kPluginDir = FABRIC_BINARY_DIR "/cni-hook";
+const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
+const std::string kFabricctl = FABRIC_BINARY_DIR "/agent/fabricctl/fabricctl";
+
+std::string Which(const std::string& name) {
+  for (const char* dir : {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"}) {
+    std::string p = absl::StrCat(dir, "/", name);
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+struct Frame {
+  absl::Time at;
+  std::string bytes;
+};
+
+class PodmanCniTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (podman with CNI networking)";
+    podman_ = Which("podman");
+    if (podman_.empty() || Which("runc").empty() || access("/usr/lib/cni/bridge", X_OK) != 0) {
+      GTEST_SKIP() << "needs podman, runc and containernetworking-plugins (install-deps.sh)";
+    }
+    ASSERT_EQ(access((kPluginDir + "/fabric-cni").c_str(), X_OK), 0) << "fabric-cni not built";
+    static int counter = 0;
+    tag_ = absl::StrCat(getpid() % 10000, counter++);
+    // Podman's storage must be on a real filesystem it can overlay; /var/tmp keeps it off tmpfs.
+    dir_ = absl::StrCat("/var/tmp/fabric-podman-", tag_);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ + "/net.d");
+    fs::create_directories(dir_ + "/env");
+    std::ofstream(dir_ + "/containers.conf") << absl::StrCat(
+        "[containers]\ndefault_ulimits = []\n"
+        "[network]\nnetwork_backend = \"cni\"\n"
+        "cni_plugin_dirs = [\"",
+        kPluginDir, "\", \"/usr/lib/cni\"]\nnetwork_config_dir = \"", dir_, "/net.d\"\n",
+        "[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n",
+        "tmp_dir = \"", dir_, "/tmp\"\n");
+    ImportImage();
+  }
+
+  void TearDown() override {
+    if (podman_.empty()) return;
+    (void)Podman({"rm", "-a", "-f", "-t", "0"});
+    agent_.reset();
+    if (capture_ >= 0) close(capture_);
+    for (const std::string& link : links_) (void)testing::Run({kIp, "link", "del", link});
+    (void)testing::Run({"/usr/bin/umount", "-R", dir_ + "/root"}, absl::Seconds(10));
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  absl::StatusOr<testing::RunResult> Podman(std::vector<std::string> args) {
+    std::vector<std::string> argv = {podman_,     "--root",           dir_ + "/root",
+                                     "--runroot", dir_ + "/run",      "--storage-driver",
+                                     "vfs",       "--cni-config-dir", dir_ + "/net.d"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::Run(argv, absl::Seconds(60), {"CONTAINERS_CONF=" + dir_ + "/containers.conf"});
+  }
+
+  void ImportImage() {
+    fs::create_directories(dir_ + "/rootfs/bin");
+    fs::copy_file("/bin/busybox", dir_ + "/rootfs/bin/busybox");
+    for (const char* tool : {"sh", "sleep", "ip", "cat"}) {
+      fs::create_symlink("busybox", dir_ + "/rootfs/bin/" + tool);
+    }
+    auto tar =
+        testing::Run({"/usr/bin/tar", "-C", dir_ + "/rootfs", "-cf", dir_ + "/rootfs.tar", "."});
+    ASSERT_TRUE(tar.ok() && tar->status == 0);
+    auto imp = Podman({"import", dir_ + "/rootfs.tar", "localhost/fabric-e2e:1"});
+    ASSERT_TRUE(imp.ok() && imp->status == 0) << (imp.ok() ? imp->err : "");
+  }
+
+  void Sh(const std::vector<std::string>& cmd) {
+    auto r = testing::Run(cmd, absl::Seconds(30));
+    ASSERT_TRUE(r.ok() && r->status == 0)
+        << cmd[1] << " " << cmd[2] << ": " << (r.ok() ? r->err : "");
+  }
+
+  void WriteConflist(const std::string& first_plugin, const std::string& fabric_extra) {
+    std::ofstream(dir_ + "/net.d/fab" + tag_ + ".conflist") << absl::StrCat(
+        R"({"cniVersion":"1.0.0","name":"fab)", tag_, R"(","plugins":[)", first_plugin,
+        R"(,{"type":"fabric-cni","announce":{"count":3,"intervalMs":100,"tailMs":[1000]},)",
+        R"("stateDir":")", dir_, R"(/state","envDir":")", dir_, R"(/env")", fabric_extra, "}]}");
+  }
+
+  // Bridge mode: the bridge exists before the pod, so the capture on it sees the first frame.
+  std::string BridgePlugin() {
+    bridge_ = "fabbr" + tag_;
+    Sh({kIp, "link", "add", bridge_, "type", "bridge"});
+    links_.push_back(bridge_);
+    Sh({kIp, "link", "set", bridge_, "up"});
+    StartCapture(bridge_);
+    return absl::StrCat(R"({"type":"bridge","bridge":")", bridge_,
+                        R"(","isGateway":true,"ipMasq":false,"ipam":{"type":"host-local",)",
+                        R"("ranges":[[{"subnet":"10.89.)", Octet(),
+                        R"(.0/24","rangeStart":"10.89.)", Octet(), R"(.10","rangeEnd":"10.89.)",
+                        Octet(), R"(.10"}]]}})");
+  }
+
+  std::string Octet() const { return absl::StrCat(std::stoi(tag_) % 200 + 20); }
+  std::string PodIp() const { return absl::StrCat("10.89.", Octet(), ".10"); }
+
+  void StartCapture(const std::string& ifname) {
+    capture_ = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ARP));
+    ASSERT_GE(capture_, 0);
+    sockaddr_ll sll{};
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_ARP);
+    sll.sll_ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+    ASSERT_GT(sll.sll_ifindex, 0) << ifname;
+    ASSERT_EQ(bind(capture_, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)), 0);
+  }
+
+  // Gratuitous ARP requests for the pod's IP (sender IP = target IP) seen until `until`.
+  std::vector<Frame> Garps(absl::Time until) {
+    std::vector<Frame> out;
+    const in_addr_t ip = inet_addr(PodIp().c_str());
+    while (absl::Now() < until) {
+      pollfd p{capture_, POLLIN, 0};
+      int left = static_cast<int>(absl::ToInt64Milliseconds(until - absl::Now()));
+      if (poll(&p, 1, std::max(left, 1)) <= 0) continue;
+      char buf[2048];
+      ssize_t n = recv(capture_, buf, sizeof(buf), 0);
+      if (n < 42) continue;
+      // Ethernet (14) + ARP: op at 20, sender IP at 28, target IP at 38.
+      in_addr_t sip, tip;
+      std::memcpy(&sip, buf + 28, 4);
+      std::memcpy(&tip, buf + 38, 4);
+      if (buf[12] == 0x08 && buf[13] == 0x06 && sip == ip && tip == ip) {
+        out.push_back({absl::Now(), std::string(buf, static_cast<size_t>(n))});
+      }
+    }
+    return out;
+  }
+
+  std::string RunPod(const std::string& seconds) {
+    auto r = Podman(
+        {"run", "-d", "--network", "fab" + tag_, "localhost/fabric-e2e:1", "/bin/sleep", seconds});
+    EXPECT_TRUE(r.ok() && r->status == 0) << (r.ok() ? r->err : std::string(r.status().message()));
+    return r.ok() ? std::string(absl::StripAsciiWhitespace(r->out)) : "";
+  }
+
+  std::string podman_, tag_, dir_, bridge_;
+  std::vector<std::string> links_;
+  int capture_ = -1;
+  std::unique_ptr<testing::Subprocess> agent_;
+};
+
+TEST_F(PodmanCniTest, BridgePodIsAnnouncedByTheDetachedChildAndDelCleansUp) {
+  WriteConflist(BridgePlugin(), R"(,"agentSocket":"/nonexistent/announce.sock")");
+  ASSERT_FALSE(HasFatalFailure());
+  const absl::Time start = absl::Now();
+  std::string id = RunPod("30");
+  ASSERT_FALSE(id.empty());
+  // Offsets 0, 100, 200, 300 ms and 1 s: five from fabric-cni (the kernel's arp_notify may add
+  // one of its own, 42 bytes: ours are padded to 60).
+  std::vector<Frame> seen = Garps(start + absl::Milliseconds(2500));
+  int ours = 0;
+  bool late = false;
+  for (const Frame& f : seen) {
+    if (f.bytes.size() >= 60) ++ours;
+    late = late || f.at - start > absl::Milliseconds(900);
+  }
+  EXPECT_EQ(ours, 5) << seen.size() << " gratuitous ARPs in all";
+  EXPECT_TRUE(late) << "no repeat after ADD returned";
+  // The env file for launchers, then DEL removes it with the rest of the pod's state.
+  std::ifstream env(absl::StrCat(dir_, "/env/", id, ".env"));
+  std::string text((std::istreambuf_iterator<char>(env)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, ::testing::HasSubstr("FABRIC_POD_IPS"));
+  auto rm = Podman({"rm", "-f", "-t", "0", id});
+  ASSERT_TRUE(rm.ok() && rm->status == 0) << (rm.ok() ? rm->err : "");
+  EXPECT_FALSE(fs::exists(absl::StrCat(dir_, "/env/", id, ".env")));
+}
+
+TEST_F(PodmanCniTest, AgentHoldsThePodAndReannouncesIt) {
+  ASSERT_TRUE(testing::WriteExampleHost("roce-9port", dir_ + "/host").ok());
+  const std::string socket = dir_ + "/agent/agent.sock";
+  agent_ =
+      *testing::Subprocess::Start({kAgent, "--socket=" + socket, "--sysfs=" + dir_ + "/host/sys",
+                                   "--procfs=" + dir_ + "/host/proc", "--log-level=debug"});
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return testing::UnixSocketAccepts(socket); }, absl::Seconds(20)))
+      << agent_->Stderr();
+  WriteConflist(BridgePlugin(), absl::StrCat(R"(,"agentSocket":")", dir_,
+                                             R"(/agent/announce.sock","requireAgent":true)"));
+  ASSERT_FALSE(HasFatalFailure());
+  const absl::Time start = absl::Now();
+  std::string id = RunPod("30");
+  ASSERT_FALSE(id.empty());
+  std::vector<Frame> seen = Garps(start + absl::Milliseconds(2500));
+  int ours = 0;
+  for (const Frame& f : seen) ours += f.bytes.size() >= 60;
+  EXPECT_EQ(ours, 5) << agent_->Stderr();
+
+  const std::string target = "--target=unix://" + socket;
+  auto list = testing::Run({kFabricctl, "announcements", target, "--container=" + id});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->status, 0) << list->err;
+  EXPECT_THAT(list->out, ::testing::HasSubstr(PodIp()));
+  EXPECT_THAT(list->out, ::testing::HasSubstr("done"));
+
+  // Re-announce by hand: the agent still holds the pod's socket.
+  const absl::Time again = absl::Now();
+  auto re = testing::Run({kFabricctl, "announce", target, "--container=" + id});
+  ASSERT_TRUE(re.ok());
+  EXPECT_EQ(re->status, 0) << re->err;
+  EXPECT_GE(Garps(again + absl::Milliseconds(1500)).size(), 4u);
+
+  auto rm = Podman({"rm", "-f", "-t", "0", id});
+  ASSERT_TRUE(rm.ok() && rm->status == 0);
+  auto after = testing::Run({kFabricctl, "announcements", target, "--container=" + id, "--json"});
+  ASSERT_TRUE(after.ok());
+  EXPECT_THAT(after->out,
+              ::testing::AnyOf(::testing::HasSubstr("CANCELLED"), ::testing::HasSubstr("GONE")));
+}
+
+TEST_F(PodmanCniTest, MacvlanPodIsAnnouncedOnTheMastersWire) {
+  // macvlan needs a master whose frames reach somewhere: one end of a veth pair, captured at
+  // the other.
+  const std::string master = "fabmv" + tag_;
+  const std::string far = "fabmw" + tag_;
+  Sh({kIp, "link", "add", master, "type", "veth", "peer", "name", far});
+  links_.push_back(master);
+  Sh({kIp, "link", "set", master, "up"});
+  Sh({kIp, "link", "set", far, "up"});
+  StartCapture(far);
+  WriteConflist(
+      absl::StrCat(R"({"type":"macvlan","master":")", master,
+                   R"(","mode":"bridge","ipam":{"type":"host-local","ranges":[[{"subnet":"10.89.)",
+                   Octet(), R"(.0/24","rangeStart":"10.89.)", Octet(), R"(.10","rangeEnd":"10.89.)",
+                   Octet(), R"(.10"}]]}})"),
+      R"(,"agentSocket":"/nonexistent/announce.sock")");
+  const absl::Time start = absl::Now();
+  std::string id = RunPod("30");
+  ASSERT_FALSE(id.empty());
+  std::vector<Frame> seen = Garps(start + absl::Milliseconds(2500));
+  int ours = 0;
+  for (const Frame& f : seen) ours += f.bytes.size() >= 60;
+  EXPECT_EQ(ours, 5);
+}
+
+}  // namespace
+}  // namespace fabric
