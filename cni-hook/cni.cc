@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/announce/handoff.h"
+#include "agent/common/json_depth.h"
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
 
@@ -210,30 +211,6 @@ bool ParseIp(std::string_view text, int* family, in6_addr* out) {
   return false;
 }
 
-// How deep arrays and objects nest, strings skipped. nlohmann parses deep input fine but copies
-// and dumps it recursively: bound it before parsing so no input can exhaust the stack.
-int NestingDepth(std::string_view s) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char ch = s[i];
-    if (in_string) {
-      if (ch == '\\') {
-        ++i;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (ch == ']' || ch == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 constexpr int kMaxDepth = 64;
 
 }  // namespace
@@ -349,7 +326,7 @@ absl::StatusOr<Env> ParseEnv(const EnvMap& env) {
 }
 
 std::string PeekVersion(std::string_view stdin_bytes) {
-  if (NestingDepth(stdin_bytes) > kMaxDepth) return "";
+  if (JsonNestingDepth(stdin_bytes) > kMaxDepth) return "";
   Json j = Json::parse(stdin_bytes.begin(), stdin_bytes.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return "";
   auto it = j.find("cniVersion");
@@ -358,7 +335,7 @@ std::string PeekVersion(std::string_view stdin_bytes) {
 }
 
 absl::StatusOr<Config> ParseConfig(std::string_view stdin_bytes, Command command) {
-  if (NestingDepth(stdin_bytes) > kMaxDepth) {
+  if (JsonNestingDepth(stdin_bytes) > kMaxDepth) {
     return Error(kDecodeFailure, absl::StrCat("stdin nests deeper than ", kMaxDepth, " levels"));
   }
   Json root = Json::parse(stdin_bytes.begin(), stdin_bytes.end(), nullptr, false);

@@ -27,25 +27,45 @@ ProbeParams TcpParams(TestKind test) {
   return p;
 }
 
-class InProcess : public ::testing::TestWithParam<TestKind> {};
-
-TEST_P(InProcess, TcpTransportRunsTheTest) {
+// A server in this process on 127.0.0.1, on a port the kernel picks.
+ServerOptions LoopbackServer() {
   ServerOptions so;
   so.bind = "127.0.0.1";
   so.port = 0;
-  so.local.timeout = absl::Seconds(5);
+  return so;
+}
+
+// What one test gave on either side.
+struct Outcome {
+  absl::StatusOr<ProbeResult> client;
+  absl::StatusOr<ServedTest> served;
+};
+
+// Runs `spec` against a server with the options `so` that serves that one test.
+Outcome RunAgainstServer(const ServerOptions& so, ProbeSpec spec) {
   absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
-  ASSERT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) {
+    ADD_FAILURE() << "ProbeServer::Create: " << server.status();
+    return {server.status(), server.status()};
+  }
   absl::StatusOr<ServedTest> served;
   std::thread t([&] { served = (*server)->ServeOne(); });
-
-  ProbeSpec spec;
-  spec.params = TcpParams(GetParam());
   spec.host = "127.0.0.1";
   spec.port = (*server)->port();
-  spec.local.timeout = absl::Seconds(5);
   absl::StatusOr<ProbeResult> r = RunProbe(spec);
   t.join();
+  return {std::move(r), std::move(served)};
+}
+
+class InProcess : public ::testing::TestWithParam<TestKind> {};
+
+TEST_P(InProcess, TcpTransportRunsTheTest) {
+  ServerOptions so = LoopbackServer();
+  so.local.timeout = absl::Seconds(5);
+  ProbeSpec spec;
+  spec.params = TcpParams(GetParam());
+  spec.local.timeout = absl::Seconds(5);
+  auto [r, served] = RunAgainstServer(so, spec);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(served.ok()) << served.status();
   EXPECT_TRUE(served->status.ok()) << served->status;
@@ -77,23 +97,13 @@ INSTANTIATE_TEST_SUITE_P(AllTests, InProcess,
 class DurationMode : public ::testing::TestWithParam<TestKind> {};
 
 TEST_P(DurationMode, CountsOnlyTheWindow) {
-  ServerOptions so;
-  so.bind = "127.0.0.1";
-  so.port = 0;
-  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
-  ASSERT_TRUE(server.ok()) << server.status();
-  absl::StatusOr<ServedTest> served;
-  std::thread t([&] { served = (*server)->ServeOne(); });
   ProbeSpec spec;
   spec.params = TcpParams(GetParam());
   spec.params.iterations = 0;
   spec.params.duration = absl::Milliseconds(300);
   spec.params.margin = absl::Milliseconds(100);
-  spec.host = "127.0.0.1";
-  spec.port = (*server)->port();
   absl::Time start = absl::Now();
-  absl::StatusOr<ProbeResult> r = RunProbe(spec);
-  t.join();
+  auto [r, served] = RunAgainstServer(LoopbackServer(), spec);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(served.ok() && served->status.ok());
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(400));
@@ -106,10 +116,7 @@ INSTANTIATE_TEST_SUITE_P(SomeTests, DurationMode,
                          [](const auto& tp) { return std::string(TestName(tp.param)); });
 
 TEST(ProbeServer, StopEndsServeAtOnce) {
-  ServerOptions so;
-  so.bind = "127.0.0.1";
-  so.port = 0;
-  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(LoopbackServer());
   ASSERT_TRUE(server.ok());
   absl::Status st = absl::UnknownError("not run");
   std::thread t([&] { st = (*server)->Serve(); });
@@ -122,24 +129,15 @@ TEST(ProbeServer, StopEndsServeAtOnce) {
 }
 
 TEST(ProbeServer, RejectsMismatchedParameters) {
-  ServerOptions so;
-  so.bind = "127.0.0.1";
-  so.port = 0;
+  ServerOptions so = LoopbackServer();
   so.test = TestKind::kWriteBw;
   so.expect = TcpParams(TestKind::kWriteBw);
   so.expect.size = 1024;
   so.explicit_fields = kFieldSize;
-  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
-  ASSERT_TRUE(server.ok());
-  absl::StatusOr<ServedTest> served;
-  std::thread t([&] { served = (*server)->ServeOne(); });
   ProbeSpec spec;
   spec.params = TcpParams(TestKind::kWriteBw);
   spec.params.size = 2048;
-  spec.host = "127.0.0.1";
-  spec.port = (*server)->port();
-  absl::StatusOr<ProbeResult> r = RunProbe(spec);
-  t.join();
+  auto [r, served] = RunAgainstServer(so, spec);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
   EXPECT_NE(r.status().message().find("size 1024 here, 2048 asked"), std::string::npos)
@@ -231,22 +229,38 @@ TEST(BinaryFailures, TableOutputSaysTcp) {
   EXPECT_NE(c->out.find("CLOCK_MONOTONIC_RAW"), std::string::npos) << c->out;
 }
 
-TEST(BinaryFailures, VanishedServerIsAClearErrorWithinTheTimeout) {
+// A server and a client half a second into a 30 s `test` over TCP, for killing one of them.
+// Either is null when it did not start.
+struct LongTest {
+  std::unique_ptr<Subprocess> server;
+  std::unique_ptr<Subprocess> client;
+};
+LongTest StartLongTest(const std::string& test, const std::vector<std::string>& client_args = {}) {
+  LongTest t;
   uint16_t port = 0;
-  std::unique_ptr<Subprocess> server = StartServer({"write_lat", "--transport", "tcp"}, &port);
-  ASSERT_NE(server, nullptr);
-  absl::StatusOr<std::unique_ptr<Subprocess>> client =
-      Subprocess::Start({FABRIC_PROBE, "write_lat", "127.0.0.1", "-p", absl::StrCat(port),
-                         "--transport", "tcp", "-D", "30", "--margin", "0", "--timeout", "3"});
-  ASSERT_TRUE(client.ok());
+  t.server = StartServer({test, "--transport", "tcp"}, &port);
+  if (t.server == nullptr) return t;
+  std::vector<std::string> args = {FABRIC_PROBE, test, "127.0.0.1", "-p", absl::StrCat(port)};
+  args.insert(args.end(), {"--transport", "tcp", "-D", "30", "--margin", "0"});
+  args.insert(args.end(), client_args.begin(), client_args.end());
+  absl::StatusOr<std::unique_ptr<Subprocess>> client = Subprocess::Start(args);
+  if (!client.ok()) return t;
+  t.client = std::move(*client);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  server->Signal(SIGKILL);
+  return t;
+}
+
+TEST(BinaryFailures, VanishedServerIsAClearErrorWithinTheTimeout) {
+  LongTest t = StartLongTest("write_lat", {"--timeout", "3"});
+  ASSERT_NE(t.server, nullptr);
+  ASSERT_NE(t.client, nullptr);
+  t.server->Signal(SIGKILL);
   const absl::Time killed = absl::Now();
-  std::optional<int> rc = (*client)->Wait(absl::Seconds(10));
+  std::optional<int> rc = t.client->Wait(absl::Seconds(10));
   ASSERT_TRUE(rc.has_value()) << "client still running 10 s after the server died";
   EXPECT_LT(absl::Now() - killed, absl::Seconds(4));
   EXPECT_EQ(*rc, kExitFailure);
-  const std::string err = (*client)->Stderr();
+  const std::string err = t.client->Stderr();
   EXPECT_NE(err.find("fabric-probe: error: write_lat with 127.0.0.1"), std::string::npos) << err;
   EXPECT_TRUE(err.find("closed the connection") != std::string::npos ||
               err.find("connection to the peer lost") != std::string::npos)
@@ -254,19 +268,15 @@ TEST(BinaryFailures, VanishedServerIsAClearErrorWithinTheTimeout) {
 }
 
 TEST(BinaryFailures, ClientKilledServerReportsIt) {
-  uint16_t port = 0;
-  std::unique_ptr<Subprocess> server = StartServer({"read_bw", "--transport", "tcp"}, &port);
-  ASSERT_NE(server, nullptr);
-  absl::StatusOr<std::unique_ptr<Subprocess>> client =
-      Subprocess::Start({FABRIC_PROBE, "read_bw", "127.0.0.1", "-p", absl::StrCat(port),
-                         "--transport", "tcp", "-D", "30", "--margin", "0"});
-  ASSERT_TRUE(client.ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  (*client)->Signal(SIGKILL);
-  std::optional<int> rc = server->Wait(absl::Seconds(15));
+  LongTest t = StartLongTest("read_bw");
+  ASSERT_NE(t.server, nullptr);
+  ASSERT_NE(t.client, nullptr);
+  t.client->Signal(SIGKILL);
+  std::optional<int> rc = t.server->Wait(absl::Seconds(15));
   ASSERT_TRUE(rc.has_value());
   EXPECT_EQ(*rc, kExitFailure);
-  EXPECT_NE(server->Stderr().find("read_bw from 127.0.0.1"), std::string::npos) << server->Stderr();
+  EXPECT_NE(t.server->Stderr().find("read_bw from 127.0.0.1"), std::string::npos)
+      << t.server->Stderr();
 }
 
 TEST(BinaryFailures, UnreachablePeer) {

@@ -177,27 +177,56 @@ class RdmaTestImpl final : public RdmaTest {
   absl::Status ToRts(ibv_qp* qp, uint32_t psn);
   absl::Status PostRecv(uint32_t q);
   absl::Status PostInitialRecvs();
+  // A scatter/gather entry of one message at `at` in the registered buffer.
+  ibv_sge Sge(uint8_t* at) const {
+    return {reinterpret_cast<uintptr_t>(at), static_cast<uint32_t>(p_.size), mr_->lkey};
+  }
+  // A work request of the test's verb with the one entry `sge` (which must outlive it), aimed at
+  // the peer's inbox(q), inlined where the size allows, with `flags` (IBV_SEND_SIGNALED) added.
+  ibv_send_wr WorkRequest(uint32_t q, ibv_sge& sge, unsigned flags = 0) const;
+  absl::Status PostSend(uint32_t q, ibv_send_wr* wr);
 
   absl::Status CmListen(const std::string& bind);
   absl::StatusOr<CmEvent> WaitCm(std::string_view what);
   absl::Status ExpectCm(rdma_cm_event_type want, std::string_view what, rdma_cm_id** id = nullptr);
   absl::Status CmConnect(const std::string& peer, uint16_t port);
   absl::Status CmAccept();
+  absl::Status CmCreateQp(rdma_cm_id* id, std::string_view peer);
+  absl::Status CmEstablished(rdma_cm_id* id);
   rdma_conn_param ConnParam() const;
 
   absl::Status Exchange(Channel& ch);
   absl::Status Barrier(Channel& ch, uint32_t phase);
 
+  // Duration mode, from now: the warm-up margin ends at `warm_end`, the measured window at `end`.
+  struct Window {
+    int64_t warm_end;
+    int64_t end;
+  };
+  Window DurationWindow() const {
+    const int64_t warm_end = NowNs() + absl::ToInt64Nanoseconds(p_.margin);
+    return {warm_end, warm_end + absl::ToInt64Nanoseconds(p_.duration)};
+  }
   absl::StatusOr<Measurement> RunBw();
+  template <typename RoundTrip>
+  absl::StatusOr<Measurement> TimeRoundTrips(RoundTrip round_trip);
+  template <typename AwaitReply>
+  absl::StatusOr<Measurement> RunPingPongClient(std::string_view noun, AwaitReply await_reply);
+  template <typename AwaitPing>
+  absl::Status RunPingPongServer(std::string_view reply_completion, AwaitPing await_ping);
   absl::StatusOr<Measurement> RunWriteLatClient();
   absl::StatusOr<Measurement> RunSendLatClient();
   absl::StatusOr<Measurement> RunReadLatClient();
   absl::Status RunWriteLatServer();
   absl::Status RunSendLatServer();
   absl::Status RunSendBwServer(Channel& ch);
+  // Waits for one completion on `cq` into `wc`.
+  absl::Status WaitCompletion(ibv_cq* cq, Spin& spin, std::string_view what, ibv_wc* wc);
   // Waits for one send completion (latency tests signal every message).
   absl::Status WaitSend(Spin& spin, std::string_view what);
   absl::Status WaitRecv(Spin& spin, std::string_view what);
+  // Posts one work request on QP 0 and waits for its completion: `wr` must be signalled.
+  absl::Status PostAndWait(ibv_send_wr& wr, Spin& spin, std::string_view what);
 
   Role role_;
   ProbeParams p_;
@@ -487,7 +516,7 @@ absl::Status RdmaTestImpl::ToRts(ibv_qp* qp, uint32_t psn) {
 }
 
 absl::Status RdmaTestImpl::PostRecv(uint32_t q) {
-  ibv_sge sge{reinterpret_cast<uintptr_t>(inbox(q)), static_cast<uint32_t>(p_.size), mr_->lkey};
+  ibv_sge sge = Sge(inbox(q));
   ibv_recv_wr wr{};
   wr.wr_id = q;
   wr.sg_list = &sge;
@@ -495,6 +524,31 @@ absl::Status RdmaTestImpl::PostRecv(uint32_t q) {
   ibv_recv_wr* bad = nullptr;
   if (int rc = ibv_post_recv(qps_[q], &wr, &bad); rc != 0) {
     return absl::InternalError(absl::StrCat("ibv_post_recv: ", Errno(rc)));
+  }
+  return absl::OkStatus();
+}
+
+ibv_send_wr RdmaTestImpl::WorkRequest(uint32_t q, ibv_sge& sge, unsigned flags) const {
+  const Verb verb = VerbOf(p_.test);
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = verb == Verb::kWrite  ? IBV_WR_RDMA_WRITE
+              : verb == Verb::kRead ? IBV_WR_RDMA_READ
+                                    : IBV_WR_SEND;
+  // Reads cannot be inlined: the data comes from the peer.
+  wr.send_flags =
+      flags | ((verb != Verb::kRead && p_.size <= p_.inline_size) ? IBV_SEND_INLINE : 0);
+  // A send ignores the remote address and key.
+  wr.wr.rdma.remote_addr = remote_[q].addr;
+  wr.wr.rdma.rkey = remote_[q].rkey;
+  return wr;
+}
+
+absl::Status RdmaTestImpl::PostSend(uint32_t q, ibv_send_wr* wr) {
+  ibv_send_wr* bad = nullptr;
+  if (int rc = ibv_post_send(qps_[q], wr, &bad); rc != 0) {
+    return absl::UnavailableError(absl::StrCat("ibv_post_send: ", Errno(rc)));
   }
   return absl::OkStatus();
 }
@@ -601,29 +655,12 @@ absl::Status RdmaTestImpl::CmConnect(const std::string& peer, uint16_t port) {
       return absl::UnavailableError(absl::StrCat("rdma_resolve_route: ", Errno(errno)));
     }
     FABRIC_RETURN_IF_ERROR(ExpectCm(RDMA_CM_EVENT_ROUTE_RESOLVED, "rdma_cm route resolution"));
-    if (ctx_ == nullptr) {
-      ctx_ = id->verbs;
-      device_ = ibv_get_device_name(ctx_->device);
-      port_ = id->port_num;
-      if (!local_.device.empty() && local_.device != device_) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("rdma_cm routes ", addr, " through ", device_, ", not ", local_.device));
-      }
-      FABRIC_RETURN_IF_ERROR(QueryDevice());
-      FABRIC_RETURN_IF_ERROR(SetupMemory());
-    }
-    FABRIC_RETURN_IF_ERROR(CreateQp(id));
-    uint8_t timeout = kAckTimeout;
-    if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, 1) != 0) {
-      Log(LogLevel::kWarning, "rdma_set_option ACK_TIMEOUT: ", Errno(errno),
-          " (keeping the CM's default)");
-    }
+    FABRIC_RETURN_IF_ERROR(CmCreateQp(id, addr));
     rdma_conn_param cp = ConnParam();
     if (rdma_connect(id, &cp) != 0) {
       return absl::UnavailableError(absl::StrCat("rdma_connect: ", Errno(errno)));
     }
-    FABRIC_RETURN_IF_ERROR(ExpectCm(RDMA_CM_EVENT_ESTABLISHED, "the rdma_cm connection"));
-    stack_.Push("rdma_disconnect", [id] { return rdma_disconnect(id); });
+    FABRIC_RETURN_IF_ERROR(CmEstablished(id));
   }
   return absl::OkStatus();
 }
@@ -634,26 +671,43 @@ absl::Status RdmaTestImpl::CmAccept() {
     FABRIC_RETURN_IF_ERROR(
         ExpectCm(RDMA_CM_EVENT_CONNECT_REQUEST, "an rdma_cm connect request", &id));
     stack_.Push("rdma_destroy_id", [id] { return rdma_destroy_id(id); });
-    if (ctx_ == nullptr) {
-      ctx_ = id->verbs;
-      device_ = ibv_get_device_name(ctx_->device);
-      port_ = id->port_num;
-      FABRIC_RETURN_IF_ERROR(QueryDevice());
-      FABRIC_RETURN_IF_ERROR(SetupMemory());
-    }
-    FABRIC_RETURN_IF_ERROR(CreateQp(id));
-    uint8_t timeout = kAckTimeout;
-    if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, 1) != 0) {
-      Log(LogLevel::kWarning, "rdma_set_option ACK_TIMEOUT: ", Errno(errno),
-          " (keeping the CM's default)");
-    }
+    FABRIC_RETURN_IF_ERROR(CmCreateQp(id, /*peer=*/""));
     rdma_conn_param cp = ConnParam();
     if (rdma_accept(id, &cp) != 0) {
       return absl::UnavailableError(absl::StrCat("rdma_accept: ", Errno(errno)));
     }
-    FABRIC_RETURN_IF_ERROR(ExpectCm(RDMA_CM_EVENT_ESTABLISHED, "the rdma_cm connection"));
-    stack_.Push("rdma_disconnect", [id] { return rdma_disconnect(id); });
+    FABRIC_RETURN_IF_ERROR(CmEstablished(id));
   }
+  return absl::OkStatus();
+}
+
+// The first id tells which device and port rdma_cm chose: the memory and CQs are set up for that
+// device then. The client's named device (-d) must be the one rdma_cm routes `peer` through.
+absl::Status RdmaTestImpl::CmCreateQp(rdma_cm_id* id, std::string_view peer) {
+  if (ctx_ == nullptr) {
+    ctx_ = id->verbs;
+    device_ = ibv_get_device_name(ctx_->device);
+    port_ = id->port_num;
+    if (role_ == Role::kClient && !local_.device.empty() && local_.device != device_) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("rdma_cm routes ", Av(peer), " through ", device_, ", not ", local_.device));
+    }
+    FABRIC_RETURN_IF_ERROR(QueryDevice());
+    FABRIC_RETURN_IF_ERROR(SetupMemory());
+  }
+  FABRIC_RETURN_IF_ERROR(CreateQp(id));
+  uint8_t timeout = kAckTimeout;
+  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, 1) != 0) {
+    Log(LogLevel::kWarning, "rdma_set_option ACK_TIMEOUT: ", Errno(errno),
+        " (keeping the CM's default)");
+  }
+  return absl::OkStatus();
+}
+
+// Waits for the connection rdma_connect or rdma_accept asked for; it is disconnected on release.
+absl::Status RdmaTestImpl::CmEstablished(rdma_cm_id* id) {
+  FABRIC_RETURN_IF_ERROR(ExpectCm(RDMA_CM_EVENT_ESTABLISHED, "the rdma_cm connection"));
+  stack_.Push("rdma_disconnect", [id] { return rdma_disconnect(id); });
   return absl::OkStatus();
 }
 
@@ -705,17 +759,14 @@ absl::Status RdmaTestImpl::Exchange(Channel& ch) {
 }
 
 absl::Status RdmaTestImpl::Barrier(Channel& ch, uint32_t phase) {
-  if (role_ == Role::kClient) {
-    FABRIC_RETURN_IF_ERROR(ch.Send(wire::Sync{phase}));
-    absl::StatusOr<wire::Sync> s = ch.RecvAs<wire::Sync>("the server's barrier");
-    if (!s.ok()) return s.status();
-    if (s->phase != phase) return absl::InvalidArgumentError("barrier phase mismatch");
-    return absl::OkStatus();
-  }
-  absl::StatusOr<wire::Sync> s = ch.RecvAs<wire::Sync>("the client's barrier");
+  // The client speaks first, the server answers.
+  const bool client = role_ == Role::kClient;
+  if (client) FABRIC_RETURN_IF_ERROR(ch.Send(wire::Sync{phase}));
+  absl::StatusOr<wire::Sync> s =
+      ch.RecvAs<wire::Sync>(client ? "the server's barrier" : "the client's barrier");
   if (!s.ok()) return s.status();
   if (s->phase != phase) return absl::InvalidArgumentError("barrier phase mismatch");
-  return ch.Send(wire::Sync{phase});
+  return client ? absl::OkStatus() : ch.Send(wire::Sync{phase});
 }
 
 absl::Status RdmaTestImpl::Connect(Channel& ch, const std::string& peer, uint16_t cm_port) {
@@ -730,12 +781,12 @@ absl::Status RdmaTestImpl::Connect(Channel& ch, const std::string& peer, uint16_
 
 // --- measurement loops --------------------------------------------------------------------
 
-absl::Status RdmaTestImpl::WaitSend(Spin& spin, std::string_view what) {
-  ibv_wc wc;
+absl::Status RdmaTestImpl::WaitCompletion(ibv_cq* cq, Spin& spin, std::string_view what,
+                                          ibv_wc* wc) {
   for (;;) {
-    const int n = ibv_poll_cq(scq_, 1, &wc);
+    const int n = ibv_poll_cq(cq, 1, wc);
     if (n > 0) {
-      if (wc.status != IBV_WC_SUCCESS) return absl::UnavailableError(WcError(wc, what));
+      if (wc->status != IBV_WC_SUCCESS) return absl::UnavailableError(WcError(*wc, what));
       spin.Progress();
       return absl::OkStatus();
     }
@@ -744,18 +795,20 @@ absl::Status RdmaTestImpl::WaitSend(Spin& spin, std::string_view what) {
   }
 }
 
+absl::Status RdmaTestImpl::WaitSend(Spin& spin, std::string_view what) {
+  ibv_wc wc;
+  return WaitCompletion(scq_, spin, what, &wc);
+}
+
 absl::Status RdmaTestImpl::WaitRecv(Spin& spin, std::string_view what) {
   ibv_wc wc;
-  for (;;) {
-    const int n = ibv_poll_cq(rcq_, 1, &wc);
-    if (n > 0) {
-      if (wc.status != IBV_WC_SUCCESS) return absl::UnavailableError(WcError(wc, what));
-      spin.Progress();
-      return PostRecv(static_cast<uint32_t>(wc.wr_id));
-    }
-    if (n < 0) return absl::UnavailableError("ibv_poll_cq failed (device removed?)");
-    if (spin.Tick()) return spin.Why(what);
-  }
+  FABRIC_RETURN_IF_ERROR(WaitCompletion(rcq_, spin, what, &wc));
+  return PostRecv(static_cast<uint32_t>(wc.wr_id));
+}
+
+absl::Status RdmaTestImpl::PostAndWait(ibv_send_wr& wr, Spin& spin, std::string_view what) {
+  FABRIC_RETURN_IF_ERROR(PostSend(0, &wr));
+  return WaitSend(spin, what);
 }
 
 absl::StatusOr<Measurement> RdmaTestImpl::RunClient() {
@@ -792,25 +845,12 @@ absl::StatusOr<Measurement> RdmaTestImpl::RunBw() {
   const uint32_t nq = p_.num_qps;
   const bool dur = p_.duration_mode();
   const uint64_t iters = p_.iterations;
-  const Verb verb = VerbOf(p_.test);
-  const ibv_wr_opcode opcode = verb == Verb::kWrite  ? IBV_WR_RDMA_WRITE
-                               : verb == Verb::kRead ? IBV_WR_RDMA_READ
-                                                     : IBV_WR_SEND;
-  const unsigned base_flags =
-      (verb != Verb::kRead && p_.size <= p_.inline_size) ? IBV_SEND_INLINE : 0;
 
   std::vector<ibv_sge> sges(nq);
   std::vector<std::vector<ibv_send_wr>> wrs(nq, std::vector<ibv_send_wr>(p_.post_list));
   for (uint32_t q = 0; q < nq; ++q) {
-    sges[q] = {reinterpret_cast<uintptr_t>(outbox(q)), static_cast<uint32_t>(p_.size), mr_->lkey};
-    for (ibv_send_wr& wr : wrs[q]) {
-      wr = {};
-      wr.sg_list = &sges[q];
-      wr.num_sge = 1;
-      wr.opcode = opcode;
-      wr.wr.rdma.remote_addr = remote_[q].addr;
-      wr.wr.rdma.rkey = remote_[q].rkey;
-    }
+    sges[q] = Sge(outbox(q));
+    for (ibv_send_wr& wr : wrs[q]) wr = WorkRequest(q, sges[q]);
   }
   std::vector<uint64_t> posted(nq, 0), completed(nq, 0), last_signaled(nq, 0);
   uint64_t total_completed = 0;
@@ -819,9 +859,7 @@ absl::StatusOr<Measurement> RdmaTestImpl::RunBw() {
   Measurement m;
   Spin spin(local_.timeout, cancel_, watch_fd_);
   ibv_wc wc[kPollBatch];
-  const int64_t start = NowNs();
-  const int64_t warm_end = start + absl::ToInt64Nanoseconds(p_.margin);
-  const int64_t end = warm_end + absl::ToInt64Nanoseconds(p_.duration);
+  const auto [warm_end, end] = DurationWindow();
   bool in_window = !dur;
   bool stopping = false;
   uint64_t window_base = 0;
@@ -841,14 +879,11 @@ absl::StatusOr<Measurement> RdmaTestImpl::RunBw() {
           ibv_send_wr& wr = wrs[q][j];
           wr.wr_id = (uint64_t{q} << kQpShift) | seq;
           const bool signal = stopping || seq % p_.cq_mod == 0 || (!dur && seq == iters);
-          wr.send_flags = base_flags | (signal ? IBV_SEND_SIGNALED : 0);
+          wr.send_flags = (wr.send_flags & ~IBV_SEND_SIGNALED) | (signal ? IBV_SEND_SIGNALED : 0);
           if (signal) last_signaled[q] = seq;
           wr.next = j + 1 < chunk ? &wrs[q][j + 1] : nullptr;
         }
-        ibv_send_wr* bad = nullptr;
-        if (int rc = ibv_post_send(qps_[q], wrs[q].data(), &bad); rc != 0) {
-          return absl::UnavailableError(absl::StrCat("ibv_post_send: ", Errno(rc)));
-        }
+        FABRIC_RETURN_IF_ERROR(PostSend(q, wrs[q].data()));
         posted[q] += chunk;
         if (stopping) break;
       }
@@ -901,171 +936,123 @@ absl::StatusOr<Measurement> RdmaTestImpl::RunBw() {
   return m;
 }
 
-absl::StatusOr<Measurement> RdmaTestImpl::RunWriteLatClient() {
-  volatile uint8_t* in_last = inbox(0) + p_.size - 1;
-  uint8_t* out_last = outbox(0) + p_.size - 1;
-  ibv_sge sge{reinterpret_cast<uintptr_t>(outbox(0)), static_cast<uint32_t>(p_.size), mr_->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED | (p_.size <= p_.inline_size ? IBV_SEND_INLINE : 0);
-  wr.wr.rdma.remote_addr = remote_[0].addr;
-  wr.wr.rdma.rkey = remote_[0].rkey;
-  ibv_send_wr* bad = nullptr;
-
+// perftest's latency loop on QP 0: `round_trip(k)` posts message k and waits for what ends it,
+// for k = 1.. until the iterations are done or, in duration mode, the margin and then the
+// duration have passed. The time is read just before each post, so a sample is the time between
+// two successive posts; in duration mode only those after the warm-up margin are kept. (A
+// template, so that the body is inlined into the timed loop.)
+template <typename RoundTrip>
+absl::StatusOr<Measurement> RdmaTestImpl::TimeRoundTrips(RoundTrip round_trip) {
   const bool dur = p_.duration_mode();
   Measurement m;
   if (!dur) m.posts.reserve(p_.iterations);
-  Spin spin(local_.timeout, cancel_, watch_fd_);
-  const int64_t start = NowNs();
-  const int64_t warm_end = start + absl::ToInt64Nanoseconds(p_.margin);
-  const int64_t end = warm_end + absl::ToInt64Nanoseconds(p_.duration);
+  const auto [warm_end, end] = DurationWindow();
   for (uint64_t k = 1;; ++k) {
     const int64_t now = NowNs();
     if (dur ? now >= end : k > p_.iterations) break;
     if (!dur || now >= warm_end) m.posts.push_back(now);
+    FABRIC_RETURN_IF_ERROR(round_trip(k));
+  }
+  return m;
+}
+
+// write_lat and send_lat: message k carries Seq(k) in its last byte; `await_reply(spin, k)` waits
+// for the server's answer. In duration mode a last message carries the stop mark, which ends the
+// server's loop.
+template <typename AwaitReply>
+absl::StatusOr<Measurement> RdmaTestImpl::RunPingPongClient(std::string_view noun,
+                                                            AwaitReply await_reply) {
+  uint8_t* out_last = outbox(0) + p_.size - 1;
+  ibv_sge sge = Sge(outbox(0));
+  ibv_send_wr wr = WorkRequest(0, sge, IBV_SEND_SIGNALED);
+  const std::string completion = absl::StrCat("the ", Av(noun), "'s completion");
+  Spin spin(local_.timeout, cancel_, watch_fd_);
+  absl::StatusOr<Measurement> m = TimeRoundTrips([&](uint64_t k) -> absl::Status {
     *out_last = Seq(k);
-    if (int rc = ibv_post_send(qps_[0], &wr, &bad); rc != 0) {
-      return absl::UnavailableError(absl::StrCat("ibv_post_send: ", Errno(rc)));
-    }
-    FABRIC_RETURN_IF_ERROR(WaitSend(spin, "the write's completion"));
+    FABRIC_RETURN_IF_ERROR(PostAndWait(wr, spin, completion));
+    return await_reply(spin, k);
+  });
+  if (!m.ok()) return m;
+  if (p_.duration_mode()) {
+    *out_last = kStopMark;
+    FABRIC_RETURN_IF_ERROR(
+        PostAndWait(wr, spin, absl::StrCat("the last ", Av(noun), "'s completion")));
+  }
+  m->messages = m->posts.size();
+  return m;
+}
+
+// The server's side of write_lat and send_lat: `await_ping(spin, k)` waits for the client's
+// message k and prepares the reply; it returns true when the message was the stop mark.
+template <typename AwaitPing>
+absl::Status RdmaTestImpl::RunPingPongServer(std::string_view reply_completion,
+                                             AwaitPing await_ping) {
+  ibv_sge sge = Sge(outbox(0));
+  ibv_send_wr wr = WorkRequest(0, sge, IBV_SEND_SIGNALED);
+  Spin spin(local_.timeout + p_.margin, cancel_, watch_fd_);
+  for (uint64_t k = 1; p_.duration_mode() || k <= p_.iterations; ++k) {
+    absl::StatusOr<bool> stop = await_ping(spin, k);
+    if (!stop.ok()) return stop.status();
+    if (*stop) break;
+    FABRIC_RETURN_IF_ERROR(PostAndWait(wr, spin, reply_completion));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Measurement> RdmaTestImpl::RunWriteLatClient() {
+  volatile uint8_t* in_last = inbox(0) + p_.size - 1;
+  return RunPingPongClient("write", [&](Spin& spin, uint64_t k) -> absl::Status {
     const uint8_t want = Seq(k);
     while (*in_last != want) {
       if (spin.Tick()) return spin.Why(absl::StrCat("the server's write ", k));
     }
     spin.Progress();
-  }
-  if (dur) {
-    *out_last = kStopMark;
-    if (int rc = ibv_post_send(qps_[0], &wr, &bad); rc != 0) {
-      return absl::UnavailableError(absl::StrCat("ibv_post_send: ", Errno(rc)));
-    }
-    FABRIC_RETURN_IF_ERROR(WaitSend(spin, "the last write's completion"));
-  }
-  m.messages = m.posts.size();
-  return m;
+    return absl::OkStatus();
+  });
 }
 
 absl::Status RdmaTestImpl::RunWriteLatServer() {
   volatile uint8_t* in_last = inbox(0) + p_.size - 1;
   uint8_t* out_last = outbox(0) + p_.size - 1;
-  ibv_sge sge{reinterpret_cast<uintptr_t>(outbox(0)), static_cast<uint32_t>(p_.size), mr_->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED | (p_.size <= p_.inline_size ? IBV_SEND_INLINE : 0);
-  wr.wr.rdma.remote_addr = remote_[0].addr;
-  wr.wr.rdma.rkey = remote_[0].rkey;
-  ibv_send_wr* bad = nullptr;
-  Spin spin(local_.timeout + p_.margin, cancel_, watch_fd_);
-  for (uint64_t k = 1; p_.duration_mode() || k <= p_.iterations; ++k) {
+  auto await_write = [&](Spin& spin, uint64_t k) -> absl::StatusOr<bool> {
     const uint8_t want = Seq(k);
     uint8_t got;
     while ((got = *in_last) != want && got != kStopMark) {
       if (spin.Tick()) return spin.Why(absl::StrCat("the client's write ", k));
     }
-    if (got == kStopMark) break;
+    if (got == kStopMark) return true;
     spin.Progress();
     *out_last = want;
-    if (int rc = ibv_post_send(qps_[0], &wr, &bad); rc != 0) {
-      return absl::UnavailableError(absl::StrCat("ibv_post_send: ", Errno(rc)));
-    }
-    FABRIC_RETURN_IF_ERROR(WaitSend(spin, "the write's completion"));
-  }
-  return absl::OkStatus();
+    return false;
+  };
+  return RunPingPongServer("the write's completion", await_write);
 }
 
 absl::StatusOr<Measurement> RdmaTestImpl::RunSendLatClient() {
-  uint8_t* out_last = outbox(0) + p_.size - 1;
-  ibv_sge sge{reinterpret_cast<uintptr_t>(outbox(0)), static_cast<uint32_t>(p_.size), mr_->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED | (p_.size <= p_.inline_size ? IBV_SEND_INLINE : 0);
-  ibv_send_wr* bad = nullptr;
-
-  const bool dur = p_.duration_mode();
-  Measurement m;
-  if (!dur) m.posts.reserve(p_.iterations);
-  Spin spin(local_.timeout, cancel_, watch_fd_);
-  const int64_t start = NowNs();
-  const int64_t warm_end = start + absl::ToInt64Nanoseconds(p_.margin);
-  const int64_t end = warm_end + absl::ToInt64Nanoseconds(p_.duration);
-  for (uint64_t k = 1;; ++k) {
-    const int64_t now = NowNs();
-    if (dur ? now >= end : k > p_.iterations) break;
-    if (!dur || now >= warm_end) m.posts.push_back(now);
-    *out_last = Seq(k);
-    if (int rc = ibv_post_send(qps_[0], &wr, &bad); rc != 0) {
-      return absl::UnavailableError(absl::StrCat("ibv_post_send: ", Errno(rc)));
-    }
-    FABRIC_RETURN_IF_ERROR(WaitSend(spin, "the send's completion"));
-    FABRIC_RETURN_IF_ERROR(WaitRecv(spin, absl::StrCat("the server's reply ", k)));
-  }
-  if (dur) {
-    *out_last = kStopMark;
-    if (int rc = ibv_post_send(qps_[0], &wr, &bad); rc != 0) {
-      return absl::UnavailableError(absl::StrCat("ibv_post_send: ", Errno(rc)));
-    }
-    FABRIC_RETURN_IF_ERROR(WaitSend(spin, "the last send's completion"));
-  }
-  m.messages = m.posts.size();
-  return m;
+  return RunPingPongClient("send", [&](Spin& spin, uint64_t k) {
+    return WaitRecv(spin, absl::StrCat("the server's reply ", k));
+  });
 }
 
 absl::Status RdmaTestImpl::RunSendLatServer() {
   volatile uint8_t* in_last = inbox(0) + p_.size - 1;
-  ibv_sge sge{reinterpret_cast<uintptr_t>(outbox(0)), static_cast<uint32_t>(p_.size), mr_->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED | (p_.size <= p_.inline_size ? IBV_SEND_INLINE : 0);
-  ibv_send_wr* bad = nullptr;
-  Spin spin(local_.timeout + p_.margin, cancel_, watch_fd_);
-  for (uint64_t k = 1; p_.duration_mode() || k <= p_.iterations; ++k) {
+  auto await_send = [&](Spin& spin, uint64_t k) -> absl::StatusOr<bool> {
     FABRIC_RETURN_IF_ERROR(WaitRecv(spin, absl::StrCat("the client's send ", k)));
-    if (*in_last == kStopMark) break;
-    if (int rc = ibv_post_send(qps_[0], &wr, &bad); rc != 0) {
-      return absl::UnavailableError(absl::StrCat("ibv_post_send: ", Errno(rc)));
-    }
-    FABRIC_RETURN_IF_ERROR(WaitSend(spin, "the reply's completion"));
-  }
-  return absl::OkStatus();
+    return *in_last == kStopMark;
+  };
+  return RunPingPongServer("the reply's completion", await_send);
 }
 
 absl::StatusOr<Measurement> RdmaTestImpl::RunReadLatClient() {
-  ibv_sge sge{reinterpret_cast<uintptr_t>(outbox(0)), static_cast<uint32_t>(p_.size), mr_->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_READ;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = remote_[0].addr;
-  wr.wr.rdma.rkey = remote_[0].rkey;
-  ibv_send_wr* bad = nullptr;
-  const bool dur = p_.duration_mode();
-  Measurement m;
-  if (!dur) m.posts.reserve(p_.iterations);
+  ibv_sge sge = Sge(outbox(0));
+  ibv_send_wr wr = WorkRequest(0, sge, IBV_SEND_SIGNALED);
   Spin spin(local_.timeout, cancel_, watch_fd_);
-  const int64_t start = NowNs();
-  const int64_t warm_end = start + absl::ToInt64Nanoseconds(p_.margin);
-  const int64_t end = warm_end + absl::ToInt64Nanoseconds(p_.duration);
-  for (uint64_t k = 1;; ++k) {
-    const int64_t now = NowNs();
-    if (dur ? now >= end : k > p_.iterations) break;
-    if (!dur || now >= warm_end) m.posts.push_back(now);
-    if (int rc = ibv_post_send(qps_[0], &wr, &bad); rc != 0) {
-      return absl::UnavailableError(absl::StrCat("ibv_post_send: ", Errno(rc)));
-    }
-    FABRIC_RETURN_IF_ERROR(WaitSend(spin, absl::StrCat("read ", k)));
-  }
+  absl::StatusOr<Measurement> m =
+      TimeRoundTrips([&](uint64_t k) { return PostAndWait(wr, spin, absl::StrCat("read ", k)); });
+  if (!m.ok()) return m;
   // The last read's completion closes the last sample.
-  m.posts.push_back(NowNs());
-  m.messages = m.posts.size() - 1;
+  m->posts.push_back(NowNs());
+  m->messages = m->posts.size() - 1;
   return m;
 }
 

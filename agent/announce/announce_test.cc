@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/announce/frames.h"
+#include "agent/announce/test_addresses.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -25,28 +26,6 @@ const Mac kOther = {0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
 
 absl::Duration Ms(int64_t n) { return absl::Milliseconds(n); }
 
-Address V4(const char* ip, const char* gw = nullptr) {
-  Address a;
-  a.family = AF_INET;
-  a.prefix_len = 24;
-  EXPECT_EQ(inet_pton(AF_INET, ip, &a.addr), 1);
-  if (gw != nullptr) {
-    a.has_gateway = true;
-    EXPECT_EQ(inet_pton(AF_INET, gw, &a.gateway), 1);
-  }
-  return a;
-}
-Address V6(const char* ip, const char* gw = nullptr) {
-  Address a;
-  a.family = AF_INET6;
-  a.prefix_len = 64;
-  EXPECT_EQ(inet_pton(AF_INET6, ip, &a.addr), 1);
-  if (gw != nullptr) {
-    a.has_gateway = true;
-    EXPECT_EQ(inet_pton(AF_INET6, gw, &a.gateway), 1);
-  }
-  return a;
-}
 in_addr In4(const Address& a) {
   in_addr v;
   std::memcpy(&v, &a.addr, 4);

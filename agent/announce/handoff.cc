@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "agent/common/json_depth.h"
 
 namespace fabric::announce {
 namespace {
@@ -281,31 +282,9 @@ std::string EncodeHandoff(const Handoff& h) {
 }
 
 // A hand-off is two levels deep; deeper input is refused before nlohmann builds (and later
-// destroys) a tree whose depth is the attacker's choice.
-bool TooDeep(std::string_view bytes, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    char c = bytes[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > limit) return true;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return false;
-}
-
+// destroys) a tree whose depth is the sender's choice.
 absl::StatusOr<Handoff> DecodeHandoff(std::string_view bytes) {
-  if (TooDeep(bytes, 8)) return absl::InvalidArgumentError("hand-off: nested too deeply");
+  if (JsonNestingDepth(bytes) > 8) return absl::InvalidArgumentError("hand-off: nested too deeply");
   json doc = json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("hand-off: not valid JSON");
   try {

@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "agent/announce/announce.h"
 #include "agent/announce/frames.h"
+#include "agent/announce/test_addresses.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/subprocess.h"
@@ -38,29 +39,6 @@ constexpr char kIp[] = "/usr/sbin/ip";
 const Mac kNearMac = {0x02, 0x00, 0x00, 0x00, 0x0a, 0x01};
 const Mac kFarMac = {0x02, 0x00, 0x00, 0x00, 0x0b, 0x01};
 const Mac kMacvlanMac = {0x02, 0x00, 0x00, 0x00, 0x0c, 0x01};
-
-Address V4(const char* ip, const char* gw = nullptr) {
-  Address a;
-  a.family = AF_INET;
-  a.prefix_len = 24;
-  EXPECT_EQ(inet_pton(AF_INET, ip, &a.addr), 1);
-  if (gw != nullptr) {
-    a.has_gateway = true;
-    EXPECT_EQ(inet_pton(AF_INET, gw, &a.gateway), 1);
-  }
-  return a;
-}
-Address V6(const char* ip, const char* gw = nullptr) {
-  Address a;
-  a.family = AF_INET6;
-  a.prefix_len = 64;
-  EXPECT_EQ(inet_pton(AF_INET6, ip, &a.addr), 1);
-  if (gw != nullptr) {
-    a.has_gateway = true;
-    EXPECT_EQ(inet_pton(AF_INET6, gw, &a.gateway), 1);
-  }
-  return a;
-}
 
 Plan ShortPlan() {
   Plan p;

@@ -14,18 +14,30 @@ Run with Debian's /usr/bin/python3 (python3-yaml); exits 77 (ctest SKIP_RETURN_C
   * the probes run `fabricctl health` with flags `fabricctl health --help` lists, against the
     agent's socket;
   * the container is not privileged and adds no capability besides NET_RAW, NET_ADMIN, IPC_LOCK;
+  * the image the Dockerfile's last stage builds has the binaries where the manifest runs them;
+  * the init container install-cni (same image, not privileged, no capability) copies fabric-cni
+    from where the Dockerfile installs it to a temporary name in the host's /opt/cni/bin, then
+    renames it to fabric-cni there (set -e: a failed copy is never renamed into place);
+  * every examples/cni/*.conflist parses, chains fabric-cni after the first plugin, uses only keys
+    of the configuration table in cni-hook/README.md, and the real fabric-cni (--cni) accepts its
+    cniVersion and settings (DEL with the example's entry exits 0; a control with a wrong type is
+    refused with code 7); fabric-cni's default agentSocket is the agent's hand-off socket;
   * the ConfigMap's config.json is accepted by the real loader: fabricctl on an example host
     (fabric-mkhost roce-9port) exits 0 with it and 2 with a config the loader must reject.
 
 usage: manifests_test.py --dir=deploy/kubernetes --fabricctl=PATH --mkhost=PATH
                          [--agent=PATH] [--unit=systemd/fabric-agent.service]
-                         [--dockerfile=deploy/Dockerfile]
+                         [--dockerfile=deploy/Dockerfile] [--cni=PATH]
+                         [--examples=examples/cni] [--cni-readme=cni-hook/README.md]
+(--examples and --cni-readme default to the repository's, found from this file's path.)
 """
 
 import argparse
 import json
+import glob
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -37,6 +49,14 @@ except ImportError:
     sys.exit(77)
 
 ALLOWED_CAPS = {"NET_RAW", "NET_ADMIN", "IPC_LOCK"}
+# The CNI plugin: its conflist "type" is the file name in the CNI bin directory.
+CNI_TYPE = "fabric-cni"
+CNI_HOST_BIN = "/opt/cni/bin"
+# Commands the install script may run: shell builtins and tools debian:12-slim has.
+INSTALL_TOOLS = {"set", "cp", "chmod", "mv"}
+# Keys of a plugin entry that belong to CNI itself rather than to the plugin.
+CNI_STANDARD_KEYS = {"type"}
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 API_VERSIONS = {
     "Namespace": "v1",
     "ServiceAccount": "v1",
@@ -258,6 +278,134 @@ def quantity(q):
     return float(q)
 
 
+def dockerfile_installs(text):
+    """Paths the Dockerfile's last stage COPYs into the image ({path: source})."""
+    text = re.sub(r"\\\n", " ", text)  # line continuations
+    lines = [ln.strip() for ln in text.splitlines()
+             if ln.strip() and not ln.lstrip().startswith("#")]
+    stages = [i for i, ln in enumerate(lines) if ln.split()[0].upper() == "FROM"]
+    installed = {}
+    for ln in lines[stages[-1] if stages else 0:]:
+        words = ln.split()
+        if words[0].upper() not in ("COPY", "ADD"):
+            continue
+        rest = " ".join(words[1:])
+        if rest.lstrip().startswith("["):
+            operands = json.loads(rest)
+        else:
+            operands = [w for w in shlex.split(rest) if not w.startswith("--")]
+        if len(operands) < 2:
+            continue
+        *srcs, dest = operands
+        for src in srcs:
+            into_dir = dest.endswith("/") or len(srcs) > 1
+            path = os.path.join(dest, os.path.basename(src)) if into_dir else dest
+            installed[os.path.normpath(path)] = src
+    return installed
+
+
+def shell_commands(script):
+    """argv of each simple command of a plain script (lines, `;` and `&&`); None if unparsable."""
+    cmds = []
+    for line in script.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        for part in re.split(r"\s*(?:;|&&)\s*", line):
+            if not part:
+                continue
+            try:
+                argv = shlex.split(part)
+            except ValueError:
+                return None
+            if argv:
+                cmds.append(argv)
+    return cmds
+
+
+def check_install_cni(pod, agent, volumes, installed):
+    """The init container that puts fabric-cni into the host's CNI bin directory."""
+    inits = pod.get("initContainers") or []
+    if not check(len(inits) == 1 and inits[0].get("name") == "install-cni",
+                 f"one init container, install-cni (got {[i.get('name') for i in inits]})"):
+        return
+    ic = inits[0]
+    check(ic.get("image") == agent.get("image"),
+          f"install-cni: the agent's image {agent.get('image')} (got {ic.get('image')})")
+
+    sc = ic.get("securityContext") or {}
+    check(sc.get("privileged") in (None, False), "install-cni: not privileged")
+    check(sc.get("allowPrivilegeEscalation") is False,
+          "install-cni: allowPrivilegeEscalation false")
+    check(sc.get("readOnlyRootFilesystem") is True, "install-cni: readOnlyRootFilesystem true")
+    caps = sc.get("capabilities") or {}
+    check("ALL" in (caps.get("drop") or []), "install-cni: capabilities drop ALL")
+    check(not caps.get("add"), f"install-cni: adds no capability (got {caps.get('add')})")
+    res = ic.get("resources") or {}
+    for kind in ("cpu", "memory"):
+        req, lim = dig(res, "requests", kind), dig(res, "limits", kind)
+        if check(req is not None and lim is not None,
+                 f"install-cni: resources: {kind} request and limit"):
+            check(quantity(req) <= quantity(lim),
+                  f"install-cni: resources: {kind} request {req} <= limit {lim}")
+
+    # The CNI bin mount: the host's /opt/cni/bin, writable, for this container only.
+    mounts = ic.get("volumeMounts") or []
+    for m in mounts:
+        check(m.get("name") in volumes, f"install-cni: volumeMount {m.get('name')} names a volume")
+    bin_mounts = [m for m in mounts
+                  if dig(volumes.get(m.get("name")), "hostPath", "path") == CNI_HOST_BIN]
+    if not check(len(bin_mounts) == 1 and len(mounts) == 1,
+                 f"install-cni: mounts only the hostPath {CNI_HOST_BIN} "
+                 f"(mounts {[m.get('name') for m in mounts]})"):
+        return
+    bm = bin_mounts[0]
+    bin_dir = bm.get("mountPath", "")
+    check(not bm.get("readOnly"), f"install-cni: {bin_dir} is writable")
+    check(dig(volumes.get(bm["name"]), "hostPath", "type") in ("Directory", "DirectoryOrCreate"),
+          f"install-cni: hostPath {CNI_HOST_BIN} is a Directory(OrCreate)")
+    check(bm["name"] not in {m.get("name") for m in agent.get("volumeMounts") or []},
+          f"the agent container does not mount {CNI_HOST_BIN}")
+
+    # The script: set -e, cp IMAGE_PATH TMP, [chmod MODE TMP], mv TMP BIN_DIR/fabric-cni.
+    command = list(ic.get("command") or []) + list(ic.get("args") or [])
+    if not check(len(command) == 3 and command[0] in ("/bin/sh", "sh")
+                 and command[1] in ("-c", "-ec"),
+                 f"install-cni: runs `/bin/sh -c SCRIPT` (got {command[:2]})"):
+        return
+    cmds = shell_commands(command[2])
+    if not check(cmds, "install-cni: the script parses as plain commands"):
+        return
+    for argv in cmds:
+        check(argv[0] in INSTALL_TOOLS,
+              f"install-cni: {argv[0]} is one of {sorted(INSTALL_TOOLS)} (debian:12-slim)")
+    check(command[1] == "-ec" or ["set", "-e"] in cmds,
+          "install-cni: set -e (a failed copy must not be renamed into place)")
+    final = os.path.join(bin_dir, CNI_TYPE)
+    cps = [[a for a in argv[1:] if not a.startswith("-")] for argv in cmds if argv[0] == "cp"]
+    mvs = [[a for a in argv[1:] if not a.startswith("-")] for argv in cmds if argv[0] == "mv"]
+    if not check(len(cps) == 1 and len(cps[0]) == 2, f"install-cni: one `cp SRC TMP` ({cps})"):
+        return
+    src, tmp = (os.path.normpath(x) for x in cps[0])
+    if installed is None:
+        print("SKIPPED PART: install-cni's source not checked against the Dockerfile (no "
+              "--dockerfile)")
+    else:
+        check(src in installed and os.path.basename(src) == CNI_TYPE,
+              f"install-cni: copies {src}, where deploy/Dockerfile installs {CNI_TYPE} "
+              f"(it installs {sorted(installed)})")
+    check(os.path.dirname(tmp) == bin_dir and tmp != final,
+          f"install-cni: copies to a temporary name {tmp} in {bin_dir}, not to {final}")
+    if check(len(mvs) == 1 and len(mvs[0]) == 2, f"install-cni: one `mv TMP FINAL` ({mvs})"):
+        mv_src, mv_dst = (os.path.normpath(x) for x in mvs[0])
+        # Same directory, so the same file system: mv is one rename(2).
+        check(mv_src == tmp and mv_dst == final,
+              f"install-cni: renames {mv_src} to {mv_dst} (expected {tmp} to {final}): "
+              f"host {CNI_HOST_BIN}/{CNI_TYPE}")
+        order = [argv[0] for argv in cmds]
+        check(order.index("cp") < order.index("mv"), "install-cni: cp before mv")
+
+
 def check_daemonset(objects, images, args):
     dss = [x for (kind, _), x in objects.items() if kind == "DaemonSet"]
     if not check(len(dss) == 1, "one DaemonSet"):
@@ -321,6 +469,8 @@ def check_daemonset(objects, images, args):
         check(m.get("name") in volumes, f"volumeMount {m.get('name')} names a volume")
         check("subPath" not in m, f"volumeMount {m.get('name')}: no subPath (updates propagate)")
     mounted = {m.get("name") for m in mounts}
+    for ic in pod.get("initContainers") or []:
+        mounted |= {m.get("name") for m in ic.get("volumeMounts") or []}
     for v in volumes:
         check(v in mounted, f"volume {v} is mounted")
 
@@ -395,11 +545,139 @@ def check_daemonset(objects, images, args):
                 {"--fail-on": "critical"})
 
     # The image the Dockerfile builds has both binaries where the manifest runs them.
+    installed = None
     if args.dockerfile and os.path.exists(args.dockerfile):
         with open(args.dockerfile, encoding="utf-8") as fh:
-            docker = fh.read()
+            installed = dockerfile_installs(fh.read())
         for path in (agent_path, fabricctl_path):
-            check(path in docker, f"deploy/Dockerfile installs {path}")
+            check(path in installed, f"deploy/Dockerfile installs {path}")
+
+    check_install_cni(pod, c, volumes, installed)
+
+    # Where the agent takes fabric-cni's hand-off: --announce-socket, by default (auto)
+    # announce.sock beside --socket; on the run hostPath like the socket.
+    handoff = flags.get("--announce-socket", "auto")
+    if handoff == "auto" and socket:
+        handoff = os.path.join(os.path.dirname(socket), "announce.sock")
+    if check(handoff, "the agent's hand-off socket is on (--announce-socket not empty)"):
+        host_mount("--announce-socket", handoff, handoff, False)
+    return handoff
+
+
+def cni_config_table(readme):
+    """{key: default} of the configuration table in cni-hook/README.md."""
+    with open(readme, encoding="utf-8") as fh:
+        text = fh.read()
+    m = re.search(r"^## Configuration\n(.*?)(?=^## )", text, re.M | re.S)
+    table = {}
+    for line in (m.group(1) if m else "").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        key = re.fullmatch(r"`([A-Za-z][A-Za-z0-9.]*)`", cells[0]) if cells else None
+        if key and len(cells) >= 2:
+            table[key.group(1)] = cells[1].strip("`")
+    return table
+
+
+def flat_keys(obj, prefix=""):
+    """Dotted keys of a JSON object's leaves ({"announce": {"count": 3}} -> announce.count)."""
+    keys = []
+    for k, v in obj.items():
+        if isinstance(v, dict) and v:
+            keys += flat_keys(v, f"{prefix}{k}.")
+        else:
+            keys.append(prefix + k)
+    return keys
+
+
+def run_cni_del(cni, version, name, entry, tmp):
+    """fabric-cni DEL with this entry (files and the agent redirected into tmp): (rc, stdout)."""
+    conf = dict(entry, cniVersion=version, name=name, stateDir=os.path.join(tmp, "state"),
+                envDir=os.path.join(tmp, "env"), agentSocket=os.path.join(tmp, "none.sock"))
+    env = dict(os.environ, CNI_COMMAND="DEL", CNI_CONTAINERID="manifests-test-0000",
+               CNI_IFNAME="eth0", CNI_PATH=tmp)
+    env.pop("CNI_NETNS", None)
+    r = subprocess.run([cni], input=json.dumps(conf), env=env, capture_output=True, text=True,
+                       timeout=30)
+    return r.returncode, r.stdout.strip()
+
+
+def check_conflists(examples, readme, cni, handoff):
+    table = cni_config_table(readme)
+    if not check(len(table) >= 10 and "envDir" in table and "announce.count" in table,
+                 f"{readme}: configuration table read ({len(table)} keys)"):
+        return
+    default_socket = table.get("agentSocket")
+    if handoff:
+        check(default_socket == handoff,
+              f"fabric-cni's default agentSocket {default_socket} is the agent's hand-off "
+              f"socket {handoff}")
+    supported = None
+    if cni and not os.access(cni, os.X_OK):
+        fail(f"{cni} is not built (cmake --build BUILD --target {CNI_TYPE})")
+    elif cni:
+        r = subprocess.run([cni], input='{"cniVersion":"1.0.0"}', capture_output=True, text=True,
+                           env=dict(os.environ, CNI_COMMAND="VERSION"), timeout=30)
+        try:
+            supported = json.loads(r.stdout)["supportedVersions"]
+            ok(f"fabric-cni VERSION: {supported}")
+        except (ValueError, KeyError, TypeError):
+            fail(f"fabric-cni VERSION: unexpected output {r.stdout!r}")
+    else:
+        print("SKIPPED PART: conflists not run through fabric-cni: no --cni (the fabric-cni "
+              "target does not exist)")
+
+    files = sorted(glob.glob(os.path.join(examples, "*.conflist")))
+    if not check(files, f"{examples} has .conflist files"):
+        return
+    for path in files:
+        f = os.path.relpath(path, os.path.dirname(os.path.dirname(examples)))
+        try:
+            with open(path, encoding="utf-8") as fh:
+                conf = json.load(fh)
+        except (OSError, json.JSONDecodeError) as e:
+            fail(f"{f}: not JSON: {e}")
+            continue
+        if not check(isinstance(conf, dict) and isinstance(conf.get("plugins"), list)
+                     and isinstance(conf.get("cniVersion"), str)
+                     and isinstance(conf.get("name"), str),
+                     f"{f}: a conflist (cniVersion, name, plugins)"):
+            continue
+        plugins = conf["plugins"]
+        check(all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in plugins),
+              f"{f}: every plugin has a type")
+        types = [p.get("type") if isinstance(p, dict) else None for p in plugins]
+        idx = [i for i, t in enumerate(types) if t == CNI_TYPE]
+        if not check(len(idx) == 1 and idx[0] >= 1,
+                     f"{f}: {CNI_TYPE} once, after the interface plugin (types {types})"):
+            continue
+        entry = plugins[idx[0]]
+        for key in flat_keys(entry):
+            if key not in CNI_STANDARD_KEYS:
+                check(key in table,
+                      f"{f}: {CNI_TYPE} key {key} is in cni-hook/README.md's configuration table")
+        for key in ("agentSocket", "envDir", "stateDir"):
+            if key in entry:
+                check(isinstance(entry[key], str) and entry[key].startswith("/"),
+                      f"{f}: {key} is an absolute path")
+        if supported is None:
+            continue
+        check(conf["cniVersion"] in supported,
+              f"{f}: cniVersion {conf['cniVersion']} is one fabric-cni supports")
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out = run_cni_del(cni, conf["cniVersion"], conf["name"], entry, tmp)
+            check(rc == 0, f"{f}: fabric-cni DEL accepts the {CNI_TYPE} entry"
+                           f"{'' if rc == 0 else f' (rc {rc}: {out})'}")
+            # Control: the same run must refuse a value of the wrong type.
+            bad = dict(entry, announce=dict(entry.get("announce") or {}, count="three"))
+            rc, out = run_cni_del(cni, conf["cniVersion"], conf["name"], bad, tmp)
+            code = None
+            try:
+                code = json.loads(out).get("code")
+            except (ValueError, AttributeError):
+                pass
+            check(rc == 1 and code == 7,
+                  f"control: {f} with announce.count a string is refused with code 7 "
+                  f"(rc {rc}, {out})")
 
 
 def main():
@@ -410,14 +688,19 @@ def main():
     p.add_argument("--agent", default="")
     p.add_argument("--unit", default="")
     p.add_argument("--dockerfile", default="")
+    p.add_argument("--cni", default="")
+    p.add_argument("--examples", default=os.path.join(REPO, "examples", "cni"))
+    p.add_argument("--cni-readme", default=os.path.join(REPO, "cni-hook", "README.md"))
     # CMake passes an empty argument for a binary whose target does not exist.
     args = p.parse_args([a for a in sys.argv[1:] if a])
 
     files, docs = load_documents(args.dir)
     namespace, images = check_kustomization(files, docs)
+    handoff = None
     if namespace:
         objects = check_objects(docs, namespace)
-        check_daemonset(objects, images, args)
+        handoff = check_daemonset(objects, images, args)
+    check_conflists(args.examples, args.cni_readme, args.cni, handoff)
 
     if failures:
         print(f"manifests_test: {len(failures)} failure(s)")

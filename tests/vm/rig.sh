@@ -14,8 +14,9 @@ readonly PACKAGES=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-ut
                    ibverbs-providers perftest iproute2 util-linux xz-utils python3)
 # Modules loaded in the guest, with their dependencies. crc32_generic is not a declared
 # dependency of rdma_rxe but rxe fails with ENOENT without it.
-readonly MODULES=(crc32_generic virtio_pci virtio_net 9pnet_virtio 9p veth rdma_rxe ib_uverbs
-                  rdma_ucm ib_umad)
+# 8021q and macvlan: the announce library's VLAN and macvlan cases (guest_announce.sh).
+readonly MODULES=(crc32_generic virtio_pci virtio_net 9pnet_virtio 9p veth 8021q macvlan
+                  rdma_rxe ib_uverbs rdma_ucm ib_umad)
 readonly QEMU=qemu-system-x86_64
 readonly GUEST_MEM="${FABRIC_VM_MEM:-1024M}"
 
