@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -76,8 +77,9 @@ struct Entry {
   absl::Time done_at = absl::InfiniteFuture();
   absl::Time started;  // wall clock, for the API
   v1::Announcement::State state = v1::Announcement::RUNNING;
-  bool first_round = false;  // The current job's first Step ran.
-  std::string note;          // Why it was released, or the link's condition.
+  std::optional<announce::Report> final_report;  // Kept when the job is dropped (released).
+  bool first_round = false;                      // The current job's first Step ran.
+  std::string note;                              // Why it was released, or the link's condition.
 };
 
 struct Connection {
@@ -151,7 +153,10 @@ bool InterfaceGone(int packet_fd) {
 
 void Announcer::Impl::Release(std::unique_ptr<Entry> e, v1::Announcement::State state,
                               const std::string& why) {
-  if (e->job != nullptr && !e->job->done()) e->job->Cancel();
+  if (e->job != nullptr) {
+    if (!e->job->done()) e->job->Cancel();
+    e->final_report = e->job->report();
+  }
   e->state = state;
   e->note = why;
   e->next = absl::InfiniteFuture();
@@ -165,8 +170,10 @@ void Announcer::Impl::Release(std::unique_ptr<Entry> e, v1::Announcement::State 
 }
 
 v1::Announcement Announcer::Impl::ToProto(const Entry& e) const {
-  v1::Announcement a =
-      announce::ToAnnouncement(e.target, e.job != nullptr ? &e.job->report() : nullptr);
+  const announce::Report* report = e.job != nullptr ? &e.job->report()
+                                   : e.final_report ? &*e.final_report
+                                                    : nullptr;
+  v1::Announcement a = announce::ToAnnouncement(e.target, report);
   a.set_container_id(e.container_id);
   a.set_netns(e.netns);
   a.set_state(e.state);
