@@ -24,6 +24,7 @@
 #include "agent/announce/link.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/netns.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric {
@@ -37,33 +38,24 @@ class AnnouncerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root for network namespaces";
-    static int counter = 0;
-    const std::string id = absl::StrCat(getpid(), "-", counter++);
-    pod_ = "fab-an-pod-" + id;
-    peer_ = "fab-an-peer-" + id;
+    testing::VethPairSpec spec;
+    spec.prefix = "fab-an";
+    spec.pod_mac = "02:00:00:00:0a:01";
+    spec.pod_cidr = "10.77.0.2/24";
+    spec.peer_cidr = "10.77.0.1/24";
+    auto pair = testing::VethPair::Create(spec);
+    ASSERT_TRUE(pair.ok()) << pair.status();
+    pair_ = *std::move(pair);
+    pod_ = pair_->pod();
+    peer_ = pair_->peer();
     dir_ = testing::MakeTempDir("announcer");
     socket_ = dir_ + "/announce.sock";
-    for (const auto& cmd : std::vector<std::vector<std::string>>{
-             {kIp, "netns", "add", pod_},
-             {kIp, "netns", "add", peer_},
-             {kIp, "-n", pod_, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0",
-              "netns", peer_},
-             {kIp, "-n", pod_, "link", "set", "eth0", "address", "02:00:00:00:0a:01"},
-             {kIp, "-n", pod_, "addr", "add", "10.77.0.2/24", "dev", "eth0"},
-             {kIp, "-n", pod_, "link", "set", "eth0", "up"},
-             {kIp, "-n", peer_, "addr", "add", "10.77.0.1/24", "dev", "peer0"},
-             {kIp, "-n", peer_, "link", "set", "peer0", "up"},
-         }) {
-      Sh(cmd);
-    }
   }
 
   void TearDown() override {
     announcer_.reset();
     if (capture_ >= 0) close(capture_);
-    for (const std::string& ns : {pod_, peer_}) {
-      if (!ns.empty()) (void)testing::Run({kIp, "netns", "del", ns});
-    }
+    pair_.reset();
   }
 
   void Sh(const std::vector<std::string>& cmd) {
@@ -151,6 +143,7 @@ class AnnouncerTest : public ::testing::Test {
     return list.empty() ? v1::Announcement() : list[0];
   }
 
+  std::unique_ptr<testing::VethPair> pair_;
   std::string pod_, peer_, dir_, socket_;
   int capture_ = -1;
   std::unique_ptr<Announcer> announcer_;
@@ -211,7 +204,7 @@ TEST_F(AnnouncerTest, PodGoingAwayMidScheduleReleasesTheInterface) {
       absl::Seconds(5)));
   // And the namespace itself can go: nothing of it is held any more.
   Sh({kIp, "netns", "del", pod_});
-  pod_.clear();
+  pair_->ForgetPod();
 }
 
 TEST_F(AnnouncerTest, HoldTimeReleasesFinishedInterfaces) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "fabric/v1/agent.pb.h"
+#include "tests/testing/netns.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric {
@@ -21,31 +22,20 @@ class FabricctlAnnounceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root for network namespaces";
-    static int counter = 0;
-    const std::string id = absl::StrCat(getpid(), "-", counter++);
-    pod_ = "fab-ctl-pod-" + id;
-    peer_ = "fab-ctl-peer-" + id;
-    for (const auto& cmd : std::vector<std::vector<std::string>>{
-             {kIp, "netns", "add", pod_},
-             {kIp, "netns", "add", peer_},
-             {kIp, "-n", pod_, "link", "add", "eth0", "type", "veth", "peer", "name", "gw0",
-              "netns", peer_},
-             {kIp, "-n", pod_, "link", "set", "eth0", "address", "02:00:00:00:0c:01"},
-             {kIp, "-n", pod_, "addr", "add", "10.78.0.2/24", "dev", "eth0"},
-             {kIp, "-n", pod_, "link", "set", "eth0", "up"},
-             {kIp, "-n", peer_, "addr", "add", "10.78.0.1/24", "dev", "gw0"},
-             {kIp, "-n", peer_, "link", "set", "gw0", "up"},
-         }) {
-      auto r = testing::Run(cmd, absl::Seconds(30));
-      ASSERT_TRUE(r.ok() && r->status == 0) << cmd[3] << ": " << (r.ok() ? r->err : "");
-    }
+    testing::VethPairSpec spec;
+    spec.prefix = "fab-ctl";
+    spec.pod_mac = "02:00:00:00:0c:01";
+    spec.pod_cidr = "10.78.0.2/24";
+    spec.peer_if = "gw0";
+    spec.peer_cidr = "10.78.0.1/24";
+    auto pair = testing::VethPair::Create(spec);
+    ASSERT_TRUE(pair.ok()) << pair.status();
+    pair_ = *std::move(pair);
+    pod_ = pair_->pod();
+    peer_ = pair_->peer();
   }
 
-  void TearDown() override {
-    for (const std::string& ns : {pod_, peer_}) {
-      if (!ns.empty()) (void)testing::Run({kIp, "netns", "del", ns});
-    }
-  }
+  void TearDown() override { pair_.reset(); }
 
   testing::RunResult Fabricctl(std::vector<std::string> args) {
     args.insert(args.begin(), kFabricctl);
@@ -53,6 +43,7 @@ class FabricctlAnnounceTest : public ::testing::Test {
     return r.ok() ? *r : testing::RunResult{};
   }
 
+  std::unique_ptr<testing::VethPair> pair_;
   std::string pod_, peer_;
 };
 
