@@ -73,9 +73,12 @@ int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
 
 // Strict field readers: a missing optional field keeps the default, a present one of the wrong
 // type or range is an error naming it.
-absl::Status ReadInt(const json& obj, const char* key, int64_t lo, int64_t hi, int64_t* out) {
+absl::Status ReadInt(const json& obj, const char* key, int64_t lo, int64_t hi, int64_t* out,
+                     bool required = false) {
   auto it = obj.find(key);
-  if (it == obj.end()) return absl::OkStatus();
+  if (it == obj.end()) {
+    return required ? absl::InvalidArgumentError(absl::StrCat(key, ": missing")) : absl::OkStatus();
+  }
   if (!it->is_number_integer())
     return absl::InvalidArgumentError(absl::StrCat(key, ": not an integer"));
   int64_t v = it->get<int64_t>();
@@ -150,7 +153,7 @@ absl::StatusOr<Handoff> DecodeJson(const json& doc) {
         absl::StrCat("target.ifname: bad name \"", h.target.ifname, "\""));
   }
   int64_t ifindex = 0;
-  HANDOFF_TRY(ReadInt(*target, "ifindex", 1, INT32_MAX, &ifindex));
+  HANDOFF_TRY(ReadInt(*target, "ifindex", 1, INT32_MAX, &ifindex, /*required=*/true));
   h.target.ifindex = static_cast<int>(ifindex);
   std::string mac;
   HANDOFF_TRY(ReadString(*target, "mac", true, &mac));
@@ -171,7 +174,8 @@ absl::StatusOr<Handoff> DecodeJson(const json& doc) {
       return absl::InvalidArgumentError(absl::StrCat("address \"", ip, "\": not an IP address"));
     }
     int64_t prefix = 0;
-    HANDOFF_TRY(ReadInt(a, "prefix", 0, addr.family == AF_INET ? 32 : 128, &prefix));
+    HANDOFF_TRY(
+        ReadInt(a, "prefix", 0, addr.family == AF_INET ? 32 : 128, &prefix, /*required=*/true));
     addr.prefix_len = static_cast<int>(prefix);
     std::string gw;
     HANDOFF_TRY(ReadString(a, "gateway", false, &gw));

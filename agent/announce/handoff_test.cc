@@ -109,6 +109,10 @@ TEST(HandoffCodec, RejectsMalformedMessagesNamingTheField) {
       {R"("containerId":"abc123")", R"("containerId":7)", "containerId: not a string"},
       {R"("ifname":"eth0")", R"("ifname":"a-name-far-too-long")", "target.ifname"},
       {R"("ifindex":2)", R"("ifindex":0)", "ifindex: 0 outside"},
+      // Found by handoff_fuzz: a missing ifindex must not default to 0 (which then does not
+      // decode again).
+      {R"("ifindex":2)", R"("fniidex":2)", "ifindex: missing"},
+      {R"("prefix":24)", R"("pref-x":24)", "prefix: missing"},
       {R"("mac":"02:00:00:00:0a:01")", R"("mac":"02:00:00:00:0a")", "target.mac"},
       {R"("mac":"02:00:00:00:0a:01")", R"("mac":"02:00:00:00:0a:zz")", "target.mac"},
       {R"("ip":"10.1.2.3")", R"("ip":"10.1.2.300")", "not an IP address"},
