@@ -14,7 +14,7 @@ out="$("$bin" 2>&1)"
 rc=$?
 echo "$out" | grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED) ' || true
 if ((rc != 0)); then
-  echo "$out" | tail -40
+  echo "$out" | grep -B2 -A15 'Failure' | head -80
   echo "FAIL link_test exited $rc"
   exit 1
 fi

@@ -170,7 +170,13 @@ spid=$!
 timeout 60 "$probe" write_bw "$ip" -d "$dev" -p "$port" -D 30 --margin 0 --timeout 5 \
   >/dev/null 2>"$out/linkdown.client.err" &
 cpid=$!
-sleep 2
+# Down only once the test runs: the control connection is up, then time for the QP set-up (slow
+# under emulation and sanitizers; a fixed short sleep raced it).
+for _ in $(seq 1 300); do
+  ss -Htn state established "( sport = :$port )" | grep -q . && break
+  sleep 0.1
+done
+sleep 3
 ip link set "${FABRIC_VM_NETDEV:-veth0}" down
 down=$(date +%s%N)
 wait "$cpid"
