@@ -372,10 +372,8 @@ absl::Status FirstRound(const Ctx& c, std::vector<Prepared>& prepared) {
     if (!r.conflicts.empty()) {
       std::vector<std::string> who;
       for (const auto& cf : r.conflicts) {
-        char mac[18];
-        std::snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", cf.owner[0], cf.owner[1],
-                      cf.owner[2], cf.owner[3], cf.owner[4], cf.owner[5]);
-        who.push_back(absl::StrCat(cf.address, " (claimed by ", mac, ")"));
+        who.push_back(
+            absl::StrCat(cf.address, " (claimed by ", announce::MacString(cf.owner), ")"));
       }
       return Error(kAddressConflict, absl::StrCat("address conflict on ", p.pod.name, ": ",
                                                   absl::StrJoin(who, ", ")));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -60,6 +61,13 @@ absl::Status Schedule::Validate() const {
     return absl::InvalidArgumentError("fast repeats run past 10m");
   }
   return absl::OkStatus();
+}
+
+std::string MacString(const Mac& m) {
+  char buf[18];
+  std::snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                m[5]);
+  return buf;
 }
 
 std::string IpToString(int family, const in6_addr& addr) {

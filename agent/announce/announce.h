@@ -59,6 +59,8 @@ struct Address {
 
 // The address alone, "10.0.0.2" or "2001:db8::2" (`addr` laid out as in Address).
 std::string IpToString(int family, const in6_addr& addr);
+// "02:00:00:00:0a:01".
+std::string MacString(const Mac& mac);
 
 struct Target {
   std::string ifname;

@@ -26,13 +26,6 @@ constexpr size_t kMaxNameBytes = 512;
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-std::string MacText(const Mac& m) {
-  char buf[18];
-  std::snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
-                m[5]);
-  return buf;
-}
-
 bool ParseMac(const std::string& s, Mac* m) {
   if (s.size() != 17) return false;
   for (size_t i = 0; i < 6; ++i) {
@@ -48,12 +41,6 @@ bool ParseMac(const std::string& s, Mac* m) {
     (*m)[i] = static_cast<uint8_t>(hi * 16 + lo);
   }
   return true;
-}
-
-std::string IpText(int family, const in6_addr& a) {
-  char buf[INET6_ADDRSTRLEN];
-  if (inet_ntop(family, &a, buf, sizeof(buf)) == nullptr) return "?";
-  return buf;
 }
 
 bool ParseIp(const std::string& s, int* family, in6_addr* out) {
@@ -261,13 +248,13 @@ std::string EncodeHandoff(const Handoff& h) {
   }
   json addrs = json::array();
   for (const Address& a : h.target.addresses) {
-    json j = {{"ip", IpText(a.family, a.addr)}, {"prefix", a.prefix_len}};
-    if (a.has_gateway) j["gateway"] = IpText(a.family, a.gateway);
+    json j = {{"ip", IpToString(a.family, a.addr)}, {"prefix", a.prefix_len}};
+    if (a.has_gateway) j["gateway"] = IpToString(a.family, a.gateway);
     addrs.push_back(std::move(j));
   }
   doc["target"] = {{"ifname", h.target.ifname},
                    {"ifindex", h.target.ifindex},
-                   {"mac", MacText(h.target.mac)},
+                   {"mac", MacString(h.target.mac)},
                    {"addresses", std::move(addrs)}};
   json tail = json::array();
   for (absl::Duration d : h.plan.schedule.tail) tail.push_back(Millis(d));

@@ -6,13 +6,6 @@
 
 namespace fabric::announce {
 
-std::string MacString(const Mac& m) {
-  char buf[18];
-  std::snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
-                m[5]);
-  return buf;
-}
-
 v1::Announcement ToAnnouncement(const Target& target, const Report* report) {
   v1::Announcement a;
   a.set_ifname(target.ifname);

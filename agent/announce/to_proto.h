@@ -9,8 +9,6 @@
 
 namespace fabric::announce {
 
-std::string MacString(const Mac& mac);
-
 // Fills every field but container_id, netns, state and started. `report` may be null (nothing
 // sent yet).
 v1::Announcement ToAnnouncement(const Target& target, const Report* report);
