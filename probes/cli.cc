@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "probes/wire.h"
 
 namespace fabric::probes {
 namespace {
@@ -25,7 +26,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
       "Without HOST it serves one test (the responder) and exits; with HOST it runs the test "
       "against that responder. Exit codes: 0 ok, 1 runtime failure, 2 usage error."};
   app.set_version_flag("--version", "fabric-probe 0.1.0");
-  std::string test_name, host, device, transport = "auto", bind, sysfs = "/sys";
+  std::string test_name, host, device, remote_device, transport = "auto", bind, sysfs = "/sys";
   int ib_port = 1, gid_index = -1;
   uint64_t size = 0, iters = 0;
   double duration_s = 0, margin_s = 2, timeout_s = 10;
@@ -39,6 +40,9 @@ CliParse ParseCli(const std::vector<std::string>& args) {
           CLI::IsMember({"write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "read_lat"}));
   app.add_option("HOST", host, "the responder to test against; none: be the responder");
   auto* o_dev = app.add_option("-d,--ib-dev", device, "RDMA device (default: the first one)");
+  auto* o_rdev = app.add_option("--remote-dev", remote_device,
+                                "client: the responder's RDMA device to test against (default: "
+                                "the responder's choice)");
   app.add_option("-i,--ib-port", ib_port, "port of the device")
       ->check(CLI::Range(1, 254))
       ->capture_default_str();
@@ -168,6 +172,11 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     if (forever) return Usage("--forever is for the server (no HOST)");
     if (o_bind->count() > 0) return Usage("--bind is for the server (no HOST)");
     if (port == 0) return Usage("the client needs the server's port (-p 1..65535)");
+  } else if (o_rdev->count() > 0) {
+    return Usage("--remote-dev is for the client (with HOST); the responder uses -d");
+  }
+  if (!remote_device.empty() && !wire::IsValidDeviceName(remote_device)) {
+    return Usage(absl::StrCat("--remote-dev=", remote_device, " is not an RDMA device name"));
   }
   Endpoint local;
   local.device = device;
@@ -180,6 +189,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.client.host = host;
   c.client.port = static_cast<uint16_t>(port);
   c.client.local = local;
+  c.client.remote_device = remote_device;
   c.server_options.test = test;
   c.server_options.expect = p;
   c.server_options.explicit_fields = fields;

@@ -54,6 +54,15 @@ TEST(ParseCli, ClientWithPerftestFlags) {
   EXPECT_TRUE(p.rdma_cm);
 }
 
+TEST(ParseCli, RemoteDeviceIsTheClients) {
+  CliParse r = Parse({"write_bw", "10.0.0.2", "-d", "mlx5_1", "--remote-dev", "mlx5_3"});
+  ASSERT_FALSE(r.exit) << r.output;
+  EXPECT_EQ(r.config.client.remote_device, "mlx5_3");
+  EXPECT_EQ(Parse({"write_bw", "10.0.0.2"}).config.client.remote_device, "");
+  ExpectUsage({"write_bw", "--remote-dev", "mlx5_3"}, "--remote-dev is for the client");
+  ExpectUsage({"write_bw", "h", "--remote-dev", "mlx5/3"}, "not an RDMA device name");
+}
+
 TEST(ParseCli, LatencyDefaultsAndDuration) {
   CliParse r = Parse({"write_lat", "h", "-D", "3", "--margin", "0.5"});
   ASSERT_FALSE(r.exit) << r.output;

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -114,6 +116,113 @@ INSTANTIATE_TEST_SUITE_P(SomeTests, DurationMode,
                          ::testing::Values(TestKind::kWriteBw, TestKind::kReadBw,
                                            TestKind::kSendLat, TestKind::kReadLat),
                          [](const auto& tp) { return std::string(TestName(tp.param)); });
+
+TEST(DeviceLocks, OneHolderPerDevice) {
+  DeviceLocks locks;
+  std::optional<DeviceLocks::Hold> a = locks.TryAcquire("mlx5_1");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_TRUE(locks.held("mlx5_1"));
+  EXPECT_FALSE(locks.TryAcquire("mlx5_1").has_value());
+  EXPECT_TRUE(locks.TryAcquire("mlx5_2").has_value());  // other devices are free
+  EXPECT_FALSE(locks.held("mlx5_2"));                   // ... and released with their hold
+  // A waiter gets the device once the holder lets go, and not before.
+  std::optional<DeviceLocks::Hold> b;
+  std::thread waiter([&] { b = locks.Acquire("mlx5_1", absl::Seconds(10)); });
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_FALSE(b.has_value());
+  a.reset();
+  waiter.join();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_FALSE(locks.Acquire("mlx5_1", absl::Milliseconds(20)).has_value());  // times out
+  // Moving a hold moves the lock; assigning over one releases the old device.
+  DeviceLocks::Hold moved = std::move(*b);
+  b.reset();
+  EXPECT_TRUE(locks.held("mlx5_1"));
+  std::optional<DeviceLocks::Hold> other = locks.TryAcquire("tcp");
+  ASSERT_TRUE(other.has_value());
+  moved = std::move(*other);
+  EXPECT_FALSE(locks.held("mlx5_1"));
+  EXPECT_TRUE(locks.held("tcp"));
+}
+
+// A responder that shares its device locks with the host's own probes refuses a test on a busy
+// device (ResourceExhausted on the client, which a schedule retries) and serves it once free.
+TEST(ProbeServer, BusyDeviceIsRefusedThenServed) {
+  DeviceLocks locks;
+  ServerOptions so = LoopbackServer();
+  so.locks = &locks;
+  so.max_clients = 4;
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::atomic<int> served{0}, refused{0};
+  std::thread t([&] {
+    (void)(*server)->Serve([&](const ServedTest& st) {
+      if (st.status.ok()) ++served;
+      if (absl::IsResourceExhausted(st.status)) ++refused;
+    });
+  });
+  ProbeSpec spec;
+  spec.params = TcpParams(TestKind::kWriteLat);
+  spec.host = "127.0.0.1";
+  spec.port = (*server)->port();
+  spec.local.timeout = absl::Seconds(5);
+  {
+    std::optional<DeviceLocks::Hold> mine = locks.TryAcquire("tcp");  // "this host probes"
+    ASSERT_TRUE(mine.has_value());
+    absl::StatusOr<ProbeResult> r = RunProbe(spec);
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+    EXPECT_NE(r.status().message().find("busy: tcp"), std::string::npos) << r.status();
+  }
+  absl::StatusOr<ProbeResult> r = RunProbe(spec);
+  EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(WaitFor([&] { return served.load() == 1 && refused.load() == 1; }, absl::Seconds(5)));
+  (*server)->Stop();
+  t.join();
+}
+
+// Several clients at once: one test per device (all TCP tests share one), the rest refused as
+// busy, and a responder past its client limit refuses too; none of them hangs.
+TEST(ProbeServer, ConcurrentClientsAreServedOrRefusedPromptly) {
+  DeviceLocks locks;
+  ServerOptions so = LoopbackServer();
+  so.locks = &locks;
+  so.max_clients = 2;
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::thread t([&] { (void)(*server)->Serve(); });
+  constexpr int kClients = 6;
+  std::vector<absl::StatusOr<ProbeResult>> results(kClients, absl::UnknownError("not run"));
+  std::vector<std::thread> clients;
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      ProbeSpec spec;
+      spec.params = TcpParams(TestKind::kWriteBw);
+      spec.params.iterations = 0;  // a second each, so that they overlap
+      spec.params.duration = absl::Seconds(1);
+      spec.params.margin = absl::ZeroDuration();
+      spec.host = "127.0.0.1";
+      spec.port = (*server)->port();
+      spec.local.timeout = absl::Seconds(5);
+      results[i] = RunProbe(spec);
+    });
+  }
+  for (auto& c : clients) c.join();
+  int ok = 0, busy = 0;
+  for (const auto& r : results) {
+    if (r.ok()) ++ok;
+    if (!r.ok() && absl::IsResourceExhausted(r.status())) ++busy;
+    EXPECT_TRUE(r.ok() || absl::IsResourceExhausted(r.status())) << r.status();
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(busy, 3);
+  EXPECT_EQ(ok + busy, kClients);
+  // Refusals do not wait out a timeout: at most a few one-second tests one after another.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4.5));
+  (*server)->Stop();
+  t.join();
+}
 
 TEST(ProbeServer, StopEndsServeAtOnce) {
   absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(LoopbackServer());

@@ -4,8 +4,12 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <limits>
+#include <list>
+#include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
 #include "agent/common/status.h"
@@ -25,6 +29,9 @@ void KeepAlive(int fd) {
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 }
+
+// Workers that only refuse (busy) at once, beyond those serving tests.
+constexpr size_t kMaxRefusing = 16;
 
 Deadline Never() { return Deadline::At(std::numeric_limits<int64_t>::max()); }
 
@@ -53,6 +60,40 @@ absl::Status WithTeardown(absl::Status s, const absl::Status& released) {
 }
 
 }  // namespace
+
+DeviceLocks::Hold::~Hold() {
+  if (locks_ != nullptr) locks_->Release(key_);
+}
+
+std::optional<DeviceLocks::Hold> DeviceLocks::TryAcquire(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!busy_.insert(key).second) return std::nullopt;
+  return Hold(this, key);
+}
+
+std::optional<DeviceLocks::Hold> DeviceLocks::Acquire(const std::string& key,
+                                                      absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                    [&] { return busy_.count(key) == 0; })) {
+    return std::nullopt;
+  }
+  busy_.insert(key);
+  return Hold(this, key);
+}
+
+bool DeviceLocks::held(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_.count(key) > 0;
+}
+
+void DeviceLocks::Release(const std::string& key) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    busy_.erase(key);
+  }
+  cv_.notify_all();
+}
 
 absl::Status FillResult(const ProbeParams& p, const Measurement& m, ProbeResult* r) {
   r->iterations = m.messages;
@@ -100,9 +141,15 @@ absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec) {
     return rdma ? WithTeardown(s, rdma->Release()) : s;
   };
 
-  FABRIC_RETURN_IF_ERROR(ch.Send(wire::Hello{p}));
+  FABRIC_RETURN_IF_ERROR(ch.Send(wire::Hello{p, spec.remote_device}));
   absl::StatusOr<wire::Accept> accept = ch.RecvAs<wire::Accept>("the server's answer");
-  if (!accept.ok()) return fail(accept.status());
+  if (!accept.ok()) {
+    absl::Status s = fail(accept.status());
+    if (absl::IsFailedPrecondition(s) && absl::StrContains(s.message(), kBusyReason)) {
+      return absl::ResourceExhaustedError(s.message());
+    }
+    return s;
+  }
   absl::StatusOr<Measurement> m;
   if (rdma) {
     if (absl::Status s = rdma->Connect(ch, r.peer, accept->cm_port); !s.ok()) return fail(s);
@@ -153,6 +200,7 @@ absl::StatusOr<ServedTest> ProbeServer::ServeOne() {
 }
 
 absl::Status ProbeServer::Serve(const std::function<void(const ServedTest&)>& on_served) {
+  if (options_.max_clients > 1) return ServeConcurrently(on_served);
   for (;;) {
     absl::StatusOr<ServedTest> s = ServeOne();
     if (!s.ok()) return absl::IsCancelled(s.status()) ? absl::OkStatus() : s.status();
@@ -160,9 +208,67 @@ absl::Status ProbeServer::Serve(const std::function<void(const ServedTest&)>& on
   }
 }
 
+absl::Status ProbeServer::ServeConcurrently(
+    const std::function<void(const ServedTest&)>& on_served) {
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::list<Worker> workers;
+  std::atomic<uint32_t> serving{0};
+  auto reap = [&](bool all) {
+    for (auto it = workers.begin(); it != workers.end();) {
+      if (!all && !it->done->load()) {
+        ++it;
+        continue;
+      }
+      it->thread.join();
+      it = workers.erase(it);
+    }
+  };
+  absl::Status status;
+  for (;;) {
+    absl::StatusOr<Fd> fd = AcceptTcp(listener_.get(), Never(), cancel_.get());
+    reap(false);
+    if (!fd.ok()) {
+      if (!cancel_->cancelled()) status = fd.status();
+      break;
+    }
+    // A refusal's worker lives until the client's hello (bounded by the step timeout); past
+    // kMaxRefusing of them a flood is dropped outright rather than given a thread each.
+    if (workers.size() >= options_.max_clients + kMaxRefusing) continue;
+    const bool over = serving.load() >= options_.max_clients;
+    if (!over) ++serving;
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    auto conn = std::make_shared<Fd>(std::move(*fd));
+    workers.push_back({std::thread([this, conn, over, done, &serving, &on_served] {
+                         ServedTest served;
+                         if (over) {
+                           Channel ch(std::move(*conn), options_.local.timeout, cancel_.get());
+                           served.peer = PeerAddress(ch.fd());
+                           served.status = absl::ResourceExhaustedError(
+                               absl::StrCat(kBusyReason, options_.max_clients,
+                                            " probes are running here; try again later"));
+                           // Read the hello first so the client sees the reason, not a reset.
+                           (void)ch.Recv("the client's hello");
+                           (void)ch.Send(wire::Reject{std::string(served.status.message())});
+                         } else {
+                           served.status = ServeClient(std::move(*conn), &served);
+                           --serving;
+                         }
+                         if (on_served && !cancel_->cancelled()) on_served(served);
+                         done->store(true);
+                       }),
+                       done});
+  }
+  cancel_->Cancel();  // Workers still running end now.
+  reap(true);
+  return status;
+}
+
 absl::Status ProbeServer::ServeClient(Fd fd, ServedTest* served) {
   KeepAlive(fd.get());
-  const Endpoint& local = options_.local;
+  Endpoint local = options_.local;
   Channel ch(std::move(fd), local.timeout, cancel_.get());
   served->peer = PeerAddress(ch.fd());
   absl::StatusOr<wire::Hello> hello = ch.RecvAs<wire::Hello>("the client's hello");
@@ -179,6 +285,27 @@ absl::Status ProbeServer::ServeClient(Fd fd, ServedTest* served) {
   if (absl::Status s = CheckParamsMatch(expect, options_.explicit_fields, p); !s.ok()) {
     (void)ch.Send(wire::Reject{std::string(s.message())});
     return s;
+  }
+  if (!hello->device.empty() && p.transport == Transport::kRdma) {
+    if (!local.device.empty() && local.device != hello->device) {
+      absl::Status s = absl::FailedPreconditionError(absl::StrCat(
+          "this responder serves ", local.device, ", not ", hello->device, " as asked"));
+      (void)ch.Send(wire::Reject{std::string(s.message())});
+      return s;
+    }
+    local.device = hello->device;
+  }
+  std::optional<DeviceLocks::Hold> hold;
+  if (options_.locks != nullptr) {
+    const std::string key = p.transport == Transport::kTcp ? "tcp" : local.device;
+    hold = options_.locks->TryAcquire(key);
+    if (!hold) {
+      absl::Status s =
+          absl::ResourceExhaustedError(absl::StrCat(kBusyReason, key.empty() ? "the device" : key,
+                                                    " is under another test; try again later"));
+      (void)ch.Send(wire::Reject{std::string(s.message())});
+      return s;
+    }
   }
   std::unique_ptr<RdmaTest> rdma;
   if (p.transport == Transport::kRdma) {

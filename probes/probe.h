@@ -16,11 +16,15 @@
 //   t.join();
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "probes/net.h"
@@ -30,11 +34,54 @@ namespace fabric::probes {
 
 inline constexpr uint16_t kDefaultPort = 18515;  // perftest's
 
+// A responder refuses a test on a device that is already under test with a reason starting
+// with this; the client then fails with ResourceExhausted, which a scheduler may retry.
+inline constexpr char kBusyReason[] = "busy: ";
+
+// One test at a time per device: a responder's tests and a host's own probes (the agent's
+// schedule) take the device's lock for the whole test. Thread-safe.
+class DeviceLocks {
+ public:
+  class Hold {
+   public:
+    Hold(Hold&& o) noexcept : locks_(std::exchange(o.locks_, nullptr)), key_(std::move(o.key_)) {}
+    Hold& operator=(Hold&& o) noexcept {
+      if (this != &o) {
+        if (locks_ != nullptr) locks_->Release(key_);
+        locks_ = std::exchange(o.locks_, nullptr);
+        key_ = std::move(o.key_);
+      }
+      return *this;
+    }
+    Hold(const Hold&) = delete;
+    ~Hold();
+
+   private:
+    friend class DeviceLocks;
+    Hold(DeviceLocks* locks, std::string key) : locks_(locks), key_(std::move(key)) {}
+    DeviceLocks* locks_;
+    std::string key_;
+  };
+  // `key` is the device name ("tcp" for the TCP transport). Empty optional when it is held.
+  std::optional<Hold> TryAcquire(const std::string& key);
+  // Waits up to `timeout` for the device.
+  std::optional<Hold> Acquire(const std::string& key, absl::Duration timeout);
+  bool held(const std::string& key) const;
+
+ private:
+  void Release(const std::string& key);
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> busy_;
+};
+
 struct ProbeSpec {
   ProbeParams params;
   std::string host;  // the responder
   uint16_t port = kDefaultPort;
   Endpoint local;
+  // The responder's device to test against; empty: the responder's choice.
+  std::string remote_device;
   // Optional: Cancel() from another thread ends the probe with Cancelled.
   const Canceller* cancel = nullptr;
 };
@@ -42,7 +89,8 @@ struct ProbeSpec {
 // Runs one test against a responder. Errors: InvalidArgument (bad parameters), NotFound (no
 // such device), Unavailable (peer unreachable, vanished, completion errors), DeadlineExceeded
 // (a step took longer than spec.local.timeout), FailedPrecondition (the responder refused:
-// parameters differ, no device there), Cancelled.
+// parameters differ, no device there), ResourceExhausted (the responder's device is busy with
+// another test), Cancelled.
 absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec);
 
 struct ServerOptions {
@@ -54,7 +102,16 @@ struct ServerOptions {
   uint32_t explicit_fields = 0;
   std::string bind;              // empty: every address
   uint16_t port = kDefaultPort;  // 0: any free port, see port()
+  // local.device empty: a client may name any device (else the first one is used); set: a
+  // client naming another device is refused.
   Endpoint local;
+  // Tests served at once, each on its own device; 1: one client after another. Clients beyond
+  // the limit are refused as busy (bounded: past 16 refusals in progress, connections are
+  // closed).
+  uint32_t max_clients = 1;
+  // Optional, shared with the host's own probes: a test on a device already under test is
+  // refused as busy instead of disturbing the running one.
+  DeviceLocks* locks = nullptr;
 };
 
 // What one client got.
@@ -75,7 +132,8 @@ class ProbeServer {
   // ServedTest::status; the returned status fails only when the server cannot go on (Cancelled
   // after Stop()).
   absl::StatusOr<ServedTest> ServeOne();
-  // Serves clients one after another until Stop(); `on_served` sees each.
+  // Serves clients until Stop(); `on_served` sees each (from several threads at once when
+  // max_clients > 1).
   absl::Status Serve(const std::function<void(const ServedTest&)>& on_served = {});
   // Thread-safe; wakes ServeOne/Serve and aborts a test in progress.
   void Stop();
@@ -83,6 +141,7 @@ class ProbeServer {
  private:
   ProbeServer(const ServerOptions& options, Fd listener, std::unique_ptr<Canceller> cancel);
   absl::Status ServeClient(Fd fd, ServedTest* served);
+  absl::Status ServeConcurrently(const std::function<void(const ServedTest&)>& on_served);
 
   ServerOptions options_;
   Fd listener_;

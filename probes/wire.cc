@@ -103,6 +103,8 @@ void EncodeBody(Writer& w, const Hello& m) {
   w.U32(p.inline_size);
   w.U32(p.post_list);
   w.U32(p.num_qps);
+  // Only when named, so that a hello without one keeps the fixed 48-byte body.
+  if (!m.device.empty()) w.Text(m.device);
 }
 void EncodeBody(Writer& w, const Accept& m) { w.U16(m.cm_port); }
 void EncodeBody(Writer& w, const Reject& m) { w.Text(m.reason); }
@@ -127,7 +129,7 @@ void EncodeBody(Writer& w, const Done& m) {
   w.Text(m.message);
 }
 
-absl::StatusOr<Message> DecodeHello(Reader& r) {
+absl::StatusOr<Message> DecodeHello(Reader& r, size_t body_size) {
   Hello h;
   ProbeParams& p = h.params;
   const uint8_t test = r.U8();
@@ -143,6 +145,11 @@ absl::StatusOr<Message> DecodeHello(Reader& r) {
   p.inline_size = r.U32();
   p.post_list = r.U32();
   p.num_qps = r.U32();
+  if (body_size > kHelloBody) {
+    h.device = r.Text();
+    // An empty name would not encode again; a bad one must not reach the device lookup or logs.
+    if (!IsValidDeviceName(h.device)) return absl::InvalidArgumentError("hello: bad device name");
+  }
   if (absl::Status s = r.Finish("hello"); !s.ok()) return s;
   if (test < 1 || test > 6) return absl::InvalidArgumentError(absl::StrCat("hello: test ", test));
   if (transport < 1 || transport > 2) {
@@ -192,6 +199,16 @@ absl::StatusOr<Message> DecodeQpInfo(Reader& r, size_t body_size) {
 }
 
 }  // namespace
+
+bool IsValidDeviceName(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
 
 Type TypeOf(const Message& m) {
   return std::visit(
@@ -263,10 +280,10 @@ absl::StatusOr<Message> DecodeBody(Type type, std::span<const uint8_t> body) {
   Reader r(body);
   switch (type) {
     case Type::kHello:
-      if (body.size() != kHelloBody) {
+      if (body.size() < kHelloBody) {
         return absl::InvalidArgumentError(absl::StrCat("hello of ", body.size(), " bytes"));
       }
-      return DecodeHello(r);
+      return DecodeHello(r, body.size());
     case Type::kAccept: {
       Accept m;
       m.cm_port = r.U16();

@@ -34,11 +34,16 @@ enum class Type : uint16_t {
   kDone = 6,
 };
 
-// Client -> server: what to run.
+// Client -> server: what to run, and on which of the server's RDMA devices (empty: the
+// server's own choice). Rail-aligned probes ask for the device of the same name as theirs.
 struct Hello {
   ProbeParams params;
+  std::string device;
   bool operator==(const Hello&) const = default;
 };
+
+// What an RDMA device name may hold (the kernel allows up to 63 bytes; ours are [A-Za-z0-9_.-]).
+bool IsValidDeviceName(std::string_view name);
 
 // Server -> client: the test will be served. `cm_port` is the rdma_cm listener's port with -R.
 struct Accept {

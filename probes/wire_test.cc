@@ -37,7 +37,8 @@ QpInfo SomeQpInfo() {
 }
 
 TEST(Wire, RoundTripsEveryMessage) {
-  const std::vector<Message> messages = {Hello{SomeParams()},
+  const std::vector<Message> messages = {Hello{SomeParams(), ""},
+                                         Hello{SomeParams(), "mlx5_1"},
                                          Accept{4791},
                                          Reject{"parameters differ"},
                                          SomeQpInfo(),
@@ -57,7 +58,7 @@ TEST(Wire, DurationModeHello) {
   p.iterations = 0;
   p.duration = absl::Seconds(3);
   p.margin = absl::Milliseconds(500);
-  absl::StatusOr<Message> back = Decode(Encode(Hello{p}));
+  absl::StatusOr<Message> back = Decode(Encode(Hello{p, ""}));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(std::get<Hello>(*back).params, p);
 }
@@ -112,7 +113,7 @@ TEST(Wire, RejectsAbsurdBodyLength) {
 
 // Overwrites the big-endian field at `offset` (in the body) of a Hello frame.
 std::vector<uint8_t> HelloWith(size_t offset, uint64_t value, int bytes) {
-  std::vector<uint8_t> f = Encode(Hello{SomeParams()});
+  std::vector<uint8_t> f = Encode(Hello{SomeParams(), ""});
   for (int i = 0; i < bytes; ++i) {
     f[kHeaderSize + offset + i] = static_cast<uint8_t>(value >> (8 * (bytes - 1 - i)));
   }
@@ -137,6 +138,44 @@ TEST(Wire, RejectsHostileHelloFields) {
   EXPECT_FALSE(Decode(HelloWith(44, 100000, 4)).ok());    // 100000 QPs
   // Iterations and a duration together.
   EXPECT_FALSE(Decode(HelloWith(20, 1000, 4)).ok());
+}
+
+TEST(Wire, HelloDeviceIsOptionalAndChecked) {
+  // Without a device the body keeps its fixed size (what a responder of an older build reads).
+  EXPECT_EQ(Encode(Hello{SomeParams(), ""}).size(), kHeaderSize + 48);
+  const std::vector<uint8_t> named = Encode(Hello{SomeParams(), "mlx5_10"});
+  ASSERT_EQ(named.size(), kHeaderSize + 48 + 2 + 7);
+  absl::StatusOr<Message> back = Decode(named);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(std::get<Hello>(*back).device, "mlx5_10");
+
+  // Hand-made device texts: empty, a path, a control character, too long, cut short.
+  auto with_text = [](const std::string& text, int cut = 0) {
+    std::vector<uint8_t> f = Encode(Hello{SomeParams(), ""});
+    f.push_back(static_cast<uint8_t>(text.size() >> 8));
+    f.push_back(static_cast<uint8_t>(text.size()));
+    f.insert(f.end(), text.begin(), text.end() - cut);
+    const uint32_t body = static_cast<uint32_t>(f.size() - kHeaderSize);
+    for (int i = 0; i < 4; ++i) f[8 + i] = static_cast<uint8_t>(body >> (24 - 8 * i));
+    return f;
+  };
+  EXPECT_TRUE(Decode(with_text("rxe0")).ok());
+  EXPECT_FALSE(Decode(with_text("")).ok());
+  EXPECT_FALSE(Decode(with_text("../../mlx5_0")).ok());
+  EXPECT_FALSE(Decode(with_text("mlx5\n0")).ok());
+  EXPECT_FALSE(Decode(with_text(std::string(64, 'a'))).ok());
+  EXPECT_TRUE(Decode(with_text(std::string(63, 'a'))).ok());
+  EXPECT_FALSE(Decode(with_text("mlx5_0", 2)).ok());
+}
+
+TEST(Wire, DeviceNames) {
+  EXPECT_TRUE(IsValidDeviceName("mlx5_0"));
+  EXPECT_TRUE(IsValidDeviceName("bnxt_re0"));
+  EXPECT_TRUE(IsValidDeviceName("rdmap1s0f0.1-x"));
+  EXPECT_FALSE(IsValidDeviceName(""));
+  EXPECT_FALSE(IsValidDeviceName("mlx5 0"));
+  EXPECT_FALSE(IsValidDeviceName("a/b"));
+  EXPECT_FALSE(IsValidDeviceName(std::string("a\0b", 3)));
 }
 
 TEST(Wire, RejectsInconsistentQpInfo) {

@@ -28,6 +28,7 @@
 #include "agent/common/log.h"
 #include "agent/daemon/announcer.h"
 #include "agent/daemon/events.h"
+#include "agent/daemon/prober.h"
 #include "agent/daemon/service.h"
 #include "agent/daemon/snapshot.h"
 #include "agent/discovery/discovery.h"
@@ -35,6 +36,7 @@
 #include "agent/hostfs/host_fs.h"
 #include "agent/nfd/nfd.h"
 #include "agent/select/config.h"
+#include "probes/schedule.h"
 
 namespace fabric {
 namespace {
@@ -78,6 +80,7 @@ struct AgentState {
   std::vector<std::unique_ptr<EventSource>> sources;
   std::unique_ptr<EventSource> config_watch;  // --config changes reload it, as SIGHUP does.
   std::unique_ptr<Announcer> announcer;
+  std::unique_ptr<Prober> prober;
   std::unique_ptr<FabricAgentService> service;
   std::unique_ptr<grpc::Server> server;
 
@@ -200,7 +203,7 @@ void StopSignals(AgentState& st) {
 
 absl::Status StepConfig(AgentState& st) {
   if (st.opt.config.empty()) return absl::OkStatus();
-  auto config = LoadConfig(st.opt.config);
+  auto config = probes::LoadAgentConfig(st.opt.config);
   if (!config.ok()) return config.status();
   st.config = *std::move(config);
   return absl::OkStatus();
@@ -322,10 +325,33 @@ absl::Status StepAnnouncer(AgentState& st) {
 }
 void StopAnnouncer(AgentState& st) { st.announcer.reset(); }
 
+absl::Status StepProbes(AgentState& st) {
+  ProberOptions o;
+  o.listen = st.opt.probe_listen;
+  o.sysfs = st.opt.sysfs;
+  o.responder_clients = st.opt.probe_clients;
+  auto p = Prober::Start(o, &st.store);
+  if (!p.ok()) return p.status();
+  st.prober = *std::move(p);
+  st.prober->SetSchedule(st.config.probes());
+  if (!st.prober->responder().empty()) {
+    Log(LogLevel::kInfo, "probe responder on ", st.prober->responder());
+  }
+  if (probes::ScheduleEnabled(st.config.probes())) {
+    Log(LogLevel::kInfo, "probing ", st.config.probes().peers_size(), " peers",
+        st.config.probes().peer_dns().empty()
+            ? ""
+            : absl::StrCat(" and the addresses of ", st.config.probes().peer_dns()),
+        " every ", absl::FormatDuration(probes::Interval(st.config.probes())));
+  }
+  return absl::OkStatus();
+}
+void StopProbes(AgentState& st) { st.prober.reset(); }
+
 absl::Status StepServe(AgentState& st) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  st.service = std::make_unique<FabricAgentService>(&st.store, st.announcer.get());
+  st.service = std::make_unique<FabricAgentService>(&st.store, st.announcer.get(), st.prober.get());
   grpc::ServerBuilder builder;
   const std::string unix_target = absl::StrCat("unix:", st.opt.socket);
   builder.AddListeningPort(unix_target, grpc::InsecureServerCredentials());
@@ -418,6 +444,7 @@ constexpr Step kSteps[] = {
     {"first inventory", StepFirstInventory, nullptr, kAgentFailed},
     {"watch netlink and uevents", StepEvents, StopEvents, kAgentFailed},
     {"announcement hand-offs", StepAnnouncer, StopAnnouncer, kAgentFailed},
+    {"probes", StepProbes, StopProbes, kAgentFailed},
     {"serve gRPC", StepServe, StopServe, kAgentFailed},
     {"socket permissions", StepSocketPermissions, nullptr, kAgentFailed},
     {"NFD feature file", StepNfd, nullptr, kAgentFailed},
@@ -429,10 +456,11 @@ void Reload(AgentState& st, const char* why) {
   st.notifier->Notify("RELOADING=1");
   bool policy_changed = false;
   if (!st.opt.config.empty()) {
-    auto config = LoadConfig(st.opt.config);
+    auto config = probes::LoadAgentConfig(st.opt.config);
     if (config.ok()) {
       st.config = *std::move(config);
       policy_changed = true;
+      if (st.prober != nullptr) st.prober->SetSchedule(st.config.probes());
       Log(LogLevel::kInfo, "reloaded ", st.opt.config, " (", why, ")");
     } else {
       Log(LogLevel::kError, "keeping the previous config (", why, "): ", config.status().message());

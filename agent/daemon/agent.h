@@ -25,6 +25,10 @@ struct AgentOptions {
   // (so the socket lock covers it); empty: hand-offs are not accepted.
   std::string announce_socket = "auto";
   absl::Duration announce_hold = absl::Minutes(10);
+  // The probe responder: "ADDR:PORT", "[V6]:PORT" or ":PORT"; empty: off. The schedule is the
+  // config file's `probes` section.
+  std::string probe_listen;
+  uint32_t probe_clients = 4;
 };
 
 // systemd's notification protocol, behind a seam so tests can watch it without systemd.

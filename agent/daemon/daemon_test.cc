@@ -12,6 +12,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -423,6 +425,217 @@ TEST_F(AgentTest, ServesTcpWhenAsked) {
   auto ctx = Ctx();
   ASSERT_TRUE(tcp->GetInventory(ctx.get(), {}, &inv).ok());
   EXPECT_EQ(inv.host().rdma_devices_size(), 9);
+}
+
+// Probes between two agents on a host without RDMA (the TCP transport): agent B serves probes
+// on a loopback port; agent A's config schedules tests against it, and RunProbe runs one now.
+class AgentProbeTest : public AgentTest {
+ protected:
+  void SetUp() override {
+    AgentTest::SetUp();
+    std::error_code ec;
+    fs::remove_all(Sys("class/infiniband"), ec);  // no RDMA: tests run over TCP
+    ASSERT_FALSE(ec);
+  }
+  void TearDown() override {
+    responder_.reset();
+    AgentTest::TearDown();
+  }
+  // Starts agent B with a responder on 127.0.0.1 and returns "127.0.0.1:PORT".
+  std::string StartResponder() {
+    auto p = Subprocess::Start({kAgent, "--socket=" + dir_ + "/b/agent.sock",
+                                "--sysfs=" + dir_ + "/host/sys", "--procfs=" + dir_ + "/host/proc",
+                                "--probe-listen=127.0.0.1:0"});
+    if (!p.ok()) {
+      ADD_FAILURE() << p.status();
+      return "";
+    }
+    responder_ = *std::move(p);
+    std::string address;
+    EXPECT_TRUE(testing::WaitFor(
+        [&] {
+          const std::string err = responder_->Stderr();
+          const std::string mark = "probe responder on ";
+          const size_t at = err.find(mark);
+          if (at == std::string::npos) return false;
+          address = err.substr(at + mark.size(), err.find('\n', at) - at - mark.size());
+          return true;
+        },
+        absl::Seconds(20)))
+        << responder_->Stderr();
+    return address;
+  }
+  v1::ListProbeResultsResponse List(v1::ListProbeResultsRequest req = {}) {
+    v1::ListProbeResultsResponse out;
+    auto ctx = Ctx();
+    grpc::Status s = stub_->ListProbeResults(ctx.get(), req, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return out;
+  }
+
+  std::unique_ptr<Subprocess> responder_;
+};
+
+TEST_F(AgentProbeTest, ScheduleAndOnDemandProbesAgainstAnotherAgent) {
+  const std::string peer = StartResponder();
+  ASSERT_TRUE(absl::StartsWith(peer, "127.0.0.1:")) << peer;
+  WriteFile(dir_ + "/config.json",
+            absl::StrCat(R"({"probes": {"peers": [")", peer,
+                         R"("], "intervalSeconds": 1, "tests": ["write_bw", "read_lat"],
+                         "iterations": 200, "history": 8}})"));
+  StartAgent({"--config=" + dir_ + "/config.json"});
+
+  // The schedule's first rounds: each test against B, over TCP, labelled so.
+  v1::ListProbeResultsResponse list;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        list = List();
+        return list.results_size() >= 4 && list.rounds() >= 2;
+      },
+      absl::Seconds(30)))
+      << list.ShortDebugString() << agent_->Stderr();
+  EXPECT_TRUE(list.schedule_enabled());
+  EXPECT_EQ(list.responder(), "");  // A has none
+  ASSERT_EQ(list.peers_size(), 1);
+  EXPECT_EQ(list.peers(0), peer);
+  EXPECT_GE(list.rounds(), 2u);
+  std::set<std::string> tests;
+  for (const v1::ProbeResult& r : list.results()) {
+    EXPECT_TRUE(r.ok()) << r.ShortDebugString();
+    EXPECT_EQ(r.source(), v1::ProbeResult::SOURCE_SCHEDULE);
+    EXPECT_EQ(r.transport(), "tcp");
+    EXPECT_EQ(r.peer(), peer);
+    EXPECT_EQ(r.peer_address(), "127.0.0.1");
+    EXPECT_EQ(r.iterations(), 200u);
+    EXPECT_FALSE(r.has_fraction_of_rate());  // a TCP figure is never held against a port
+    tests.insert(r.test());
+    if (r.test() == "write_bw") {
+      EXPECT_GT(r.bw_avg_gbps(), 0);
+      EXPECT_FALSE(r.has_bw_peak_gbps());
+    } else {
+      EXPECT_GT(r.t_typical_us(), 0);
+    }
+  }
+  EXPECT_EQ(tests, (std::set<std::string>{"write_bw", "read_lat"}));
+  EXPECT_GT(list.results(0).id(), list.results(1).id());  // newest first
+
+  // On demand: a test the schedule does not run, kept with the rest.
+  v1::RunProbeRequest req;
+  req.set_peer(peer);
+  req.set_test("send_lat");
+  req.set_iterations(100);
+  v1::ProbeResult r;
+  auto ctx = Ctx(absl::Seconds(60));
+  grpc::Status s = stub_->RunProbe(ctx.get(), req, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(r.ok()) << r.ShortDebugString();
+  EXPECT_EQ(r.source(), v1::ProbeResult::SOURCE_ON_DEMAND);
+  EXPECT_EQ(r.test(), "send_lat");
+  EXPECT_EQ(r.iterations(), 100u);
+  v1::ListProbeResultsRequest only;
+  only.set_test("send_lat");
+  list = List(only);
+  ASSERT_GE(list.results_size(), 1);
+  EXPECT_EQ(list.results(0).id(), r.id());
+
+  // The history is bounded by the config (8), and B counted what it served.
+  EXPECT_LE(List().results_size(), 8);
+  auto bch =
+      grpc::CreateChannel("unix:" + dir_ + "/b/agent.sock", grpc::InsecureChannelCredentials());
+  v1::ListProbeResultsResponse b;
+  ctx = Ctx();
+  ASSERT_TRUE(v1::FabricAgent::NewStub(bch)->ListProbeResults(ctx.get(), {}, &b).ok());
+  EXPECT_EQ(b.responder(), peer);
+  EXPECT_GE(b.responder_served(), 5u);
+  EXPECT_FALSE(b.schedule_enabled());
+
+  // A vanished peer is a failed result within the step bound, not an RPC error or a hang.
+  responder_->Signal(SIGKILL);
+  (void)responder_->Wait(absl::Seconds(5));
+  req.set_test("write_bw");
+  req.set_timeout_seconds(2);
+  ctx = Ctx(absl::Seconds(60));
+  const absl::Time start = absl::Now();
+  s = stub_->RunProbe(ctx.get(), req, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.error_code(), "UNAVAILABLE") << r.ShortDebugString();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+}
+
+TEST_F(AgentProbeTest, BadProbeRequestsAndConfigs) {
+  // A schedule the agent cannot run is a bad config: exit 2, naming the key.
+  WriteFile(dir_ + "/bad.json", R"({"probes": {"peers": ["10.0.0.2"], "tests": ["atomic_bw"]}})");
+  auto r = testing::Run({kAgent, "--socket=" + socket_, "--sysfs=" + dir_ + "/host/sys",
+                         "--config=" + dir_ + "/bad.json"},
+                        absl::Seconds(20));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 2);
+  EXPECT_TRUE(absl::StrContains(r->err, "probes.tests[0]")) << r->err;
+  r = testing::Run({kAgent, "--socket=" + socket_, "--probe-listen=18515"}, absl::Seconds(20));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 2);
+  EXPECT_TRUE(absl::StrContains(r->err, "--probe-listen")) << r->err;
+
+  StartAgent();
+  struct Case {
+    std::function<void(v1::RunProbeRequest*)> set;
+    std::string needle;
+  };
+  const Case cases[] = {
+      {[](v1::RunProbeRequest*) {}, "peer is required"},
+      {[](v1::RunProbeRequest* q) { q->set_peer("a b"); }, "not a host"},
+      {[](v1::RunProbeRequest* q) { q->set_peer("h:0"); }, "port"},
+      {[](v1::RunProbeRequest* q) {
+         q->set_peer("h");
+         q->set_test("atomic_bw");
+       },
+       "atomic_bw"},
+      {[](v1::RunProbeRequest* q) {
+         q->set_peer("h");
+         q->set_transport("ib");
+       },
+       "transport"},
+      {[](v1::RunProbeRequest* q) {
+         q->set_peer("h");
+         q->set_iterations(5);
+         q->set_duration_seconds(5);
+       },
+       "exclude"},
+      {[](v1::RunProbeRequest* q) {
+         q->set_peer("h");
+         q->set_size(uint64_t{1} << 40);
+       },
+       "size"},
+      {[](v1::RunProbeRequest* q) {
+         q->set_peer("h");
+         q->set_timeout_seconds(1000);
+       },
+       "timeout_seconds"},
+      {[](v1::RunProbeRequest* q) {
+         q->set_peer("h");
+         q->set_remote_device("../x");
+       },
+       "not an RDMA device name"},
+  };
+  for (const Case& c : cases) {
+    v1::RunProbeRequest req;
+    c.set(&req);
+    v1::ProbeResult out;
+    auto ctx = Ctx();
+    grpc::Status s = stub_->RunProbe(ctx.get(), req, &out);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << req.ShortDebugString();
+    EXPECT_TRUE(absl::StrContains(s.error_message(), c.needle)) << s.error_message();
+  }
+  // No RDMA device here: asking for the rdma transport is a precondition, not a bad request.
+  v1::RunProbeRequest req;
+  req.set_peer("127.0.0.1");
+  req.set_transport("rdma");
+  v1::ProbeResult out;
+  auto ctx = Ctx();
+  grpc::Status s = stub_->RunProbe(ctx.get(), req, &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_FALSE(List().schedule_enabled());
 }
 
 // A throwaway network namespace, deleted with the test; its name stays empty when this machine

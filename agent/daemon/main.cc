@@ -7,6 +7,7 @@
 
 #include "agent/common/log.h"
 #include "agent/daemon/agent.h"
+#include "agent/daemon/prober.h"
 
 int main(int argc, char** argv) {
   // gRPC serves on many threads; glibc would give each busy one its own arena and keep the
@@ -51,6 +52,20 @@ int main(int argc, char** argv) {
                  "seconds a pod's interface stays held after its schedule, for re-announcing "
                  "(held sockets keep the pod's network namespace alive)")
       ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--probe-listen", opt.probe_listen,
+                 "serve other hosts' bandwidth and latency probes (fabric-probe, other agents' "
+                 "schedules) on ADDR:PORT, [V6]:PORT or :PORT (perftest's port is 18515); off by "
+                 "default")
+      ->check([](const std::string& v) {
+        std::string host;
+        uint16_t port = 0;
+        absl::Status s = fabric::ParseProbeListen(v, &host, &port);
+        return s.ok() ? std::string() : std::string(s.message());
+      });
+  app.add_option("--probe-clients", opt.probe_clients,
+                 "probes the responder serves at once, each on its own RDMA device")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--log-level", log_level, "debug, info, warning or error")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}))

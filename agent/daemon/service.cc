@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "agent/changes/changes.h"
+#include "agent/health/health.h"
 #include "agent/place/place.h"
 #include "agent/select/select.h"
 
@@ -137,6 +138,10 @@ grpc::Status FabricAgentService::GetHealth(grpc::ServerContext*, const v1::GetHe
   auto s = Ready();
   if (!s.ok()) return ToGrpc(s.status());
   *out = (*s)->health;
+  // Probe results arrive between snapshots: their findings join at every call.
+  if (prober_ != nullptr) {
+    for (v1::Finding& f : prober_->Findings()) AddFinding(out, std::move(f));
+  }
   return grpc::Status::OK;
 }
 
@@ -154,6 +159,23 @@ grpc::Status FabricAgentService::ListAnnouncements(grpc::ServerContext*,
                                                    v1::ListAnnouncementsResponse* out) {
   if (announcer_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "announcing is off");
   for (auto& a : announcer_->List(req->container_id())) *out->add_announcements() = std::move(a);
+  return grpc::Status::OK;
+}
+
+grpc::Status FabricAgentService::RunProbe(grpc::ServerContext*, const v1::RunProbeRequest* req,
+                                          v1::ProbeResult* out) {
+  if (prober_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "probing is off");
+  auto r = prober_->Run(*req);
+  if (!r.ok()) return ToGrpc(r.status());
+  *out = *std::move(r);
+  return grpc::Status::OK;
+}
+
+grpc::Status FabricAgentService::ListProbeResults(grpc::ServerContext*,
+                                                  const v1::ListProbeResultsRequest* req,
+                                                  v1::ListProbeResultsResponse* out) {
+  if (prober_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "probing is off");
+  *out = prober_->List(*req);
   return grpc::Status::OK;
 }
 

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/daemon/announcer.h"
+#include "agent/daemon/prober.h"
 #include "agent/daemon/snapshot.h"
 #include "fabric/v1/agent.grpc.pb.h"
 
@@ -24,10 +25,10 @@ using FabricAgentBase = v1::FabricAgent::WithCallbackMethod_Ping<
 class FabricAgentService final : public FabricAgentBase {
  public:
   // `poll` bounds how long a watch stream waits before it checks whether its client is gone.
-  // `announcer` may be null (Announce and ListAnnouncements then answer UNAVAILABLE).
+  // `announcer` and `prober` may be null (their methods then answer UNAVAILABLE).
   explicit FabricAgentService(const SnapshotStore* store, Announcer* announcer = nullptr,
-                              absl::Duration poll = absl::Seconds(1))
-      : store_(store), announcer_(announcer), poll_(poll) {}
+                              Prober* prober = nullptr, absl::Duration poll = absl::Seconds(1))
+      : store_(store), announcer_(announcer), prober_(prober), poll_(poll) {}
 
   grpc::Status GetInventory(grpc::ServerContext* ctx, const v1::GetInventoryRequest* req,
                             v1::Inventory* out) override;
@@ -43,6 +44,10 @@ class FabricAgentService final : public FabricAgentBase {
                         v1::AnnounceResponse* out) override;
   grpc::Status ListAnnouncements(grpc::ServerContext* ctx, const v1::ListAnnouncementsRequest* req,
                                  v1::ListAnnouncementsResponse* out) override;
+  grpc::Status RunProbe(grpc::ServerContext* ctx, const v1::RunProbeRequest* req,
+                        v1::ProbeResult* out) override;
+  grpc::Status ListProbeResults(grpc::ServerContext* ctx, const v1::ListProbeResultsRequest* req,
+                                v1::ListProbeResultsResponse* out) override;
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest*,
                                  v1::PingResponse*) override {
     auto* reactor = ctx->DefaultReactor();
@@ -57,6 +62,7 @@ class FabricAgentService final : public FabricAgentBase {
 
   const SnapshotStore* store_;
   Announcer* announcer_;
+  Prober* prober_;
   absl::Duration poll_;
 };
 

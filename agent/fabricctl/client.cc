@@ -29,9 +29,9 @@ AgentClient::AgentClient(const std::string& grpc_target, absl::Duration timeout)
       channel_(grpc::CreateChannel(grpc_target, grpc::InsecureChannelCredentials())),
       stub_(v1::FabricAgent::NewStub(channel_)) {}
 
-std::unique_ptr<grpc::ClientContext> AgentClient::Context() const {
+std::unique_ptr<grpc::ClientContext> AgentClient::Context(absl::Duration timeout) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout_));
+  ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout));
   return ctx;
 }
 
@@ -92,6 +92,22 @@ absl::StatusOr<v1::ListAnnouncementsResponse> AgentClient::ListAnnouncements(
   v1::ListAnnouncementsResponse out;
   auto ctx = Context();
   FABRIC_GRPC_OR_RETURN(stub_->ListAnnouncements(ctx.get(), req, &out));
+  return out;
+}
+
+absl::StatusOr<v1::ProbeResult> AgentClient::RunProbe(const v1::RunProbeRequest& req,
+                                                      absl::Duration timeout) {
+  v1::ProbeResult out;
+  auto ctx = Context(timeout);
+  FABRIC_GRPC_OR_RETURN(stub_->RunProbe(ctx.get(), req, &out));
+  return out;
+}
+
+absl::StatusOr<v1::ListProbeResultsResponse> AgentClient::ListProbeResults(
+    const v1::ListProbeResultsRequest& req) {
+  v1::ListProbeResultsResponse out;
+  auto ctx = Context();
+  FABRIC_GRPC_OR_RETURN(stub_->ListProbeResults(ctx.get(), req, &out));
   return out;
 }
 

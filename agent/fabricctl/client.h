@@ -33,13 +33,18 @@ class AgentClient {
   absl::StatusOr<v1::Health> GetHealth();
   absl::StatusOr<v1::AnnounceResponse> Announce(const v1::AnnounceRequest& req);
   absl::StatusOr<v1::ListAnnouncementsResponse> ListAnnouncements(const std::string& container_id);
+  // A test takes as long as it takes: `timeout` bounds this call instead of the client's.
+  absl::StatusOr<v1::ProbeResult> RunProbe(const v1::RunProbeRequest& req, absl::Duration timeout);
+  absl::StatusOr<v1::ListProbeResultsResponse> ListProbeResults(
+      const v1::ListProbeResultsRequest& req);
   // grpc.health.v1 Check for the FabricAgent service: OK only when SERVING.
   absl::Status CheckServing();
 
   const std::string& target() const { return target_; }
 
  private:
-  std::unique_ptr<grpc::ClientContext> Context() const;
+  std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) const;
+  std::unique_ptr<grpc::ClientContext> Context() const { return Context(timeout_); }
   absl::Status FromGrpc(const grpc::Status& s) const;
 
   std::string target_;

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -32,6 +34,8 @@
 #include "agent/select/config.h"
 #include "agent/select/env.h"
 #include "agent/select/select.h"
+#include "probes/report.h"
+#include "probes/schedule.h"
 
 namespace fabric {
 namespace {
@@ -62,6 +66,14 @@ struct Options {
   bool arp_reply = false;
   bool no_ipv6 = false;
   bool conflict_probe = false;
+  // probe, probes
+  v1::RunProbeRequest probe;
+  double probe_duration_s = 0;
+  double probe_step_timeout_s = 10;
+  std::string test;
+  std::string device;
+  std::string peer;
+  uint32_t limit = 0;
 };
 
 // The agent for this invocation; exits with kUsage on a bad --target.
@@ -116,7 +128,7 @@ absl::StatusOr<Loaded> Load(const Options& opt, int* code) {
     return out;
   }
   if (!opt.config.empty()) {
-    auto config = LoadConfig(opt.config);
+    auto config = probes::LoadAgentConfig(opt.config);
     if (!config.ok()) {
       *code = kUsage;
       return config.status();
@@ -477,6 +489,55 @@ int RunAnnouncements(const Options& opt) {
   return kOk;
 }
 
+// One test now, by the agent (it holds the device and keeps the result with its schedule's).
+int RunProbe(const Options& opt) {
+  auto client = Client(opt);
+  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
+  v1::RunProbeRequest req = opt.probe;
+  if (opt.probe_duration_s > 0) {
+    req.set_duration_seconds(static_cast<uint32_t>(std::ceil(opt.probe_duration_s)));
+  }
+  req.set_timeout_seconds(static_cast<uint32_t>(std::ceil(opt.probe_step_timeout_s)));
+  // The agent may wait up to a minute for the device, then every step is bounded by the step
+  // timeout; iterations run as long as they run, so leave room for both.
+  const absl::Duration bound = absl::Seconds(opt.timeout_s) + absl::Seconds(60) +
+                               absl::Seconds(req.duration_seconds() + 2) +
+                               8 * absl::Seconds(req.timeout_seconds());
+  auto r = (*client)->RunProbe(req, bound);
+  if (!r.ok()) return Fail(AgentCode(r.status()), std::string(r.status().message()));
+  if (opt.json) {
+    Print(ToJson(*r));
+  } else if (r->ok()) {
+    Print(probes::FormatTable(probes::ResultFromProto(*r)));
+    if (r->has_fraction_of_rate()) {
+      std::printf(" %.0f%% of the port's %g Gb/s%s\n", 100 * r->fraction_of_rate(),
+                  r->port_rate_gbps(), r->degraded() ? " (DEGRADED)" : "");
+    }
+    if (!r->teardown_error().empty()) {
+      std::printf(" warning: releasing RDMA resources: %s\n", r->teardown_error().c_str());
+    }
+  }
+  if (!r->ok()) {
+    return Fail(kFailed, absl::StrCat(r->test(), " with ", r->peer(), ": ", r->error_code(), ": ",
+                                      r->error()));
+  }
+  return kOk;
+}
+
+int RunProbes(const Options& opt) {
+  auto client = Client(opt);
+  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
+  v1::ListProbeResultsRequest req;
+  req.set_peer(opt.peer);
+  req.set_device(opt.device);
+  req.set_test(opt.test);
+  req.set_limit(opt.limit);
+  auto resp = (*client)->ListProbeResults(req);
+  if (!resp.ok()) return Fail(AgentCode(resp.status()), std::string(resp.status().message()));
+  Print(opt.json ? ToJson(*resp) : RenderProbeResults(*resp));
+  return kOk;
+}
+
 int Main(int argc, char** argv) {
   Options opt;
   CLI::App app{
@@ -512,11 +573,15 @@ int Main(int argc, char** argv) {
       "for a pod fabric-cni handed to the agent)");
   CLI::App* announcements =
       app.add_subcommand("announcements", "the pod interfaces the agent announces, with results");
-  const std::vector<CLI::App*> commands = {inventory, topo,         select,       env,
-                                           health,    announce_cmd, announcements};
+  CLI::App* probe = app.add_subcommand(
+      "probe", "a bandwidth or latency test against a peer's responder now, run by the agent");
+  CLI::App* probes_cmd = app.add_subcommand(
+      "probes", "the agent's probe results (scheduled and on demand), newest first");
+  const std::vector<CLI::App*> commands = {inventory,    topo,          select, env,       health,
+                                           announce_cmd, announcements, probe,  probes_cmd};
   for (CLI::App* cmd : {inventory, topo, select, env, health}) global(cmd);
   bool via_agent = false;
-  for (CLI::App* cmd : {announce_cmd, announcements}) {
+  for (CLI::App* cmd : {announce_cmd, announcements, probe, probes_cmd}) {
     cmd->add_flag("--json", opt.json, "print the proto3 JSON mapping of the result");
     cmd->add_option("--target", opt.target, "fabric-agent to ask (with --via-agent)")
         ->capture_default_str();
@@ -553,6 +618,82 @@ int Main(int argc, char** argv) {
                     "00000000:17:00.0), or 'all'")
         ->required();
   }
+  v1::RunProbeRequest& pr = opt.probe;
+  probe
+      ->add_option("--peer", *pr.mutable_peer(),
+                   "the responder: HOST or HOST:PORT (another agent's --probe-listen, or "
+                   "fabric-probe)")
+      ->required();
+  probe->add_option("--test", *pr.mutable_test(), "the test")
+      ->check(
+          CLI::IsMember({"write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "read_lat"}))
+      ->default_str("write_bw");
+  probe->add_option("-d,--device", *pr.mutable_device(),
+                    "local RDMA device (default: the first the schedule probes from)");
+  probe->add_option(
+      "-i,--ib-port",
+      [&pr](const std::vector<std::string>& v) {
+        uint32_t n = 0;
+        if (!absl::SimpleAtoi(v[0], &n) || n < 1 || n > 254) return false;
+        pr.set_ib_port(n);
+        return true;
+      },
+      "port of the device");
+  probe->add_option(
+      "-x,--gid-index",
+      [&pr](const std::vector<std::string>& v) {
+        uint32_t n = 0;
+        if (!absl::SimpleAtoi(v[0], &n) || n > 65535) return false;
+        pr.set_gid_index(n);
+        return true;
+      },
+      "GID index (default: chosen as NIC selection chooses it)");
+  probe->add_option("--remote-device", *pr.mutable_remote_device(),
+                    "the peer's RDMA device (default: the peer's choice)");
+  probe->add_option("--transport", *pr.mutable_transport(), "rdma, tcp or auto")
+      ->check(CLI::IsMember({"rdma", "tcp", "auto"}))
+      ->default_str("auto");
+  probe->add_flag(
+      "-R,--rdma-cm", [&pr](int64_t n) { pr.set_rdma_cm(n > 0); }, "connect with rdma_cm");
+  probe->add_option(
+      "-s,--size",
+      [&pr](const std::vector<std::string>& v) {
+        uint64_t n = 0;
+        if (!absl::SimpleAtoi(v[0], &n) || n == 0) return false;
+        pr.set_size(n);
+        return true;
+      },
+      "message size in bytes (default: the test's, as perftest)");
+  auto* o_iters = probe->add_option(
+      "-n,--iterations",
+      [&pr](const std::vector<std::string>& v) {
+        uint64_t n = 0;
+        if (!absl::SimpleAtoi(v[0], &n) || n == 0) return false;
+        pr.set_iterations(n);
+        return true;
+      },
+      "iterations (default: the test's)");
+  probe->add_option("-D,--duration", opt.probe_duration_s, "seconds instead of -n")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->excludes(o_iters);
+  probe->add_option(
+      "-q,--qps",
+      [&pr](const std::vector<std::string>& v) {
+        uint32_t n = 0;
+        if (!absl::SimpleAtoi(v[0], &n) || n == 0) return false;
+        pr.set_qps(n);
+        return true;
+      },
+      "queue pairs (bandwidth tests)");
+  probe
+      ->add_option("--step-timeout", opt.probe_step_timeout_s,
+                   "seconds any one step of the test may take")
+      ->check(CLI::Range(1.0, 300.0))
+      ->capture_default_str();
+  probes_cmd->add_option("--peer", opt.peer, "only this peer");
+  probes_cmd->add_option("--device", opt.device, "only this local device");
+  probes_cmd->add_option("--test", opt.test, "only this test");
+  probes_cmd->add_option("--limit", opt.limit, "at most this many results (0: all kept)");
   env->add_option("--format", opt.format, "shell (NAME=VALUE lines), json or nccl-conf")
       ->check(CLI::IsMember({"shell", "json", "nccl-conf"}))
       ->capture_default_str();
@@ -619,6 +760,8 @@ int Main(int argc, char** argv) {
     return RunAnnounceLocal(opt);
   }
   if (announcements->parsed()) return RunAnnouncements(opt);
+  if (probe->parsed()) return RunProbe(opt);
+  if (probes_cmd->parsed()) return RunProbes(opt);
   if (inventory->parsed()) return RunInventory(opt);
   if (topo->parsed()) return RunTopo(opt);
   if (select->parsed()) return RunSelect(opt);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "agent/discovery/discovery.h"
 #include "agent/select/select.h"
 #include "agent/topology/topology.h"
@@ -292,6 +293,52 @@ std::string RenderAnnouncements(const std::vector<v1::Announcement>& announcemen
                       ": not announced\n");
     }
     if (!a.last_error().empty()) absl::StrAppend(&out, "  note: ", a.last_error(), "\n");
+  }
+  return out;
+}
+
+std::string RenderProbeResults(const v1::ListProbeResultsResponse& list) {
+  std::string out = absl::StrCat("responder: ", list.responder().empty() ? "off" : list.responder(),
+                                 list.responder().empty()
+                                     ? ""
+                                     : absl::StrCat(" (", list.responder_served(), " served, ",
+                                                    list.responder_failed(), " failed)"),
+                                 "\nschedule: ");
+  if (!list.schedule_enabled()) {
+    absl::StrAppend(&out, "off (no peers configured)\n");
+  } else {
+    absl::StrAppend(&out, list.rounds(), " rounds; peers ",
+                    list.peers().empty() ? "none" : absl::StrJoin(list.peers(), ", "));
+    if (!list.peers_error().empty()) absl::StrAppend(&out, " (", list.peers_error(), ")");
+    if (list.has_next_round()) {
+      absl::StrAppend(
+          &out, "; next round ",
+          absl::FormatTime("%H:%M:%S", absl::FromUnixSeconds(list.next_round().seconds()),
+                           absl::UTCTimeZone()),
+          " UTC");
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  if (list.results().empty()) return absl::StrCat(out, "no results\n");
+  absl::StrAppendFormat(&out, "%-5s %-8s %-9s %-22s %-9s %-9s %-9s %14s %7s  %s\n", "ID", "TIME",
+                        "SOURCE", "PEER", "DEVICE", "TEST", "TRANSPORT", "RESULT", "OF RATE",
+                        "STATUS");
+  for (const v1::ProbeResult& r : list.results()) {
+    std::string figure = "-";
+    if (r.has_bw_avg_gbps()) figure = absl::StrFormat("%.2f Gb/s", r.bw_avg_gbps());
+    if (r.has_t_typical_us()) figure = absl::StrFormat("%.2f us", r.t_typical_us());
+    const std::string share =
+        r.has_fraction_of_rate() ? absl::StrFormat("%.0f%%", 100 * r.fraction_of_rate()) : "-";
+    const std::string status = !r.ok()        ? absl::StrCat(r.error_code(), ": ", r.error())
+                               : r.degraded() ? std::string("DEGRADED")
+                                              : std::string("OK");
+    absl::StrAppendFormat(
+        &out, "%-5d %-8s %-9s %-22s %-9s %-9s %-9s %14s %7s  %s\n", r.id(),
+        absl::FormatTime("%H:%M:%S", absl::FromUnixSeconds(r.started().seconds()),
+                         absl::UTCTimeZone()),
+        r.source() == v1::ProbeResult::SOURCE_ON_DEMAND ? "on-demand" : "schedule", r.peer(),
+        r.device().empty() ? "-" : absl::StrCat(r.device(), ":", r.port()), r.test(), r.transport(),
+        figure, share, status);
   }
   return out;
 }

@@ -18,6 +18,11 @@ std::string RenderSelection(const v1::Selection& selection);
 // One block per interface: addresses, frames sent, gateway reachability, conflicts.
 std::string RenderAnnouncements(const std::vector<v1::Announcement>& announcements);
 
+// The responder and schedule state, then one line per probe result (newest first): when, how
+// it was asked, peer, local device, test, transport, the figure (average Gb/s or typical us),
+// the share of the port's rate, and OK / DEGRADED / the error.
+std::string RenderProbeResults(const v1::ListProbeResultsResponse& list);
+
 // The proto3 JSON mapping, indented, with a trailing newline.
 std::string ToJson(const google::protobuf::Message& message);
 

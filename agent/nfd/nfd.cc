@@ -75,33 +75,17 @@ Facts Gather(const Host& host, const SelectionPolicy& policy) {
   Facts f;
   f.present = !host.rdma_devices().empty();
 
-  std::set<std::string> default_route(host.default_route_netdevs().begin(),
-                                      host.default_route_netdevs().end());
-  for (const Netdev& n : host.netdevs()) {
-    if (n.default_route()) default_route.insert(n.name());
-  }
-  auto front_end = [&](const RdmaDevice& dev, const Port& port) {
-    if (!DeniedBy(policy, dev, port).empty()) return true;
-    for (const std::string* n : {&port.netdev(), &dev.parent_netdev()}) {
-      if (!n->empty() && default_route.count(*n)) return true;
+  std::set<std::string> counted;
+  for (const BackendPort& bp : BackendPorts(host, policy)) {
+    const Port& port = *bp.port;
+    counted.insert(bp.device->name());
+    if (port.link_layer() == LINK_LAYER_INFINIBAND) f.ib = true;
+    if (port.link_layer() == LINK_LAYER_ETHERNET) f.roce = true;
+    if (port.has_rate_gbps() && std::isfinite(port.rate_gbps()) && port.rate_gbps() > 0) {
+      f.min_rate = f.min_rate ? std::min(*f.min_rate, port.rate_gbps()) : port.rate_gbps();
     }
-    return false;
-  };
-
-  for (const RdmaDevice& dev : host.rdma_devices()) {
-    if (dev.has_pci() && dev.pci().sriov().role() == SRIOV_ROLE_VF) continue;
-    bool counted = false;
-    for (const Port& port : dev.ports()) {
-      if (port.state() != PORT_STATE_ACTIVE || front_end(dev, port)) continue;
-      counted = true;
-      if (port.link_layer() == LINK_LAYER_INFINIBAND) f.ib = true;
-      if (port.link_layer() == LINK_LAYER_ETHERNET) f.roce = true;
-      if (port.has_rate_gbps() && std::isfinite(port.rate_gbps()) && port.rate_gbps() > 0) {
-        f.min_rate = f.min_rate ? std::min(*f.min_rate, port.rate_gbps()) : port.rate_gbps();
-      }
-    }
-    if (counted) ++f.nics;
   }
+  f.nics = static_cast<int>(counted.size());
 
   for (const Accelerator& a : host.accelerators()) {
     if (!a.management_display()) f.gpus.push_back(a.pci_address());

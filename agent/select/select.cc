@@ -338,6 +338,32 @@ std::string_view PortStateName(PortState state) {
   }
 }
 
+std::vector<BackendPort> BackendPorts(const Host& host, const SelectionPolicy& policy) {
+  std::set<std::string> default_route(host.default_route_netdevs().begin(),
+                                      host.default_route_netdevs().end());
+  for (const Netdev& n : host.netdevs()) {
+    if (n.default_route()) default_route.insert(n.name());
+  }
+  std::vector<BackendPort> out;
+  for (const RdmaDevice& dev : host.rdma_devices()) {
+    if (dev.has_pci() && dev.pci().sriov().role() == SRIOV_ROLE_VF) continue;
+    for (const Port& port : dev.ports()) {
+      if (port.state() != PORT_STATE_ACTIVE || !DeniedBy(policy, dev, port).empty()) continue;
+      bool front_end = false;
+      for (const std::string* n : {&port.netdev(), &dev.parent_netdev()}) {
+        front_end = front_end || (!n->empty() && default_route.count(*n) > 0);
+      }
+      if (!front_end) out.push_back({&dev, &port});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const BackendPort& a, const BackendPort& b) {
+    if (a.device->name() != b.device->name())
+      return NaturalLess(a.device->name(), b.device->name());
+    return a.port->number() < b.port->number();
+  });
+  return out;
+}
+
 absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::string>& gpus,
                                      const SelectionPolicy& policy) {
   if (absl::Status s = ValidatePolicy(policy); !s.ok()) return s;

@@ -42,4 +42,13 @@ std::string_view PortStateName(v1::PortState state);
 std::string DeniedBy(const v1::SelectionPolicy& policy, const v1::RdmaDevice& dev,
                      const v1::Port& port);
 
+// The ports a fabric job would use, in natural device order: ACTIVE, not on an SR-IOV VF, not
+// denied by `policy` and not front-end (their netdev, or a software device's parent, carries the
+// default route). NFD's `nics` label counts their devices; the probe schedule probes from them.
+struct BackendPort {
+  const v1::RdmaDevice* device;
+  const v1::Port* port;
+};
+std::vector<BackendPort> BackendPorts(const v1::Host& host, const v1::SelectionPolicy& policy);
+
 }  // namespace fabric

@@ -561,7 +561,53 @@ def check_daemonset(objects, images, args):
         handoff = os.path.join(os.path.dirname(socket), "announce.sock")
     if check(handoff, "the agent's hand-off socket is on (--announce-socket not empty)"):
         host_mount("--announce-socket", handoff, handoff, False)
+
+    check_probe_responder(objects, ds, c, flags, volumes, mount_of)
     return handoff
+
+
+def check_probe_responder(objects, ds, container, flags, volumes, mount_of):
+    """--probe-listen's port is a named containerPort; every Service is headless, selects the
+    DaemonSet's pods and targets that port; the ConfigMap's probes.peerDns is such a Service's
+    cluster DNS name, with its port."""
+    listen = flags.get("--probe-listen")
+    if not check(listen, "--probe-listen is set (other nodes' schedules probe this one)"):
+        return
+    port = int(listen.rpartition(":")[2] or 0)
+    cports = {p.get("name"): p for p in container.get("ports") or []}
+    named = [n for n, p in cports.items() if p.get("containerPort") == port]
+    check(len(named) == 1 and named[0], f"--probe-listen port {port} is a named containerPort")
+    labels = dig(ds, "spec", "template", "metadata", "labels") or {}
+    services = {name: x for (kind, name), x in objects.items() if kind == "Service"}
+    for name, svc in services.items():
+        spec = svc.get("spec") or {}
+        check(spec.get("clusterIP") == "None", f"Service {name} is headless (clusterIP: None)")
+        sel = spec.get("selector") or {}
+        check(sel and all(labels.get(k) == v for k, v in sel.items()),
+              f"Service {name} selects the DaemonSet's pods ({sel})")
+        for sp in spec.get("ports") or []:
+            target = sp.get("targetPort", sp.get("port"))
+            check(target == port or target in named,
+                  f"Service {name} port {sp.get('port')} targets the responder ({target})")
+            check(sp.get("port") == port, f"Service {name} port {sp.get('port')} is {port}")
+    config = flags.get("--config")
+    m, v = mount_of(config) if config else (None, None)
+    cm = objects.get(("ConfigMap", dig(v, "configMap", "name")))
+    text = dig(cm, "data", os.path.relpath(config, m["mountPath"])) if cm and m else None
+    try:
+        probes = (json.loads(text) if text else {}).get("probes")
+    except json.JSONDecodeError:
+        probes = None  # check_config reports it
+    if not probes or "peerDns" not in probes:
+        print("SKIPPED PART: the ConfigMap schedules no probes by DNS")
+        return
+    ns = ds.get("metadata", {}).get("namespace")
+    want = {f"{n}.{ns}.svc.cluster.local" for n in services} | {f"{n}.{ns}.svc" for n in services}
+    check(probes["peerDns"] in want,
+          f"ConfigMap probes.peerDns {probes['peerDns']} is a headless Service of the agents "
+          f"({sorted(want)})")
+    check(probes.get("port", 18515) == port,
+          f"ConfigMap probes.port {probes.get('port', 18515)} is --probe-listen's {port}")
 
 
 def cni_config_table(readme):

@@ -23,11 +23,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::RunResult;
 using testing::Subprocess;
 
 const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
 const std::string kCtl = FABRIC_BINARY_DIR "/agent/fabricctl/fabricctl";
+const std::string kProbe = FABRIC_BINARY_DIR "/probes/fabric-probe";
 
 class DaemonCliTest : public ::testing::Test {
  protected:
@@ -175,6 +177,65 @@ TEST_F(DaemonCliTest, AgentStoppingMidwayIsReported) {
   RunResult r = Ctl({"health"});
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.out, HasSubstr("CRITICAL daemon"));
+}
+
+// fabricctl probe asks the agent to run a test (here over TCP, against a fabric-probe
+// responder), prints perftest's table or the result's JSON, and exits 1 when the test fails;
+// fabricctl probes lists what the agent kept.
+TEST_F(DaemonCliTest, ProbeAndProbes) {
+  Start("roce-9port");
+  auto responder = Subprocess::Start(
+      {kProbe, "send_lat", "-p", "0", "--bind", "127.0.0.1", "--transport", "tcp", "--forever"});
+  ASSERT_TRUE(responder.ok());
+  std::string port;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const std::string err = (*responder)->Stderr();
+        const std::string mark = "waiting for a client on port ";
+        const size_t at = err.find(mark);
+        if (at == std::string::npos) return false;
+        port = err.substr(at + mark.size(), err.find('\n', at) - at - mark.size());
+        return true;
+      },
+      absl::Seconds(20)));
+  const std::string peer = "--peer=127.0.0.1:" + port;
+
+  RunResult r = Ctl({"probe", peer, "--test=send_lat", "--transport=tcp", "-n", "100"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Send Latency Test  (over TCP: not an RDMA figure)"));
+  EXPECT_THAT(r.out, HasSubstr("t_typical[usec]"));
+
+  r = Ctl({"probe", peer, "--test=send_lat", "--transport=tcp", "-n", "50", "--json"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"tTypicalUs\""));
+  EXPECT_THAT(r.out, HasSubstr("\"transport\": \"tcp\""));
+
+  // The responder serves send_lat only: it refuses, and the result says why (exit 1).
+  r = Ctl({"probe", peer, "--test=write_bw", "--transport=tcp"});
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("FAILED_PRECONDITION"));
+
+  r = Ctl({"probes"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("responder: off"));
+  EXPECT_THAT(r.out, HasSubstr("schedule: off"));
+  EXPECT_THAT(r.out, HasSubstr("on-demand"));
+  EXPECT_THAT(r.out, HasSubstr("send_lat"));
+  EXPECT_THAT(r.out, HasSubstr("FAILED_PRECONDITION"));
+  r = Ctl({"probes", "--test=write_bw", "--json"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"test\": \"write_bw\""));
+  EXPECT_THAT(r.out, Not(HasSubstr("\"test\": \"send_lat\"")));
+
+  // Usage errors: no peer, an unknown test, -n with -D.
+  EXPECT_EQ(Ctl({"probe"}).status, 2);
+  EXPECT_EQ(Ctl({"probe", peer, "--test=atomic_bw"}).status, 2);
+  EXPECT_EQ(Ctl({"probe", peer, "-n", "5", "-D", "2"}).status, 2);
+  // The agent has RDMA devices in its model but this machine has no verbs device: the test
+  // fails with a clear reason, not a hang.
+  r = Ctl({"probe", peer, "--test=send_lat", "--step-timeout=2"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_FALSE(r.err.empty());
 }
 
 }  // namespace

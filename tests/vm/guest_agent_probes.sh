@@ -1,0 +1,116 @@
+#!/bin/bash
+# Runs inside the rig's guest: `rig.sh run -- guest_agent_probes.sh FABRIC_AGENT FABRICCTL`. The
+# agent's probes over the real rxe0: agent B serves probes (--probe-listen), agent A's config
+# schedules write_bw and write_lat against B every 2 s (one device to itself, as perftest runs in
+# the rig: two processes, so each has its own device lock), `fabricctl probe` runs an rdma_cm
+# test through A, and A's health marks rxe0:1 degraded (emulated rxe moves far less than the
+# port's rate).
+set -uo pipefail
+
+agent="${1:?usage: guest_agent_probes.sh FABRIC_AGENT FABRICCTL}"
+ctl="${2:?usage: guest_agent_probes.sh FABRIC_AGENT FABRICCTL}"
+dev="${FABRIC_VM_RDMA_DEV:-rxe0}"
+ip="${FABRIC_VM_IP:-10.77.0.1}"
+out="${FABRIC_VM_OUT:-/tmp}"
+port=18515
+
+failures=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+cat >"$out/a.json" <<EOF
+{"probes": {"peers": ["$ip:$port"], "intervalSeconds": 2, "tests": ["write_bw", "write_lat"],
+            "iterations": 200, "timeoutSeconds": 20, "degradedFraction": 0.9}}
+EOF
+"$agent" --socket=/run/b/agent.sock --probe-listen=":$port" 2>"$out/b.log" &
+bpid=$!
+"$agent" --socket=/run/a/agent.sock --config="$out/a.json" 2>"$out/a.log" &
+apid=$!
+ctl_() { "$ctl" "$@" --target=unix:///run/a/agent.sock --timeout=10; }
+
+# The schedule's results, as JSON, once both tests have an RDMA result (at most 60 s).
+start=$(date +%s)
+until ctl_ probes --json >"$out/probes.json" 2>/dev/null &&
+  /usr/bin/python3 - "$out/probes.json" <<'PY'; do
+import json, sys
+r = json.load(open(sys.argv[1])).get("results", [])
+sys.exit(0 if {x["test"] for x in r if x.get("ok")} >= {"write_bw", "write_lat"} else 1)
+PY
+  if (($(date +%s) - start > 60)); then
+    fail "no scheduled results within 60 s"
+    cat "$out/probes.json" "$out/a.log" "$out/b.log"
+    break
+  fi
+  sleep 0.5
+done
+# check_results FILE: the newest scheduled RDMA results of both tests, with the port's share.
+check_results() {
+  /usr/bin/python3 - "$1" "$dev" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+dev = sys.argv[2]
+ok = [x for x in j["results"] if x.get("ok")]
+bw = next(x for x in ok if x["test"] == "write_bw")
+lat = next(x for x in ok if x["test"] == "write_lat")
+for x in (bw, lat):
+    assert x["transport"] == "rdma", x
+    assert x["device"] == dev and x["port"] == 1 and x["remoteDevice"] == dev, x
+    assert x["source"] == "SOURCE_SCHEDULE", x
+    assert "gidIndex" in x, x
+assert bw["bwAvgGbps"] > 0 and bw["bwPeakGbps"] >= bw["bwAvgGbps"], bw
+assert bw["portRateGbps"] > 0 and 0 < bw["fractionOfRate"] < 0.9 and bw["degraded"], bw
+assert 0 < lat["tMinUs"] <= lat["tTypicalUs"] <= lat["tMaxUs"], lat
+print(f"write_bw {bw['bwAvgGbps']:.3f} Gb/s ({100 * bw['fractionOfRate']:.1f}% of "
+      f"{bw['portRateGbps']} Gb/s), write_lat {lat['tTypicalUs']:.0f} us, "
+      f"{j.get('rounds', 0)} rounds")
+PY
+}
+if summary=$(check_results "$out/probes.json" 2>&1); then
+  ok "scheduled probes over $dev: $summary"
+else
+  fail "scheduled results: $summary"
+  cat "$out/probes.json"
+fi
+
+# The degraded port is a health warning (exit 1), naming the port and the figures.
+health=$(ctl_ health)
+rc=$?
+if grep -q "WARNING probe $dev:1: write_bw to $ip:$port" <<<"$health" && ((rc == 1)); then
+  ok "health: $dev:1 degraded (exit $rc)"
+else
+  fail "health (exit $rc): $health"
+fi
+
+# On demand through the agent, connected by rdma_cm; the table says which device and GID.
+if table=$(ctl_ probe --peer="$ip:$port" --test=read_lat -R -n 100 --step-timeout=20 2>&1) &&
+  grep -q "Device *: $dev" <<<"$table" && grep -q "Connection *: rdma_cm" <<<"$table"; then
+  ok "fabricctl probe read_lat -R: $(tail -2 <<<"$table" | head -1 | tr -s ' ')"
+else
+  fail "fabricctl probe read_lat -R: $table"
+fi
+
+# B served them all, and said so.
+if "$ctl" probes --target=unix:///run/b/agent.sock | grep -q "responder: \*:$port ([1-9][0-9]* served"; then
+  ok "agent B's responder counted its tests"
+else
+  fail "agent B's responder: $("$ctl" probes --target=unix:///run/b/agent.sock 2>&1)"
+fi
+
+kill -TERM "$apid" "$bpid"
+wait "$apid"
+arc=$?
+wait "$bpid"
+brc=$?
+if ((arc == 0 && brc == 0)); then ok "both agents exit 0 on SIGTERM"; else
+  fail "SIGTERM: agent A exit $arc, agent B exit $brc"
+fi
+
+if ((failures)); then
+  echo "--- agent A log"
+  cat "$out/a.log"
+  echo "--- agent B log"
+  cat "$out/b.log"
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"
