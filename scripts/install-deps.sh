@@ -13,11 +13,13 @@ packages=(
   libnl-3-dev libnl-route-3-dev libsystemd-dev
   # command line
   libcli11-dev
+  # the Prometheus metrics endpoint (HTTP)
+  libmicrohttpd-dev
   # the CNI plugin (JSON) and a real runtime driving it in tests
   nlohmann-json3-dev podman runc containernetworking-plugins
   # tests, benchmarks, fuzzing, formatting
   googletest libgtest-dev libgmock-dev libbenchmark-dev clang clang-format libclang-rt-14-dev
-  python3 python3-grpcio python3-protobuf python3-yaml iproute2 systemd
+  python3 python3-grpcio python3-protobuf python3-yaml python3-prometheus-client iproute2 systemd
   # Soft-RoCE VM rig (tests/vm)
   qemu-system-x86 busybox-static cpio kmod
 )
