@@ -28,12 +28,14 @@
 #include "agent/common/log.h"
 #include "agent/daemon/announcer.h"
 #include "agent/daemon/events.h"
+#include "agent/daemon/metrics.h"
 #include "agent/daemon/prober.h"
 #include "agent/daemon/service.h"
 #include "agent/daemon/snapshot.h"
 #include "agent/discovery/discovery.h"
 #include "agent/health/health.h"
 #include "agent/hostfs/host_fs.h"
+#include "agent/metrics/http_server.h"
 #include "agent/nfd/nfd.h"
 #include "agent/select/config.h"
 #include "probes/schedule.h"
@@ -83,10 +85,22 @@ struct AgentState {
   std::unique_ptr<Prober> prober;
   std::unique_ptr<FabricAgentService> service;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<metrics::MetricsHttpServer> metrics;
 
-  uint64_t rescans = 0;
-  uint64_t resyncs = 0;
+  EventLog events;         // Loop thread only; each snapshot gets a copy.
+  AgentCounters counters;  // Read by scrapes.
 };
+
+// Which kernel event sources work, for metrics.
+void CountSources(AgentState& st) {
+  bool route = false, uevent = false;
+  for (const auto& s : st.sources) {
+    route = route || std::string(s->name()) == "route netlink";
+    uevent = uevent || std::string(s->name()) == "uevent";
+  }
+  st.counters.route_events = route;
+  st.counters.uevents = uevent;
+}
 
 // The agent's own findings: what degrades its answers without being the host's fault.
 std::vector<v1::Finding> AgentFindings(const AgentState& st) {
@@ -124,10 +138,13 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) 
   auto cur = st.store.Current();
   std::vector<v1::InventoryChange> changes;
   bool host_changed = cur == nullptr;
+  const absl::Time now = absl::Now();
   if (cur != nullptr && host) {
     changes = DiffHosts(cur->host, *host);
     host_changed = !changes.empty();
+    st.events.Record(cur->host, changes, now);
   }
+  st.events.Expire(now, st.opt.event_window);
   std::vector<v1::Finding> agent = AgentFindings(st);
   std::string key = FindingsKey(agent);
   if (!host_changed && !policy_changed && key == st.agent_findings_key) return;
@@ -136,7 +153,7 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) 
   auto snap = std::make_shared<Snapshot>();
   if (host_changed) {
     snap->generation = ++st.generation;
-    snap->discovered_at = absl::Now();
+    snap->discovered_at = now;
     snap->host = *std::move(host);
   } else {
     snap->generation = cur->generation;
@@ -149,6 +166,8 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) 
     AddFinding(&snap->health, std::move(f));
   }
   for (v1::Finding& f : agent) AddFinding(&snap->health, std::move(f));
+  snap->events = st.events;
+  snap->event_window = st.opt.event_window;
   for (const v1::InventoryChange& c : changes) {
     Log(LogLevel::kInfo, "change: ", v1::InventoryChange::Kind_Name(c.kind()), " ", c.subject(),
         c.old_value().empty() && c.new_value().empty() ? "" : " ", c.old_value(),
@@ -164,17 +183,19 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) 
 
 // `policy_changed`: the config was just reloaded, so publish even when the host is the same.
 void Rescan(AgentState& st, const std::string& why, bool policy_changed = false) {
-  ++st.rescans;
+  ++st.counters.rescans;
   const absl::Time start = absl::Now();
   auto host = Discover(st.sysfs, st.procfs);
   Log(LogLevel::kDebug, "rescan (", why, ") took ", absl::FormatDuration(absl::Now() - start));
   if (!host.ok()) {
     if (st.last_scan.ok()) Log(LogLevel::kWarning, "rescan failed: ", host.status().message());
+    ++st.counters.rescan_errors;
     st.last_scan = host.status();
     Publish(st, std::nullopt, policy_changed);
     return;
   }
   st.last_scan = absl::OkStatus();
+  st.counters.last_scan_ok_unix_ns = absl::ToUnixNanos(absl::Now());
   Publish(st, *std::move(host), policy_changed);
 }
 
@@ -271,7 +292,8 @@ absl::Status StepFirstInventory(AgentState& st) {
   auto host = Discover(st.sysfs, st.procfs);
   if (!host.ok()) return host.status();
   st.start_host = *host;
-  ++st.rescans;
+  ++st.counters.rescans;
+  st.counters.last_scan_ok_unix_ns = absl::ToUnixNanos(absl::Now());
   Log(LogLevel::kInfo, "inventory: ", host->rdma_devices_size(), " RDMA devices, ",
       host->netdevs_size(), " netdevs, ", host->accelerators_size(), " accelerators, ",
       host->problems_size(), " discovery problems (", st.opt.sysfs, ")");
@@ -302,6 +324,7 @@ absl::Status StepEvents(AgentState& st) {
       Log(LogLevel::kWarning, watch.status().message(), "; reload the config with SIGHUP");
     }
   }
+  CountSources(st);
   Publish(st, std::nullopt, false);  // Health reflects missing sources.
   return absl::OkStatus();
 }
@@ -351,7 +374,8 @@ void StopProbes(AgentState& st) { st.prober.reset(); }
 absl::Status StepServe(AgentState& st) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  st.service = std::make_unique<FabricAgentService>(&st.store, st.announcer.get(), st.prober.get());
+  st.service = std::make_unique<FabricAgentService>(&st.store, st.announcer.get(), st.prober.get(),
+                                                    absl::Seconds(1), st.opt.watch_timeout);
   grpc::ServerBuilder builder;
   const std::string unix_target = absl::StrCat("unix:", st.opt.socket);
   builder.AddListeningPort(unix_target, grpc::InsecureServerCredentials());
@@ -384,6 +408,26 @@ void StopServe(AgentState& st) {
   }
   st.service.reset();
 }
+
+absl::Status StepMetrics(AgentState& st) {
+  if (st.opt.metrics.empty()) return absl::OkStatus();
+  MetricsSources src;
+  src.store = &st.store;
+  src.sysfs = &st.sysfs;
+  src.counters = &st.counters;
+  src.prober = st.prober.get();
+  src.announcer = st.announcer.get();
+  auto server = metrics::MetricsHttpServer::Start(
+      st.opt.metrics, [src] { return RenderAgentMetrics(src, absl::Now()); });
+  if (!server.ok()) {
+    return absl::Status(server.status().code(), absl::StrCat("--metrics=", st.opt.metrics, ": ",
+                                                             server.status().message()));
+  }
+  st.metrics = *std::move(server);
+  Log(LogLevel::kInfo, "metrics on http://", st.metrics->address(), "/metrics");
+  return absl::OkStatus();
+}
+void StopMetrics(AgentState& st) { st.metrics.reset(); }
 
 absl::Status StepSocketPermissions(AgentState& st) {
   const char* path = st.opt.socket.c_str();
@@ -447,6 +491,7 @@ constexpr Step kSteps[] = {
     {"probes", StepProbes, StopProbes, kAgentFailed},
     {"serve gRPC", StepServe, StopServe, kAgentFailed},
     {"socket permissions", StepSocketPermissions, nullptr, kAgentFailed},
+    {"metrics", StepMetrics, StopMetrics, kAgentFailed},
     {"NFD feature file", StepNfd, nullptr, kAgentFailed},
     {"notify ready", StepReady, nullptr, kAgentFailed},
 };
@@ -530,11 +575,12 @@ void Loop(AgentState& st) {
         // A broken source would spin the loop; drop it and let health say so.
         Log(LogLevel::kWarning, d.status().message(), "; no more ", src.name(), " events");
         st.sources.erase(st.sources.begin() + static_cast<long>(i - 2));
+        CountSources(st);
         Publish(st, std::nullopt, false);
         break;
       }
       if (d->overflow) {
-        ++st.resyncs;
+        ++st.counters.netlink_resyncs;
         Log(LogLevel::kInfo, src.name(), " overflowed (ENOBUFS): full resync");
       }
       if (d->relevant > 0 || d->overflow) {

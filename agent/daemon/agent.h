@@ -29,6 +29,12 @@ struct AgentOptions {
   // config file's `probes` section.
   std::string probe_listen;
   uint32_t probe_clients = 4;
+  // Prometheus /metrics on "ADDR:PORT", "[V6]:PORT" or ":PORT"; empty: off.
+  std::string metrics;
+  // How long a vanished RDMA device is reported absent, and a link flap a health warning.
+  absl::Duration event_window = absl::Hours(1);
+  // A watch client that takes no event for this long is dropped.
+  absl::Duration watch_timeout = absl::Seconds(30);
 };
 
 // systemd's notification protocol, behind a seam so tests can watch it without systemd.

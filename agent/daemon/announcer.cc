@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -101,7 +102,10 @@ struct Announcer::Impl {
   bool stop = false;
   std::vector<std::unique_ptr<Entry>> held;     // guarded by mu
   std::deque<std::unique_ptr<Entry>> finished;  // guarded by mu
-  std::vector<Connection> conns;                // thread only
+  AnnouncerStats retired;  // guarded by mu: reports of jobs no longer held or listed
+  std::atomic<uint64_t> handoffs{0};
+  std::atomic<uint64_t> handoffs_refused{0};
+  std::vector<Connection> conns;  // thread only
 
   void Wake() {
     uint64_t one = 1;
@@ -116,6 +120,8 @@ struct Announcer::Impl {
   absl::Status Handle(const Handoff& h, std::vector<Fd>& fds);
   void StepEntries(absl::Time now, const std::vector<pollfd>& pfds, size_t first_entry_pfd);
   void Release(std::unique_ptr<Entry> e, v1::Announcement::State state, const std::string& why);
+  // Adds a report to `stats` (the totals of jobs that are gone go to `retired`).
+  static void Count(const announce::Report& r, AnnouncerStats* stats);
   v1::Announcement ToProto(const Entry& e) const;
 };
 
@@ -166,7 +172,19 @@ void Announcer::Impl::Release(std::unique_ptr<Entry> e, v1::Announcement::State 
   Log(LogLevel::kInfo, "announce: released ", e->container_id.empty() ? "host" : e->container_id,
       " ", e->target.ifname, ": ", why);
   finished.push_back(std::move(e));
-  while (finished.size() > opt.max_finished) finished.pop_front();
+  while (finished.size() > opt.max_finished) {
+    if (finished.front()->final_report) Count(*finished.front()->final_report, &retired);
+    finished.pop_front();
+  }
+}
+
+void Announcer::Impl::Count(const announce::Report& r, AnnouncerStats* stats) {
+  stats->arp_sent += static_cast<uint64_t>(r.arp_sent);
+  stats->na_sent += static_cast<uint64_t>(r.na_sent);
+  stats->send_errors += static_cast<uint64_t>(r.send_errors);
+  stats->conflicts += r.conflicts.size();
+  for (const auto& g : r.gateways)
+    ++(g.reachable ? stats->gateways_reachable : stats->gateways_unreachable);
 }
 
 v1::Announcement Announcer::Impl::ToProto(const Entry& e) const {
@@ -229,6 +247,7 @@ absl::Status Announcer::Impl::Handle(const Handoff& h, std::vector<Fd>& fds) {
   e->job = std::make_unique<Job>(h.target, h.plan, std::make_unique<SharedLink>(e->link), h.start,
                                  h.first_done);
   e->next = absl::InfinitePast();  // Step at once: gateway priming and anything already due.
+  ++handoffs;
   Log(LogLevel::kInfo, "announce: holding ", h.container_id, " ", h.target.ifname, " (",
       h.target.addresses.size(), " address(es))");
   held.push_back(std::move(e));
@@ -289,7 +308,10 @@ void Announcer::Impl::Serve(Connection& c) {
     auto h = announce::DecodeHandoff(std::string_view(buf, static_cast<size_t>(n)));
     result = h.ok() ? Handle(*h, fds) : h.status();
   }
-  if (!result.ok()) Log(LogLevel::kWarning, "announce: hand-off refused: ", result.message());
+  if (!result.ok()) {
+    ++handoffs_refused;
+    Log(LogLevel::kWarning, "announce: hand-off refused: ", result.message());
+  }
   std::string ans = announce::EncodeHandoffAnswer(result);
   (void)send(c.fd.fd, ans.data(), ans.size(), MSG_NOSIGNAL);
   c.fd.Reset();  // Done; fds not adopted close with `fds`.
@@ -464,6 +486,24 @@ std::vector<v1::Announcement> Announcer::List(const std::string& container_id) c
   return out;
 }
 
+AnnouncerStats Announcer::Stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  AnnouncerStats s = impl_->retired;
+  s.handoffs = impl_->handoffs.load();
+  s.handoffs_refused = impl_->handoffs_refused.load();
+  for (const auto& e : impl_->held) {
+    if (e->job != nullptr) {
+      Impl::Count(e->job->report(), &s);
+      if (!e->job->done()) ++s.running;
+    }
+    ++s.held;
+  }
+  for (const auto& e : impl_->finished) {
+    if (e->final_report) Impl::Count(*e->final_report, &s);
+  }
+  return s;
+}
+
 absl::StatusOr<std::vector<v1::Announcement>> Announcer::Announce(const v1::AnnounceRequest& req) {
   std::vector<Entry*> started;
   std::unique_lock<std::mutex> lock(impl_->mu);
@@ -475,7 +515,10 @@ absl::StatusOr<std::vector<v1::Announcement>> Announcer::Announce(const v1::Anno
     for (auto& e : impl_->held) {
       if (e->container_id != req.container_id()) continue;
       if (!req.ifname().empty() && e->target.ifname != req.ifname()) continue;
-      if (e->job != nullptr && !e->job->done()) e->job->Cancel();
+      if (e->job != nullptr) {
+        if (!e->job->done()) e->job->Cancel();
+        Impl::Count(e->job->report(), &impl_->retired);  // Its frames stay counted.
+      }
       Drain(*e->link);
       e->job = std::make_unique<Job>(e->target, e->plan, std::make_unique<SharedLink>(e->link),
                                      mono, false);

@@ -27,6 +27,20 @@ struct AnnouncerOptions {
   announce::Plan host_plan;  // For interfaces of the agent's own netns (Announce RPC).
 };
 
+// Totals since the agent started, for metrics.
+struct AnnouncerStats {
+  uint64_t handoffs = 0;          // accepted from fabric-cni
+  uint64_t handoffs_refused = 0;  // malformed, not allowed, or over max_held
+  uint64_t arp_sent = 0;
+  uint64_t na_sent = 0;
+  uint64_t send_errors = 0;
+  uint64_t conflicts = 0;             // addresses another host answered for
+  uint64_t gateways_reachable = 0;    // gateway primings answered ...
+  uint64_t gateways_unreachable = 0;  // ... and not
+  uint64_t running = 0;               // interfaces with repeats pending now
+  uint64_t held = 0;                  // interfaces held now (running or done)
+};
+
 class Announcer {
  public:
   // Binds the socket (replacing a stale one: the caller holds the agent's lock) and starts the
@@ -41,6 +55,7 @@ class Announcer {
   // Returns after the first round went out (or a bound passed).
   absl::StatusOr<std::vector<v1::Announcement>> Announce(const v1::AnnounceRequest& req);
   std::vector<v1::Announcement> List(const std::string& container_id) const;
+  AnnouncerStats Stats() const;
 
   struct Impl;
 

@@ -67,6 +67,20 @@ int main(int argc, char** argv) {
                  "probes the responder serves at once, each on its own RDMA device")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--metrics", opt.metrics,
+                 "serve Prometheus metrics at http://ADDR:PORT/metrics (ADDR:PORT, [V6]:PORT or "
+                 ":PORT); off by default");
+  double event_window_s = absl::ToDoubleSeconds(opt.event_window);
+  app.add_option("--event-window", event_window_s,
+                 "seconds a vanished RDMA device stays reported absent, and a link flap a health "
+                 "warning")
+      ->check(CLI::Range(1.0, 30 * 86400.0))
+      ->capture_default_str();
+  double watch_timeout_s = absl::ToDoubleSeconds(opt.watch_timeout);
+  app.add_option("--watch-timeout", watch_timeout_s,
+                 "seconds a WatchInventory client may leave an event unread before it is dropped")
+      ->check(CLI::Range(0.5, 86400.0))
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "debug, info, warning or error")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}))
       ->capture_default_str();
@@ -80,6 +94,8 @@ int main(int argc, char** argv) {
   fabric::InitLog("fabric-agent", level);
   opt.rescan_interval = absl::Seconds(rescan_s);
   opt.announce_hold = absl::Seconds(hold_s);
+  opt.event_window = absl::Seconds(event_window_s);
+  opt.watch_timeout = absl::Seconds(watch_timeout_s);
   auto notifier = fabric::MakeSdNotifier();
   return fabric::RunAgent(opt, notifier.get());
 }

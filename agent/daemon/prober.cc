@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -293,6 +294,7 @@ v1::ProbeResult Prober::Execute(const probes::ProbeSpec& spec, const std::string
     out.set_port(spec.local.ib_port);
   }
   out.set_remote_device(spec.remote_device);
+  ++(out.ok() ? runs_ok_ : runs_failed_);
   if (const std::shared_ptr<const Snapshot> snap = store_->Current(); snap != nullptr) {
     probes::RateShare(snap->host, degraded_fraction, &out);
   }
@@ -411,6 +413,22 @@ v1::ListProbeResultsResponse Prober::List(const v1::ListProbeResultsRequest& req
         google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(next_round_));
   }
   out.set_rounds(rounds_);
+  return out;
+}
+
+Prober::Stats Prober::stats() const {
+  return {runs_ok_.load(), runs_failed_.load(), served_.load() - served_failed_.load(),
+          served_failed_.load()};
+}
+
+std::vector<v1::ProbeResult> Prober::Latest() const {
+  std::vector<v1::ProbeResult> out;
+  std::set<std::tuple<std::string, uint32_t, std::string, std::string, std::string>> seen;
+  for (v1::ProbeResult& r : history_.List()) {
+    if (seen.insert({r.device(), r.port(), r.peer(), r.test(), r.transport()}).second) {
+      out.push_back(std::move(r));
+    }
+  }
   return out;
 }
 

@@ -53,6 +53,15 @@ class Prober {
   // "probe" warnings: ports whose latest bandwidth result is below the degraded fraction.
   std::vector<v1::Finding> Findings() const;
 
+  // Counts since start, for metrics.
+  struct Stats {
+    uint64_t runs_ok = 0, runs_failed = 0;      // this agent's tests (scheduled and on demand)
+    uint64_t served_ok = 0, served_failed = 0;  // the responder's
+  };
+  Stats stats() const;
+  // The newest result of each (device, port, peer, test, transport), newest first.
+  std::vector<v1::ProbeResult> Latest() const;
+
   // "ADDR:PORT" the responder listens on (the bound port), empty when off.
   const std::string& responder() const { return responder_address_; }
 
@@ -81,6 +90,8 @@ class Prober {
   std::thread server_thread_;
   std::atomic<uint64_t> served_{0};
   std::atomic<uint64_t> served_failed_{0};
+  std::atomic<uint64_t> runs_ok_{0};
+  std::atomic<uint64_t> runs_failed_{0};
 
   mutable std::mutex mu_;  // Guards everything below.
   std::condition_variable cv_;

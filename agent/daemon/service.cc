@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "agent/changes/changes.h"
+#include "agent/common/log.h"
 #include "agent/health/health.h"
 #include "agent/place/place.h"
 #include "agent/select/select.h"
@@ -18,6 +19,7 @@ void FillInventory(const Snapshot& s, v1::Inventory* out) {
   out->set_generation(s.generation);
   *out->mutable_discovered_at() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(s.discovered_at));
+  s.events.Fill(absl::Now(), s.event_window, out);
 }
 
 }  // namespace
@@ -25,6 +27,49 @@ void FillInventory(const Snapshot& s, v1::Inventory* out) {
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+FabricAgentService::FabricAgentService(const SnapshotStore* store, Announcer* announcer,
+                                       Prober* prober, absl::Duration poll,
+                                       absl::Duration watch_timeout)
+    : store_(store),
+      announcer_(announcer),
+      prober_(prober),
+      poll_(poll),
+      watch_timeout_(watch_timeout),
+      reaper_([this] { Reap(); }) {}
+
+FabricAgentService::~FabricAgentService() {
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    stopping_ = true;
+  }
+  watch_cv_.notify_all();
+  reaper_.join();
+}
+
+void FabricAgentService::Reap() {
+  std::unique_lock<std::mutex> lock(watch_mu_);
+  while (!stopping_) {
+    absl::Time next = absl::InfiniteFuture();
+    const absl::Time now = absl::Now();
+    for (auto& [ctx, since] : writing_) {
+      if (now - since >= watch_timeout_) {
+        Log(LogLevel::kWarning, "dropping watch client ", ctx->peer(), ": it took no event for ",
+            absl::FormatDuration(now - since));
+        ctx->TryCancel();
+        since = absl::InfiniteFuture();  // Cancelled once; its Write returns and unregisters.
+      } else {
+        next = std::min(next, since + watch_timeout_);
+      }
+    }
+    // Sleeps without a timeout while no write is in progress: an idle agent does not wake.
+    if (next == absl::InfiniteFuture()) {
+      watch_cv_.wait(lock);
+    } else {
+      watch_cv_.wait_until(lock, absl::ToChronoTime(next));
+    }
+  }
 }
 
 absl::StatusOr<std::shared_ptr<const Snapshot>> FabricAgentService::Ready() const {
@@ -113,7 +158,19 @@ grpc::Status FabricAgentService::WatchInventory(grpc::ServerContext* ctx,
   std::shared_ptr<const Snapshot> last = *first;
   v1::InventoryEvent event;
   FillInventory(*last, event.mutable_inventory());
-  if (!writer->Write(event)) return grpc::Status::OK;  // The client left.
+  // A write blocks while the client does not read (flow control): register it for the reaper.
+  auto write = [&]() {
+    {
+      std::lock_guard<std::mutex> lock(watch_mu_);
+      writing_[ctx] = absl::Now();
+    }
+    watch_cv_.notify_all();
+    const bool ok = writer->Write(event);
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    writing_.erase(ctx);
+    return ok;
+  };
+  if (!write()) return grpc::Status::OK;  // The client left.
   // Each event's changes are against the last snapshot this client got, so a slow client that
   // skipped generations still learns everything that changed.
   while (!ctx->IsCancelled()) {
@@ -125,9 +182,10 @@ grpc::Status FabricAgentService::WatchInventory(grpc::ServerContext* ctx,
     event.Clear();
     FillInventory(*next, event.mutable_inventory());
     for (v1::InventoryChange& c : DiffHosts(last->host, next->host)) {
+      next->events.SetCount(&c);
       *event.add_changes() = std::move(c);
     }
-    if (!writer->Write(event)) return grpc::Status::OK;
+    if (!write()) return grpc::Status::OK;
     last = std::move(next);
   }
   return grpc::Status::CANCELLED;
@@ -138,7 +196,10 @@ grpc::Status FabricAgentService::GetHealth(grpc::ServerContext*, const v1::GetHe
   auto s = Ready();
   if (!s.ok()) return ToGrpc(s.status());
   *out = (*s)->health;
-  // Probe results arrive between snapshots: their findings join at every call.
+  // Time-dependent (events) and asynchronous (probe results) findings join at every call.
+  for (v1::Finding& f : (*s)->events.Findings(absl::Now(), (*s)->event_window)) {
+    AddFinding(out, std::move(f));
+  }
   if (prober_ != nullptr) {
     for (v1::Finding& f : prober_->Findings()) AddFinding(out, std::move(f));
   }

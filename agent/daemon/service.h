@@ -3,6 +3,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -26,9 +31,12 @@ class FabricAgentService final : public FabricAgentBase {
  public:
   // `poll` bounds how long a watch stream waits before it checks whether its client is gone.
   // `announcer` and `prober` may be null (their methods then answer UNAVAILABLE).
+  // A watch client that has not taken an event for `watch_timeout` (stuck, or far too slow) is
+  // dropped, so that it holds neither a server thread nor an old snapshot for long.
   explicit FabricAgentService(const SnapshotStore* store, Announcer* announcer = nullptr,
-                              Prober* prober = nullptr, absl::Duration poll = absl::Seconds(1))
-      : store_(store), announcer_(announcer), prober_(prober), poll_(poll) {}
+                              Prober* prober = nullptr, absl::Duration poll = absl::Seconds(1),
+                              absl::Duration watch_timeout = absl::Seconds(30));
+  ~FabricAgentService() override;
 
   grpc::Status GetInventory(grpc::ServerContext* ctx, const v1::GetInventoryRequest* req,
                             v1::Inventory* out) override;
@@ -64,6 +72,16 @@ class FabricAgentService final : public FabricAgentBase {
   Announcer* announcer_;
   Prober* prober_;
   absl::Duration poll_;
+  absl::Duration watch_timeout_;
+
+  // Writes to watch clients in progress, by context, with when they started; a reaper thread
+  // cancels those older than watch_timeout_.
+  void Reap();
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  std::map<grpc::ServerContext*, absl::Time> writing_;
+  bool stopping_ = false;
+  std::thread reaper_;
 };
 
 }  // namespace fabric

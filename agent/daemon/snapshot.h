@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "absl/time/time.h"
+#include "agent/changes/events.h"
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
@@ -41,6 +42,10 @@ struct Snapshot {
   v1::Host host;
   v1::SelectionPolicy policy;
   v1::Health health;  // Evaluated when the snapshot was built.
+  // Flaps, GID changes and absent devices since the agent started; their health findings depend
+  // on the time of the question, so readers evaluate them (EventLog::Findings).
+  EventLog events;
+  absl::Duration event_window = absl::Hours(1);
   SelectionCache selections;
 };
 

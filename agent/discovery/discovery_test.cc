@@ -1,12 +1,16 @@
 #include "agent/discovery/discovery.h"
 
 #include <gmock/gmock.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -454,6 +458,84 @@ TEST_F(DiscoveryTest, DeviceVanishingMidDiscovery) {
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(Dev(*after, "mlx5_4")->SerializeAsString(), Dev(before, "mlx5_4")->SerializeAsString());
   ::testing::Test::RecordProperty("complete_passes", complete);
+}
+
+// Files an unprivileged reader may not open (a DaemonSet without CAP_DAC_READ_SEARCH sees some
+// mode-0400 attributes this way) and files cut short: each costs only its own field, with the
+// reason, and discovery itself succeeds. Runs discovery in a child that dropped to nobody (root
+// reads through any mode), so it needs root to set up.
+TEST_F(DiscoveryTest, PermissionDeniedAndTruncatedFilesLoseOnlyTheirField) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to drop to an unprivileged reader";
+  Host before = Example("roce-9port");
+  const fs::path ib = dir_ / "sys/class/infiniband";
+  fs::permissions(ib / "mlx5_1/fw_ver", fs::perms::owner_read);  // 0400, owner root
+  fs::permissions(ib / "mlx5_2/ports/1/gids/3", fs::perms::none);
+  fs::permissions(ib / "mlx5_3/ports/1/rate", fs::perms::none);
+  {
+    std::ofstream(ib / "mlx5_4/ports/1/gids/1", std::ios::trunc) << "fe80:0000:0000";  // cut short
+    std::ofstream(ib / "mlx5_5/ports/1/state", std::ios::trunc) << "";                 // empty
+  }
+  // Every directory must stay traversable for the child: the tree is under a 0700 temp dir.
+  for (fs::path p = dir_; p != p.root_path(); p = p.parent_path()) {
+    fs::permissions(p, fs::perms::others_exec, fs::perm_options::add);
+  }
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(out[0]);
+    if (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+        setresuid(65534, 65534, 65534) != 0) {
+      _exit(3);
+    }
+    HostFsImpl sys((dir_ / "sys").string());
+    HostFsImpl proc((dir_ / "proc").string());
+    auto h = Discover(sys, proc);
+    if (!h.ok()) _exit(2);
+    const std::string bytes = h->SerializeAsString();
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = write(out[1], bytes.data() + done, bytes.size() - done);
+      if (n <= 0) _exit(4);
+      done += static_cast<size_t>(n);
+    }
+    _exit(0);
+  }
+  close(out[1]);
+  std::string bytes;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(out[0], buf, sizeof buf)) > 0) bytes.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  Host h;
+  ASSERT_TRUE(h.ParseFromString(bytes));
+  std::vector<std::string> problems = AllProblems(h);
+  auto has = [&](const std::string& a, const std::string& b) {
+    return std::any_of(problems.begin(), problems.end(), [&](const std::string& p) {
+      return p.find(a) != std::string::npos && p.find(b) != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(has("mlx5_1: fw_ver", "Permission denied")) << ::testing::PrintToString(problems);
+  EXPECT_EQ(Dev(h, "mlx5_1")->fw_ver(), "");
+  EXPECT_EQ(Dev(h, "mlx5_1")->node_guid(), Dev(before, "mlx5_1")->node_guid());
+  EXPECT_TRUE(has("mlx5_2:1: gids", "Permission denied")) << ::testing::PrintToString(problems);
+  EXPECT_EQ(GidAt(Dev(h, "mlx5_2")->ports(0), 3), nullptr);
+  EXPECT_NE(GidAt(Dev(h, "mlx5_2")->ports(0), 2), nullptr);
+  EXPECT_TRUE(has("mlx5_3:1: rate", "Permission denied")) << ::testing::PrintToString(problems);
+  EXPECT_FALSE(Dev(h, "mlx5_3")->ports(0).has_rate_gbps());
+  EXPECT_EQ(Dev(h, "mlx5_3")->ports(0).state(), PORT_STATE_ACTIVE);
+  EXPECT_TRUE(has("mlx5_4:1: gids", "fe80:0000:0000")) << ::testing::PrintToString(problems);
+  EXPECT_NE(GidAt(Dev(h, "mlx5_4")->ports(0), 3), nullptr);
+  EXPECT_TRUE(has("mlx5_5:1: state", "")) << ::testing::PrintToString(problems);
+  EXPECT_EQ(Dev(h, "mlx5_5")->ports(0).state(), PORT_STATE_UNSPECIFIED);
+  // The devices nobody touched are exactly as before.
+  for (const char* name : {"mlx5_0", "mlx5_6", "mlx5_7", "mlx5_8"}) {
+    EXPECT_EQ(Dev(h, name)->SerializeAsString(), Dev(before, name)->SerializeAsString()) << name;
+  }
 }
 
 TEST_F(DiscoveryTest, DiscoveryIsDeterministic) {

@@ -111,6 +111,31 @@ absl::StatusOr<v1::ListProbeResultsResponse> AgentClient::ListProbeResults(
   return out;
 }
 
+absl::Status AgentClient::Watch(const std::function<bool(const v1::InventoryEvent&)>& on_event,
+                                absl::Duration duration) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  if (duration != absl::InfiniteDuration()) {
+    ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(duration));
+  }
+  // Fail fast when the agent is not there, instead of waiting out the whole duration.
+  if (!channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                  absl::ToChronoNanoseconds(timeout_))) {
+    return absl::UnavailableError(absl::StrCat("fabric-agent not serving at ", target_));
+  }
+  auto reader = stub_->WatchInventory(ctx.get(), v1::WatchInventoryRequest());
+  v1::InventoryEvent event;
+  while (reader->Read(&event)) {
+    if (!on_event(event)) {
+      ctx->TryCancel();
+      (void)reader->Finish();
+      return absl::OkStatus();
+    }
+  }
+  grpc::Status s = reader->Finish();
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) return absl::OkStatus();
+  return FromGrpc(s);
+}
+
 absl::Status AgentClient::CheckServing() {
   auto stub = grpc::health::v1::Health::NewStub(channel_);
   grpc::health::v1::HealthCheckRequest req;

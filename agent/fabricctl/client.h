@@ -1,6 +1,7 @@
 // fabricctl's side of the gRPC API: one call per subcommand against a running fabric-agent.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +38,10 @@ class AgentClient {
   absl::StatusOr<v1::ProbeResult> RunProbe(const v1::RunProbeRequest& req, absl::Duration timeout);
   absl::StatusOr<v1::ListProbeResultsResponse> ListProbeResults(
       const v1::ListProbeResultsRequest& req);
+  // WatchInventory: calls `on_event` for each event until it returns false, the stream ends, or
+  // `duration` passes (then OK). Connecting is bounded by the client's timeout.
+  absl::Status Watch(const std::function<bool(const v1::InventoryEvent&)>& on_event,
+                     absl::Duration duration);
   // grpc.health.v1 Check for the FabricAgent service: OK only when SERVING.
   absl::Status CheckServing();
 

@@ -6,6 +6,7 @@
 // sysfs root does not exist, the agent is not serving). `health` follows the monitoring-plugin
 // convention instead.
 #include <arpa/inet.h>
+#include <google/protobuf/util/json_util.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -74,6 +77,9 @@ struct Options {
   std::string device;
   std::string peer;
   uint32_t limit = 0;
+  // watch
+  uint32_t count = 0;
+  double duration_s = 0;
 };
 
 // The agent for this invocation; exits with kUsage on a bad --target.
@@ -538,6 +544,51 @@ int RunProbes(const Options& opt) {
   return kOk;
 }
 
+// One line per change as the agent sees it: "TIME gen N KIND SUBJECT OLD -> NEW"; with --json
+// each event on one line (the proto3 JSON mapping without the inventory after the first).
+int RunWatch(const Options& opt) {
+  auto client = Client(opt);
+  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
+  uint32_t seen = 0;
+  absl::Status s = (*client)->Watch(
+      [&](const v1::InventoryEvent& e) {
+        const std::string when = absl::FormatTime("%H:%M:%E3S", absl::Now(), absl::LocalTimeZone());
+        if (opt.json) {
+          v1::InventoryEvent compact = e;
+          if (seen > 0) compact.mutable_inventory()->clear_host();
+          google::protobuf::util::JsonPrintOptions o;
+          std::string line;
+          (void)google::protobuf::util::MessageToJsonString(compact, &line, o);
+          std::printf("%s\n", line.c_str());
+        } else if (seen == 0) {
+          std::printf("%s gen %llu inventory: %d RDMA devices, %d netdevs, %d accelerators\n",
+                      when.c_str(), static_cast<unsigned long long>(e.inventory().generation()),
+                      e.inventory().host().rdma_devices_size(), e.inventory().host().netdevs_size(),
+                      e.inventory().host().accelerators_size());
+        } else {
+          for (const v1::InventoryChange& c : e.changes()) {
+            std::string kind = v1::InventoryChange::Kind_Name(c.kind());
+            if (absl::StartsWith(kind, "KIND_")) kind = kind.substr(5);
+            std::string line = absl::StrCat(when, " gen ", e.inventory().generation(), " ",
+                                            absl::AsciiStrToLower(kind));
+            if (!c.subject().empty()) absl::StrAppend(&line, " ", c.subject());
+            if (!c.old_value().empty() || !c.new_value().empty()) {
+              absl::StrAppend(&line, " ", c.old_value().empty() ? "-" : c.old_value(), " -> ",
+                              c.new_value().empty() ? "-" : c.new_value());
+            }
+            if (c.count() > 0) absl::StrAppend(&line, " (", c.count(), " since start)");
+            std::printf("%s\n", line.c_str());
+          }
+        }
+        std::fflush(stdout);
+        ++seen;
+        return opt.count == 0 || seen < opt.count;
+      },
+      opt.duration_s > 0 ? absl::Seconds(opt.duration_s) : absl::InfiniteDuration());
+  if (!s.ok()) return Fail(AgentCode(s), std::string(s.message()));
+  return kOk;
+}
+
 int Main(int argc, char** argv) {
   Options opt;
   CLI::App app{
@@ -577,11 +628,13 @@ int Main(int argc, char** argv) {
       "probe", "a bandwidth or latency test against a peer's responder now, run by the agent");
   CLI::App* probes_cmd = app.add_subcommand(
       "probes", "the agent's probe results (scheduled and on demand), newest first");
-  const std::vector<CLI::App*> commands = {inventory,    topo,          select, env,       health,
-                                           announce_cmd, announcements, probe,  probes_cmd};
+  CLI::App* watch = app.add_subcommand(
+      "watch", "the agent's inventory changes as they happen (device, port, GID, netdev events)");
+  const std::vector<CLI::App*> commands = {inventory,    topo,          select, env,        health,
+                                           announce_cmd, announcements, probe,  probes_cmd, watch};
   for (CLI::App* cmd : {inventory, topo, select, env, health}) global(cmd);
   bool via_agent = false;
-  for (CLI::App* cmd : {announce_cmd, announcements, probe, probes_cmd}) {
+  for (CLI::App* cmd : {announce_cmd, announcements, probe, probes_cmd, watch}) {
     cmd->add_flag("--json", opt.json, "print the proto3 JSON mapping of the result");
     cmd->add_option("--target", opt.target, "fabric-agent to ask (with --via-agent)")
         ->capture_default_str();
@@ -690,6 +743,10 @@ int Main(int argc, char** argv) {
                    "seconds any one step of the test may take")
       ->check(CLI::Range(1.0, 300.0))
       ->capture_default_str();
+  watch->add_option("--count", opt.count,
+                    "stop after this many events (the first is the inventory itself)");
+  watch->add_option("--duration", opt.duration_s, "stop after this many seconds")
+      ->check(CLI::Range(0.0, 365 * 86400.0));
   probes_cmd->add_option("--peer", opt.peer, "only this peer");
   probes_cmd->add_option("--device", opt.device, "only this local device");
   probes_cmd->add_option("--test", opt.test, "only this test");
@@ -762,6 +819,7 @@ int Main(int argc, char** argv) {
   if (announcements->parsed()) return RunAnnouncements(opt);
   if (probe->parsed()) return RunProbe(opt);
   if (probes_cmd->parsed()) return RunProbes(opt);
+  if (watch->parsed()) return RunWatch(opt);
   if (inventory->parsed()) return RunInventory(opt);
   if (topo->parsed()) return RunTopo(opt);
   if (select->parsed()) return RunSelect(opt);

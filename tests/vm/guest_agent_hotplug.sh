@@ -1,0 +1,136 @@
+#!/bin/bash
+# Runs inside the rig's guest: `rig.sh run -- guest_agent_hotplug.sh FABRIC_AGENT FABRICCTL`. RDMA
+# device hot-plug while the agent is busy: two `fabricctl watch` streams and a loop of queries
+# run while rxe0 is deleted and re-added five times (what a driver reload or PCI reset does).
+# Every removal and return must reach the watchers (the time from `rdma link` to the event is
+# printed, and bounded), the removed device is reported absent by health until it returns,
+# no query fails for any other reason than "no RDMA device", and the agent ends whole.
+set -uo pipefail
+
+agent="${1:?usage: guest_agent_hotplug.sh FABRIC_AGENT FABRICCTL}"
+ctl="${2:?usage: guest_agent_hotplug.sh FABRIC_AGENT FABRICCTL}"
+dev="${FABRIC_VM_RDMA_DEV:-rxe0}"
+netdev="${FABRIC_VM_NETDEV:-veth0}"
+ip="${FABRIC_VM_IP:-10.77.0.1}"
+out="${FABRIC_VM_OUT:-/tmp}"
+sock=/run/fabric-agent-test/agent.sock
+cycles=5
+# Under software emulation a rescan alone takes about half a second; on a real host the agent
+# answers within the 50 ms debounce plus one rescan.
+bound_ms=${FABRIC_VM_HOTPLUG_BOUND_MS:-3000}
+
+failures=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+ctl_() { "$ctl" "$@" --target="unix://$sock" --timeout=10; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+"$agent" --socket="$sock" --rescan-interval=3600 --event-window=600 2>"$out/agent.log" &
+apid=$!
+for _ in $(seq 200); do
+  ctl_ health --liveness >/dev/null 2>&1 && break
+  sleep 0.05
+done
+ctl_ health --liveness >/dev/null 2>&1 || {
+  fail "fabric-agent not serving"
+  cat "$out/agent.log"
+  exit 1
+}
+
+"$ctl" watch --target="unix://$sock" >"$out/watch1" 2>&1 &
+w1=$!
+"$ctl" watch --target="unix://$sock" --json >"$out/watch2" 2>&1 &
+w2=$!
+# Queries all along: inventory exits 0 with a device and 1 without; anything else is a failure.
+: >"$out/queries"
+(
+  while [ ! -e "$out/stop" ]; do
+    ctl_ inventory >/dev/null 2>>"$out/queries.err"
+    echo "inventory $?" >>"$out/queries"
+    ctl_ health >/dev/null 2>>"$out/queries.err"
+    echo "health $?" >>"$out/queries"
+  done
+) &
+qpid=$!
+
+# wait_line FILE PATTERN COUNT: until FILE has COUNT lines matching PATTERN; prints the ms taken.
+wait_line() {
+  local start=$(now_ms)
+  while (($(grep -c -- "$2" "$1") < $3)); do
+    if (($(now_ms) - start > 20000)); then
+      echo -1
+      return 1
+    fi
+    sleep 0.01
+  done
+  echo $(($(now_ms) - start))
+}
+
+# Both watchers have their first event (the inventory) before anything changes.
+wait_line "$out/watch1" "inventory: 1 RDMA devices" 1 >/dev/null || fail "watch 1 did not start"
+wait_line "$out/watch2" "inventory" 1 >/dev/null || fail "watch 2 did not start"
+
+worst=0
+for i in $(seq "$cycles"); do
+  t=$(now_ms)
+  rdma link delete "$dev" || fail "rdma link delete $dev ($i)"
+  ms=$(wait_line "$out/watch1" "device_removed $dev" "$i")
+  ms=$((ms < 0 ? ms : $(now_ms) - t))
+  if ((ms < 0)); then fail "cycle $i: no device_removed event"; else worst=$((ms > worst ? ms : worst)); fi
+  health=$(ctl_ health)
+  rc=$?
+  if grep -q "CRITICAL device_absent $dev" <<<"$health" && ((rc == 2)); then :; else
+    fail "cycle $i: health while $dev is gone (exit $rc): $health"
+  fi
+  t=$(now_ms)
+  rdma link add "$dev" type rxe netdev "$netdev" || fail "rdma link add $dev ($i)"
+  ms=$(wait_line "$out/watch1" "device_added $dev" "$i")
+  ms=$((ms < 0 ? ms : $(now_ms) - t))
+  if ((ms < 0)); then fail "cycle $i: no device_added event"; else worst=$((ms > worst ? ms : worst)); fi
+done
+if ((worst <= bound_ms)); then
+  ok "$cycles removals and returns reached the watch streams, slowest after $worst ms (bound $bound_ms ms)"
+else
+  fail "slowest event after $worst ms (bound $bound_ms ms)"
+fi
+touch "$out/stop"
+wait "$qpid"
+
+bad=$(grep -cvE "^(inventory [01]|health [0-2])$" "$out/queries")
+total=$(wc -l <"$out/queries")
+if ((bad == 0 && total > 0)); then ok "$total queries during the hot-plugs, none failed"; else
+  fail "$bad of $total queries failed: $(grep -vE "^(inventory [01]|health [0-2])$" "$out/queries" | sort | uniq -c | tr '\n' ' ')"
+  tail -5 "$out/queries.err"
+fi
+
+# Whole again: the device with its IPv4 GID, no absent device, both watchers still streaming.
+inv=$(ctl_ inventory)
+if grep -qE "^  $dev:1 .* $ip *\$" <<<"$inv"; then ok "$dev back with its RoCE v2 GID for $ip"; else
+  fail "$dev not whole after the cycles: $inv"
+fi
+health=$(ctl_ health)
+if grep -q device_absent <<<"$health"; then fail "still absent after the last return: $health"; else
+  ok "health no longer reports $dev absent"
+fi
+removed2=$(grep -c "DEVICE_REMOVED" "$out/watch2")
+if kill -0 "$w1" "$w2" 2>/dev/null && ((removed2 == cycles)); then
+  ok "both watch streams alive; the JSON one saw $removed2 removals"
+else
+  fail "watchers: $(kill -0 "$w1" 2>/dev/null && echo alive || echo dead)/$(kill -0 "$w2" 2>/dev/null && echo alive || echo dead), $removed2 removals in JSON"
+fi
+kill "$w1" "$w2" 2>/dev/null
+
+kill -TERM "$apid"
+wait "$apid"
+rc=$?
+if ((rc == 0)); then ok "agent exits 0 on SIGTERM"; else fail "agent exit $rc"; fi
+
+if ((failures)); then
+  echo "--- agent log"
+  tail -50 "$out/agent.log"
+  echo "--- watch"
+  cat "$out/watch1"
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"
