@@ -563,7 +563,22 @@ def check_daemonset(objects, images, args):
         host_mount("--announce-socket", handoff, handoff, False)
 
     check_probe_responder(objects, ds, c, flags, volumes, mount_of)
+    check_metrics(ds, c, flags)
     return handoff
+
+
+def check_metrics(ds, container, flags):
+    """--metrics listens on a named containerPort that the Prometheus annotations name."""
+    listen = flags.get("--metrics")
+    if not check(listen, "--metrics is set"):
+        return
+    port = int(listen.rpartition(":")[2] or 0)
+    named = [p.get("name") for p in container.get("ports") or [] if p.get("containerPort") == port]
+    check(named == ["metrics"], f"--metrics port {port} is the containerPort named metrics")
+    ann = dig(ds, "spec", "template", "metadata", "annotations") or {}
+    check(ann.get("prometheus.io/scrape") == "true", "prometheus.io/scrape: \"true\"")
+    check(ann.get("prometheus.io/port") == str(port), f"prometheus.io/port is {port}")
+    check(ann.get("prometheus.io/path", "/metrics") == "/metrics", "prometheus.io/path /metrics")
 
 
 def check_probe_responder(objects, ds, container, flags, volumes, mount_of):
