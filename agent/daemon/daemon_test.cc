@@ -413,17 +413,9 @@ TEST_F(AgentTest, BadConfigAndUnreadableSysfsFailStartup) {
 TEST_F(AgentTest, ServesTcpWhenAsked) {
   StartAgent({"--listen=127.0.0.1:0"});
   // The agent logs the port it got: "... and 127.0.0.1:0 (port 41234)".
-  std::string err, port;
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        err = agent_->Stderr();
-        const size_t at = err.find("(port ");
-        if (at == std::string::npos) return false;
-        port = err.substr(at + 6, err.find(')', at) - at - 6);
-        return !port.empty();
-      },
-      absl::Seconds(5)))
-      << err;
+  std::optional<std::string> logged = testing::WaitForLogged(*agent_, "(port ", absl::Seconds(5));
+  ASSERT_TRUE(logged.has_value()) << agent_->Stderr();
+  const std::string port = logged->substr(0, logged->find(')'));
   auto tcp = v1::FabricAgent::NewStub(
       grpc::CreateChannel("127.0.0.1:" + port, grpc::InsecureChannelCredentials()));
   v1::Inventory inv;
@@ -477,18 +469,10 @@ TEST_F(AgentTest, MetricsFollowCountersEventsAndVanishedDevices) {
   WriteFile(Sys(port1 + "counters/link_downed"), "7\n");
   WriteFile(Sys(port1 + "hw_counters/np_cnp_sent"), "77\n");
   StartAgent({"--metrics=127.0.0.1:0", "--event-window=600"});
-  int port = 0;
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        const std::string err = agent_->Stderr();
-        const std::string mark = "metrics on http://127.0.0.1:";
-        const size_t at = err.find(mark);
-        if (at == std::string::npos) return false;
-        port = std::stoi(err.substr(at + mark.size()));
-        return true;
-      },
-      absl::Seconds(10)))
-      << agent_->Stderr();
+  std::optional<std::string> logged =
+      testing::WaitForLogged(*agent_, "metrics on http://127.0.0.1:", absl::Seconds(10));
+  ASSERT_TRUE(logged.has_value()) << agent_->Stderr();
+  const int port = std::stoi(*logged);
   auto [status, text] = HttpGet(port, "/metrics");
   ASSERT_EQ(status, "200 OK") << text;
   EXPECT_EQ(Sample(text, R"(fabric_port_data_received_bytes_total{device="mlx5_1",port="1"})"),
@@ -681,19 +665,10 @@ class AgentProbeTest : public AgentTest {
       return "";
     }
     responder_ = *std::move(p);
-    std::string address;
-    EXPECT_TRUE(testing::WaitFor(
-        [&] {
-          const std::string err = responder_->Stderr();
-          const std::string mark = "probe responder on ";
-          const size_t at = err.find(mark);
-          if (at == std::string::npos) return false;
-          address = err.substr(at + mark.size(), err.find('\n', at) - at - mark.size());
-          return true;
-        },
-        absl::Seconds(20)))
-        << responder_->Stderr();
-    return address;
+    std::optional<std::string> address =
+        testing::WaitForLogged(*responder_, "probe responder on ", absl::Seconds(20));
+    EXPECT_TRUE(address.has_value()) << responder_->Stderr();
+    return address.value_or("");
   }
   v1::ListProbeResultsResponse List(v1::ListProbeResultsRequest req = {}) {
     v1::ListProbeResultsResponse out;

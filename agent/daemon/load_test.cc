@@ -52,6 +52,16 @@ int64_t RssKb(pid_t pid) {
   return -1;
 }
 
+// A stub on a connection of its own: gRPC shares one connection among channels with equal
+// arguments, so each gets a distinct one.
+std::unique_ptr<v1::FabricAgent::Stub> OwnConnection(const std::string& sock, const char* role,
+                                                     int i) {
+  grpc::ChannelArguments args;
+  args.SetInt(role, i);
+  return v1::FabricAgent::NewStub(
+      grpc::CreateCustomChannel("unix:" + sock, grpc::InsecureChannelCredentials(), args));
+}
+
 std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration d) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(d));
@@ -107,10 +117,7 @@ TEST(AgentLoad, ManyCallersAndWatchersWithoutErrorsOrGrowth) {
   for (int i = 0; i < 64; ++i) {
     threads.emplace_back([&, i] {
       // Each caller its own connection, as separate launcher processes would have.
-      grpc::ChannelArguments args;
-      args.SetInt("fabric.load.caller", i);
-      auto stub = v1::FabricAgent::NewStub(
-          grpc::CreateCustomChannel("unix:" + sock, grpc::InsecureChannelCredentials(), args));
+      auto stub = OwnConnection(sock, "fabric.load.caller", i);
       v1::SelectNicsRequest req;
       for (const std::string& g : gpu_sets[static_cast<size_t>(i) % gpu_sets.size()]) {
         req.add_gpus(g);
@@ -133,10 +140,7 @@ TEST(AgentLoad, ManyCallersAndWatchersWithoutErrorsOrGrowth) {
   for (int i = 0; i < 16; ++i) watch_ctx.push_back(Ctx(run + absl::Seconds(60)));
   for (int i = 0; i < 16; ++i) {
     threads.emplace_back([&, i] {
-      grpc::ChannelArguments args;
-      args.SetInt("fabric.load.watcher", i);
-      auto stub = v1::FabricAgent::NewStub(
-          grpc::CreateCustomChannel("unix:" + sock, grpc::InsecureChannelCredentials(), args));
+      auto stub = OwnConnection(sock, "fabric.load.watcher", i);
       auto reader = stub->WatchInventory(watch_ctx[static_cast<size_t>(i)].get(), {});
       v1::InventoryEvent ev;
       while (reader->Read(&ev)) watched[static_cast<size_t>(i)] = ev.inventory().generation();

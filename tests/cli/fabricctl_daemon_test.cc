@@ -187,18 +187,10 @@ TEST_F(DaemonCliTest, ProbeAndProbes) {
   auto responder = Subprocess::Start(
       {kProbe, "send_lat", "-p", "0", "--bind", "127.0.0.1", "--transport", "tcp", "--forever"});
   ASSERT_TRUE(responder.ok());
-  std::string port;
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        const std::string err = (*responder)->Stderr();
-        const std::string mark = "waiting for a client on port ";
-        const size_t at = err.find(mark);
-        if (at == std::string::npos) return false;
-        port = err.substr(at + mark.size(), err.find('\n', at) - at - mark.size());
-        return true;
-      },
-      absl::Seconds(20)));
-  const std::string peer = "--peer=127.0.0.1:" + port;
+  std::optional<std::string> port =
+      testing::WaitForLogged(**responder, "waiting for a client on port ", absl::Seconds(20));
+  ASSERT_TRUE(port.has_value()) << (*responder)->Stderr();
+  const std::string peer = "--peer=127.0.0.1:" + *port;
 
   RunResult r = Ctl({"probe", peer, "--test=send_lat", "--transport=tcp", "-n", "100"});
   EXPECT_EQ(r.status, 0) << r.err;

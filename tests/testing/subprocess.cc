@@ -171,4 +171,21 @@ bool WaitFor(const std::function<bool()>& done, absl::Duration timeout) {
   return true;
 }
 
+std::optional<std::string> WaitForLogged(const Subprocess& p, const std::string& mark,
+                                         absl::Duration timeout) {
+  std::optional<std::string> rest;
+  WaitFor(
+      [&] {
+        const std::string err = p.Stderr();
+        const size_t at = err.find(mark);
+        if (at == std::string::npos) return false;
+        const size_t from = at + mark.size();
+        const size_t eol = err.find('\n', from);
+        rest = err.substr(from, eol == std::string::npos ? std::string::npos : eol - from);
+        return true;
+      },
+      timeout);
+  return rest;
+}
+
 }  // namespace fabric::testing

@@ -53,6 +53,11 @@ absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv,
 // Polls `done` every few milliseconds until it holds or `timeout` passes.
 bool WaitFor(const std::function<bool()>& done, absl::Duration timeout);
 
+// Waits up to `timeout` for `mark` in the process's stderr and returns the rest of that line
+// (e.g. the port after "listening on 127.0.0.1:"); nullopt when it did not appear.
+std::optional<std::string> WaitForLogged(const Subprocess& p, const std::string& mark,
+                                         absl::Duration timeout);
+
 // Whether something accepts connections on the Unix socket `path` (a stale file does not).
 bool UnixSocketAccepts(const std::string& path);
 
