@@ -49,13 +49,13 @@ START_TIMEOUT = 20.0   # Seconds for the agent to accept on its socket and repor
 
 def import_generated(python_dir):
     """Imports the modules proto/CMakeLists.txt generated into python_dir."""
-    global pb, pb_grpc, fabric_health_pb2
+    global pb, pb_grpc, fabric_health_pb2, probe_pb2
     global health_pb2, health_pb2_grpc, reflection_pb2, reflection_pb2_grpc
     sys.path.insert(0, python_dir)
-    from fabric.v1 import agent_pb2, agent_pb2_grpc, health_pb2 as fh
+    from fabric.v1 import agent_pb2, agent_pb2_grpc, health_pb2 as fh, probe_pb2 as pp
     from grpc_std import health_pb2 as h, health_pb2_grpc as hg
     from grpc_std import reflection_pb2 as r, reflection_pb2_grpc as rg
-    pb, pb_grpc, fabric_health_pb2 = agent_pb2, agent_pb2_grpc, fh
+    pb, pb_grpc, fabric_health_pb2, probe_pb2 = agent_pb2, agent_pb2_grpc, fh, pp
     health_pb2, health_pb2_grpc, reflection_pb2, reflection_pb2_grpc = h, hg, r, rg
 
 
@@ -267,7 +267,33 @@ class AgentTest(unittest.TestCase):
         self.assertEqual(len(changes), 1, str(nxt.changes)[:2000])
         self.assertEqual(changes[0].old_value, "ACTIVE")
         self.assertEqual(changes[0].new_value, "DOWN")
+        self.assertEqual(changes[0].count, 1)  # the port's first flap since the agent started
+        self.assertEqual([e.port for e in nxt.inventory.port_events], ["mlx5_3:1"])
+        self.assertEqual(nxt.inventory.port_events[0].link_flaps, 1)
         call.cancel()
+
+    def test_probe_on_demand_and_results(self):
+        # The agent answers probes itself (--probe-listen); RunProbe against it over TCP, then
+        # the result in ListProbeResults, from a client generated for another language.
+        self.start_agent("--probe-listen=127.0.0.1:0")
+        listed = self.stub.ListProbeResults(pb.ListProbeResultsRequest(), timeout=CALL_TIMEOUT)
+        self.assertTrue(listed.responder.startswith("127.0.0.1:"), listed.responder)
+        self.assertFalse(listed.schedule_enabled)
+        self.assertEqual(len(listed.results), 0)
+        # The agent's own tests and its responder share device locks: over TCP both take "tcp",
+        # so a test against itself is refused as busy, as a result (not an RPC error).
+        r = self.stub.RunProbe(pb.RunProbeRequest(peer=listed.responder, test="write_lat",
+                                                  transport="tcp", iterations=100),
+                               timeout=60)
+        self.assertFalse(r.ok)
+        self.assertEqual(r.error_code, "RESOURCE_EXHAUSTED", r)
+        self.assertEqual(r.source, probe_pb2.ProbeResult.SOURCE_ON_DEMAND)
+        listed = self.stub.ListProbeResults(pb.ListProbeResultsRequest(test="write_lat"),
+                                            timeout=CALL_TIMEOUT)
+        self.assertEqual([x.id for x in listed.results], [r.id])
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.stub.RunProbe(pb.RunProbeRequest(peer="a b"), timeout=CALL_TIMEOUT)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
 
     def test_sigterm_exits_zero_within_a_second(self):
         self.start_agent()
