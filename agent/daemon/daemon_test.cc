@@ -775,6 +775,26 @@ TEST_F(AgentProbeTest, ScheduleAndOnDemandProbesAgainstAnotherAgent) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
 }
 
+// peerDns names every agent, this one included: the name is resolved before each round and
+// this host's own addresses are left out ("localhost" resolves to nothing else).
+TEST_F(AgentProbeTest, DnsPeersLeaveThisHostOut) {
+  WriteFile(dir_ + "/config.json", R"({"probes": {"peerDns": "localhost", "intervalSeconds": 1}})");
+  StartAgent({"--config=" + dir_ + "/config.json"});
+  v1::ListProbeResultsResponse list;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        list = List();
+        return list.rounds() >= 2;
+      },
+      absl::Seconds(20)))
+      << list.ShortDebugString();
+  EXPECT_TRUE(list.schedule_enabled());
+  EXPECT_EQ(list.peers_size(), 0) << list.ShortDebugString();
+  EXPECT_EQ(list.peers_error(), "");
+  EXPECT_EQ(list.results_size(), 0);
+  EXPECT_TRUE(list.has_next_round());
+}
+
 TEST_F(AgentProbeTest, BadProbeRequestsAndConfigs) {
   // A schedule the agent cannot run is a bad config: exit 2, naming the key.
   WriteFile(dir_ + "/bad.json", R"({"probes": {"peers": ["10.0.0.2"], "tests": ["atomic_bw"]}})");
