@@ -91,7 +91,7 @@ struct AgentState {
   AgentCounters counters;  // Read by scrapes.
 };
 
-// Which kernel event sources work, for metrics.
+// Which kernel event sources work, for health and metrics.
 void CountSources(AgentState& st) {
   bool route = false, uevent = false;
   for (const auto& s : st.sources) {
@@ -112,9 +112,7 @@ std::vector<v1::Finding> AgentFindings(const AgentState& st) {
     f.set_message(msg);
     out.push_back(std::move(f));
   };
-  bool route = false;
-  for (const auto& s : st.sources) route = route || std::string(s->name()) == "route netlink";
-  if (!route) {
+  if (!st.counters.route_events.load()) {
     add(v1::SEVERITY_WARNING,
         absl::StrCat("route netlink events unavailable: changes are seen only by the periodic "
                      "rescan (every ",

@@ -64,13 +64,7 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
              absl::ToDoubleSeconds(snap->discovered_at - absl::UnixEpoch()));
 
   // Health: the verdict as monitoring plugins' exit code, and the findings per check.
-  v1::Health health = snap->health;
-  for (v1::Finding& f : snap->events.Findings(now, snap->event_window)) {
-    AddFinding(&health, std::move(f));
-  }
-  if (src.prober != nullptr) {
-    for (v1::Finding& f : src.prober->Findings()) AddFinding(&health, std::move(f));
-  }
+  const v1::Health health = CurrentHealth(*snap, src.prober, now);
   out->Gauge("fabric_health_status",
              "The health verdict as fabricctl health exits: 0 OK, 1 WARNING, 2 CRITICAL, 3 "
              "UNKNOWN.",
@@ -87,10 +81,7 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
   }
 
   // The NIC each GPU would get (SelectNics with every GPU, under the agent's policy).
-  std::vector<std::string> gpus;
-  for (const v1::Accelerator& a : snap->host.accelerators()) {
-    if (!a.management_display()) gpus.push_back(a.pci_address());
-  }
+  const std::vector<std::string> gpus = ComputeGpus(snap->host);
   if (!gpus.empty() && !snap->host.rdma_devices().empty()) {
     absl::StatusOr<v1::Selection> sel = SelectNics(snap->host, gpus, snap->policy);
     if (sel.ok()) {

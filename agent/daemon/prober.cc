@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
+#include "agent/health/health.h"
 #include "google/protobuf/util/time_util.h"
 #include "probes/wire.h"
 
@@ -414,6 +415,17 @@ v1::ListProbeResultsResponse Prober::List(const v1::ListProbeResultsRequest& req
   }
   out.set_rounds(rounds_);
   return out;
+}
+
+v1::Health CurrentHealth(const Snapshot& snap, const Prober* prober, absl::Time now) {
+  v1::Health health = snap.health;
+  for (v1::Finding& f : snap.events.Findings(now, snap.event_window)) {
+    AddFinding(&health, std::move(f));
+  }
+  if (prober != nullptr) {
+    for (v1::Finding& f : prober->Findings()) AddFinding(&health, std::move(f));
+  }
+  return health;
 }
 
 Prober::Stats Prober::stats() const {

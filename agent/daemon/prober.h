@@ -33,6 +33,13 @@ struct ProberOptions {
 // Parses --probe-listen: "ADDR:PORT", "[V6]:PORT" or ":PORT" (every address); port 0 is allowed.
 absl::Status ParseProbeListen(const std::string& text, std::string* host, uint16_t* port);
 
+class Prober;
+
+// The health the agent answers with at `now`: the snapshot's, plus the findings that depend on
+// the time of the question (events) or arrive between snapshots (probe results; `prober` may be
+// null). GetHealth and the metrics both report this.
+v1::Health CurrentHealth(const Snapshot& snap, const Prober* prober, absl::Time now);
+
 class Prober {
  public:
   // Starts the responder (if asked) and the scheduler thread; the schedule is off until

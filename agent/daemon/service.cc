@@ -7,7 +7,6 @@
 
 #include "agent/changes/changes.h"
 #include "agent/common/log.h"
-#include "agent/health/health.h"
 #include "agent/place/place.h"
 #include "agent/select/select.h"
 
@@ -195,14 +194,7 @@ grpc::Status FabricAgentService::GetHealth(grpc::ServerContext*, const v1::GetHe
                                            v1::Health* out) {
   auto s = Ready();
   if (!s.ok()) return ToGrpc(s.status());
-  *out = (*s)->health;
-  // Time-dependent (events) and asynchronous (probe results) findings join at every call.
-  for (v1::Finding& f : (*s)->events.Findings(absl::Now(), (*s)->event_window)) {
-    AddFinding(out, std::move(f));
-  }
-  if (prober_ != nullptr) {
-    for (v1::Finding& f : prober_->Findings()) AddFinding(out, std::move(f));
-  }
+  *out = CurrentHealth(**s, prober_, absl::Now());
   return grpc::Status::OK;
 }
 

@@ -161,9 +161,7 @@ int NoRdma(const v1::Host& host) {
 absl::StatusOr<std::vector<std::string>> GpuList(const v1::Host& host, const std::string& gpus) {
   std::vector<std::string> list;
   if (gpus == "all") {
-    for (const v1::Accelerator& a : host.accelerators()) {
-      if (!a.management_display()) list.push_back(a.pci_address());
-    }
+    list = ComputeGpus(host);
     if (list.empty()) return absl::NotFoundError("--gpus=all: the host has no GPU or accelerator");
     return list;
   }

@@ -87,9 +87,7 @@ Facts Gather(const Host& host, const SelectionPolicy& policy) {
   }
   f.nics = static_cast<int>(counted.size());
 
-  for (const Accelerator& a : host.accelerators()) {
-    if (!a.management_display()) f.gpus.push_back(a.pci_address());
-  }
+  f.gpus = ComputeGpus(host);
 
   if (!f.gpus.empty() && f.nics > 0) {
     absl::StatusOr<Selection> sel = SelectNics(host, f.gpus, policy);

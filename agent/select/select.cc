@@ -338,6 +338,14 @@ std::string_view PortStateName(PortState state) {
   }
 }
 
+std::vector<std::string> ComputeGpus(const Host& host) {
+  std::vector<std::string> out;
+  for (const Accelerator& a : host.accelerators()) {
+    if (!a.management_display()) out.push_back(a.pci_address());
+  }
+  return out;
+}
+
 std::vector<BackendPort> BackendPorts(const Host& host, const SelectionPolicy& policy) {
   std::set<std::string> default_route(host.default_route_netdevs().begin(),
                                       host.default_route_netdevs().end());

@@ -42,6 +42,10 @@ std::string_view PortStateName(v1::PortState state);
 std::string DeniedBy(const v1::SelectionPolicy& policy, const v1::RdmaDevice& dev,
                      const v1::Port& port);
 
+// PCI addresses of the host's compute accelerators (management displays left out), in the
+// model's order: what `--gpus=all` means, and what NFD and the metrics count.
+std::vector<std::string> ComputeGpus(const v1::Host& host);
+
 // The ports a fabric job would use, in natural device order: ACTIVE, not on an SR-IOV VF, not
 // denied by `policy` and not front-end (their netdev, or a software device's parent, carries the
 // default route). NFD's `nics` label counts their devices; the probe schedule probes from them.
