@@ -288,13 +288,14 @@ TEST_F(LinkTest, NaIsHeldBackWhileDadRuns) {
   Target t;
   std::unique_ptr<PacketLink> link;
   ASSERT_NO_FATAL_FAILURE(OpenNear("va", &t, &link));
+  // Capture first: the kernel may send its DAD solicitation right after the address is added.
+  auto cap = Capture::Open(far_, "vb");
+  ASSERT_NE(cap, nullptr);
   ASSERT_NO_FATAL_FAILURE(Near({"addr", "add", "2001:db8:77::3/64", "dev", "va"}));  // DAD on
   const Address fresh = V6("2001:db8:77::3");
   auto tentative = link->Tentative(fresh.addr);
   ASSERT_TRUE(tentative.ok()) << tentative.status();
   ASSERT_TRUE(*tentative) << Near({"addr", "show", "dev", "va"});
-  auto cap = Capture::Open(far_, "vb");
-  ASSERT_NE(cap, nullptr);
   PacketLink* raw = link.get();
   t.addresses = {fresh};
   Job job(t, ShortPlan(), std::move(link), MonotonicNow());
