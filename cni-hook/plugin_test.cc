@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -39,6 +40,7 @@ namespace fs = std::filesystem;
 using testing::RunResult;
 
 constexpr char kPodIp[] = "10.77.0.2";
+constexpr char kMarkerIp[] = "10.77.0.254";  // never assigned
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -104,8 +106,64 @@ struct PodNet {
       return absl::StrCat("bind: ", std::strerror(errno));
     }
     int on = 1;
-    setsockopt(capture, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
-    return "";
+    if (setsockopt(capture, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) != 0) {
+      return absl::StrCat("SO_TIMESTAMPNS: ", std::strerror(errno));
+    }
+    return AwaitLiveStamps();
+  }
+
+  // The kernel stamps a frame on arrival only while its timestamp static key is on, and the
+  // first SO_TIMESTAMPNS turns it on from a workqueue: until that runs (late under load) frames
+  // are stamped when read, after ADD has exited. So wait until a frame sent from the pod side
+  // carries a stamp from before send() returned, as ADD's frames will.
+  std::string AwaitLiveStamps() {
+    int tx = -1;
+    {
+      auto ns = announce::ScopedNetns::Enter("/var/run/netns/" + pod_ns);
+      if (!ns.ok()) return std::string(ns.status().message());
+      tx = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+      if (tx < 0) return absl::StrCat("packet socket: ", std::strerror(errno));
+      sockaddr_ll sll{};
+      sll.sll_family = AF_PACKET;
+      sll.sll_ifindex = static_cast<int>(if_nametoindex("eth0"));
+      if (bind(tx, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0) {
+        close(tx);
+        return absl::StrCat("bind eth0: ", std::strerror(errno));
+      }
+    }
+    // An ARP request from 0.0.0.0 for kMarkerIp: not a gratuitous ARP, so Garps() skips it.
+    uint8_t frame[42] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0,    0, 0, 0x01, 0x08, 0x06,
+                         0,    1,    0x08, 0,    6,    4,    0,    1, 0x02, 0, 0, 0,    0,    0x01};
+    inet_pton(AF_INET, kMarkerIp, frame + 38);
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    std::string result = "kernel receive timestamps still off after 5 s";
+    while (absl::Now() < deadline) {
+      if (send(tx, frame, sizeof(frame), 0) != static_cast<ssize_t>(sizeof(frame))) {
+        result = absl::StrCat("send: ", std::strerror(errno));
+        break;
+      }
+      const absl::Time sent = absl::Now();
+      std::optional<absl::Time> stamp;
+      uint8_t buf[2048];
+      absl::Time at;
+      for (const absl::Time until = sent + absl::Milliseconds(200);
+           !stamp && absl::Now() < until;) {
+        const ssize_t n = Read(buf, &at);
+        if (n < 0) {
+          pollfd p{capture, POLLIN, 0};
+          poll(&p, 1, 10);
+        } else if (n >= 42 && std::memcmp(buf + 38, frame + 38, 4) == 0) {
+          stamp = at;
+        }
+      }
+      if (stamp && *stamp <= sent) {
+        result = "";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    close(tx);
+    return result;
   }
 
   // Gratuitous ARPs for the pod's address (sender IP == target IP) received so far, with the
@@ -117,14 +175,8 @@ struct PodNet {
     const absl::Time deadline = absl::Now() + wait;
     for (;;) {
       uint8_t buf[2048];
-      alignas(cmsghdr) char control[256];
-      iovec iov{buf, sizeof(buf)};
-      msghdr mh{};
-      mh.msg_iov = &iov;
-      mh.msg_iovlen = 1;
-      mh.msg_control = control;
-      mh.msg_controllen = sizeof(control);
-      const ssize_t n = recvmsg(capture, &mh, 0);
+      absl::Time t;
+      const ssize_t n = Read(buf, &t);
       if (n < 0) {
         if (!out.empty() || absl::Now() >= deadline) break;
         pollfd p{capture, POLLIN, 0};
@@ -134,17 +186,32 @@ struct PodNet {
       // Ethernet(14) + ARP: op at 20, sender IP at 28, target IP at 38.
       if (n < 42 || buf[12] != 0x08 || buf[13] != 0x06) continue;
       if (std::memcmp(buf + 28, &pod, 4) != 0 || std::memcmp(buf + 38, &pod, 4) != 0) continue;
-      absl::Time t = absl::Now();
-      for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS) {
-          timespec ts;
-          std::memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-          t = absl::TimeFromTimespec(ts);
-        }
-      }
       out.push_back(t);
     }
     return out;
+  }
+
+ private:
+  // One queued frame into `buf` (2048 bytes) and the kernel's receive time; -1 when none.
+  ssize_t Read(uint8_t* buf, absl::Time* at) const {
+    alignas(cmsghdr) char control[256];
+    iovec iov{buf, 2048};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof(control);
+    const ssize_t n = recvmsg(capture, &mh, 0);
+    if (n < 0) return n;
+    *at = absl::Now();
+    for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS) {
+        timespec ts;
+        std::memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+        *at = absl::TimeFromTimespec(ts);
+      }
+    }
+    return n;
   }
 };
 
