@@ -12,6 +12,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <span>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/status.h"
@@ -300,6 +302,27 @@ absl::StatusOr<wire::Message> Channel::Recv(std::string_view what, Deadline dead
 bool Channel::Readable() const {
   pollfd p{fd_.get(), POLLIN, 0};
   return poll(&p, 1, 0) > 0;
+}
+
+Channel::Pending Channel::Peek() const {
+  // A Done's body holds a flag, a count and at most kMaxText bytes of message.
+  uint8_t buf[wire::kHeaderSize + 2 * wire::kMaxText];
+  const ssize_t n = recv(fd_.get(), buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0) {
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Pending::kNothing
+                                                                     : Pending::kOther;
+  }
+  if (n == 0) return Pending::kOther;  // EOF
+  const size_t got = static_cast<size_t>(n);
+  if (got < wire::kHeaderSize) return Pending::kPartial;
+  absl::StatusOr<wire::Header> h = wire::DecodeHeader(std::span(buf, wire::kHeaderSize));
+  if (!h.ok() || h->type != wire::Type::kDone) return Pending::kOther;
+  if (wire::kHeaderSize + h->length > sizeof buf) return Pending::kOther;
+  if (got < wire::kHeaderSize + h->length) return Pending::kPartial;
+  absl::StatusOr<wire::Message> m =
+      wire::DecodeBody(h->type, std::span(buf + wire::kHeaderSize, h->length));
+  if (!m.ok()) return Pending::kOther;
+  return std::get<wire::Done>(*m).ok ? Pending::kSuccess : Pending::kOther;
 }
 
 absl::Status Channel::Unexpected(const wire::Message& m, wire::Type want,

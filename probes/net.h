@@ -98,6 +98,10 @@ class Channel {
   }
   // Whether a message (or EOF) is waiting, without blocking.
   bool Readable() const;
+  // What is waiting, looked at without consuming it. A successful Done lets a side still
+  // draining its last completions go on waiting for them instead of failing at once.
+  enum class Pending { kNothing, kPartial, kSuccess, kOther };
+  Pending Peek() const;
 
  private:
   absl::Status Unexpected(const wire::Message& m, wire::Type want, std::string_view what) const;

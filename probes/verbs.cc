@@ -81,8 +81,8 @@ uint8_t RnrRetryFor(TestKind t) { return t == TestKind::kSendBw ? kRnrRetrySendB
 // polled at most every 20 ms, so the spin stays tight.
 class Spin {
  public:
-  Spin(absl::Duration timeout, const Canceller* cancel, int watch_fd = -1)
-      : timeout_ns_(absl::ToInt64Nanoseconds(timeout)), cancel_(cancel), watch_fd_(watch_fd) {
+  Spin(absl::Duration timeout, const Canceller* cancel, const Channel* watch = nullptr)
+      : timeout_ns_(absl::ToInt64Nanoseconds(timeout)), cancel_(cancel), watch_(watch) {
     deadline_ = NowNs() + timeout_ns_;
     next_watch_ = deadline_ - timeout_ns_ + kWatchEveryNs;
   }
@@ -109,12 +109,20 @@ class Spin {
   bool Check() {
     if (cancel_ != nullptr && cancel_->cancelled()) return true;
     const int64_t now = NowNs();
-    if (watch_fd_ >= 0 && now >= next_watch_) {
+    if (watch_ != nullptr && now >= next_watch_) {
       next_watch_ = now + kWatchEveryNs;
-      pollfd p{watch_fd_, POLLIN, 0};
-      if (poll(&p, 1, 0) > 0) {
-        peer_spoke_ = true;
-        return true;
+      switch (watch_->Peek()) {
+        case Channel::Pending::kOther:
+          peer_spoke_ = true;
+          return true;
+        case Channel::Pending::kSuccess:
+          // The peer finished well, so what it sent last was acknowledged: its completion can
+          // lag (rxe under load) but will come. Wait for it under the usual timeout.
+          watch_ = nullptr;
+          break;
+        case Channel::Pending::kNothing:
+        case Channel::Pending::kPartial:
+          break;
       }
     }
     if (progressed_) {
@@ -128,7 +136,7 @@ class Spin {
   int64_t deadline_;
   int64_t next_watch_;
   const Canceller* cancel_;
-  int watch_fd_;
+  const Channel* watch_;
   uint64_t ticks_ = 0;
   bool progressed_ = false;
   bool peer_spoke_ = false;
@@ -258,7 +266,7 @@ class RdmaTestImpl final : public RdmaTest {
   std::vector<ibv_qp*> qps_;
   std::vector<uint32_t> psns_;
   std::vector<wire::QpEndpoint> remote_;
-  int watch_fd_ = -1;  // the control connection, watched while measuring
+  const Channel* watch_ = nullptr;  // the control connection, watched while measuring
 };
 
 absl::Status RdmaTestImpl::Init(const std::string& cm_bind) {
@@ -770,7 +778,7 @@ absl::Status RdmaTestImpl::Barrier(Channel& ch, uint32_t phase) {
 }
 
 absl::Status RdmaTestImpl::Connect(Channel& ch, const std::string& peer, uint16_t cm_port) {
-  watch_fd_ = ch.fd();
+  watch_ = &ch;
   if (p_.rdma_cm) {
     FABRIC_RETURN_IF_ERROR(role_ == Role::kClient ? CmConnect(peer, cm_port) : CmAccept());
   }
@@ -857,7 +865,7 @@ absl::StatusOr<Measurement> RdmaTestImpl::RunBw() {
   const uint64_t total = dur ? 0 : iters * nq;
 
   Measurement m;
-  Spin spin(local_.timeout, cancel_, watch_fd_);
+  Spin spin(local_.timeout, cancel_, watch_);
   ibv_wc wc[kPollBatch];
   const auto [warm_end, end] = DurationWindow();
   bool in_window = !dur;
@@ -966,7 +974,7 @@ absl::StatusOr<Measurement> RdmaTestImpl::RunPingPongClient(std::string_view nou
   ibv_sge sge = Sge(outbox(0));
   ibv_send_wr wr = WorkRequest(0, sge, IBV_SEND_SIGNALED);
   const std::string completion = absl::StrCat("the ", Av(noun), "'s completion");
-  Spin spin(local_.timeout, cancel_, watch_fd_);
+  Spin spin(local_.timeout, cancel_, watch_);
   absl::StatusOr<Measurement> m = TimeRoundTrips([&](uint64_t k) -> absl::Status {
     *out_last = Seq(k);
     FABRIC_RETURN_IF_ERROR(PostAndWait(wr, spin, completion));
@@ -989,7 +997,7 @@ absl::Status RdmaTestImpl::RunPingPongServer(std::string_view reply_completion,
                                              AwaitPing await_ping) {
   ibv_sge sge = Sge(outbox(0));
   ibv_send_wr wr = WorkRequest(0, sge, IBV_SEND_SIGNALED);
-  Spin spin(local_.timeout + p_.margin, cancel_, watch_fd_);
+  Spin spin(local_.timeout + p_.margin, cancel_, watch_);
   for (uint64_t k = 1; p_.duration_mode() || k <= p_.iterations; ++k) {
     absl::StatusOr<bool> stop = await_ping(spin, k);
     if (!stop.ok()) return stop.status();
@@ -1046,7 +1054,7 @@ absl::Status RdmaTestImpl::RunSendLatServer() {
 absl::StatusOr<Measurement> RdmaTestImpl::RunReadLatClient() {
   ibv_sge sge = Sge(outbox(0));
   ibv_send_wr wr = WorkRequest(0, sge, IBV_SEND_SIGNALED);
-  Spin spin(local_.timeout, cancel_, watch_fd_);
+  Spin spin(local_.timeout, cancel_, watch_);
   absl::StatusOr<Measurement> m =
       TimeRoundTrips([&](uint64_t k) { return PostAndWait(wr, spin, absl::StrCat("read ", k)); });
   if (!m.ok()) return m;
