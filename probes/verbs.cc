@@ -76,8 +76,8 @@ std::string WcError(const ibv_wc& wc, std::string_view where) {
 uint8_t RnrRetryFor(TestKind t) { return t == TestKind::kSendBw ? kRnrRetrySendBw : kRnrRetry; }
 
 // Bounds a spin: expired once `timeout` passes without Progress(), on cancel, or when the
-// control connection turns readable (the peer closed it or reported a failure: no message is
-// due during the measurement). The clock is read once every 64 idle ticks and the connection
+// peer closes the control connection or sends anything but a successful Done on it (no message
+// is due during the measurement). The clock is read once every 64 idle ticks and the connection
 // polled at most every 20 ms, so the spin stays tight.
 class Spin {
  public:
