@@ -28,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "agent/announce/frames.h"
 #include "agent/announce/link.h"
 #include "cni-hook/cni.h"
 #include "gtest/gtest.h"
@@ -117,31 +118,21 @@ struct PodNet {
   // are stamped when read, after ADD has exited. So wait until a frame sent from the pod side
   // carries a stamp from before send() returned, as ADD's frames will.
   std::string AwaitLiveStamps() {
-    int tx = -1;
+    absl::StatusOr<std::unique_ptr<announce::PacketLink>> tx;
     {
       auto ns = announce::ScopedNetns::Enter("/var/run/netns/" + pod_ns);
       if (!ns.ok()) return std::string(ns.status().message());
-      tx = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-      if (tx < 0) return absl::StrCat("packet socket: ", std::strerror(errno));
-      sockaddr_ll sll{};
-      sll.sll_family = AF_PACKET;
-      sll.sll_ifindex = static_cast<int>(if_nametoindex("eth0"));
-      if (bind(tx, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0) {
-        close(tx);
-        return absl::StrCat("bind eth0: ", std::strerror(errno));
-      }
+      tx = announce::PacketLink::Open(static_cast<int>(if_nametoindex("eth0")),
+                                      /*dad_state=*/false);
     }
-    // An ARP request from 0.0.0.0 for kMarkerIp: not a gratuitous ARP, so Garps() skips it.
-    uint8_t frame[42] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0,    0, 0, 0x01, 0x08, 0x06,
-                         0,    1,    0x08, 0,    6,    4,    0,    1, 0x02, 0, 0, 0,    0,    0x01};
-    inet_pton(AF_INET, kMarkerIp, frame + 38);
+    if (!tx.ok()) return std::string(tx.status().message());
+    // An ARP probe (sender 0.0.0.0) for kMarkerIp: not a gratuitous ARP, so Garps() skips it.
+    in_addr marker{};
+    inet_pton(AF_INET, kMarkerIp, &marker);
+    const std::vector<uint8_t> probe = announce::BuildArpProbe({0x02, 0, 0, 0, 0, 1}, marker);
     const absl::Time deadline = absl::Now() + absl::Seconds(5);
-    std::string result = "kernel receive timestamps still off after 5 s";
     while (absl::Now() < deadline) {
-      if (send(tx, frame, sizeof(frame), 0) != static_cast<ssize_t>(sizeof(frame))) {
-        result = absl::StrCat("send: ", std::strerror(errno));
-        break;
-      }
+      if (absl::Status st = (*tx)->Send(probe); !st.ok()) return std::string(st.message());
       const absl::Time sent = absl::Now();
       std::optional<absl::Time> stamp;
       uint8_t buf[2048];
@@ -152,18 +143,14 @@ struct PodNet {
         if (n < 0) {
           pollfd p{capture, POLLIN, 0};
           poll(&p, 1, 10);
-        } else if (n >= 42 && std::memcmp(buf + 38, frame + 38, 4) == 0) {
+        } else if (n >= 42 && std::memcmp(buf + 38, &marker, 4) == 0) {
           stamp = at;
         }
       }
-      if (stamp && *stamp <= sent) {
-        result = "";
-        break;
-      }
+      if (stamp && *stamp <= sent) return "";
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    close(tx);
-    return result;
+    return "kernel receive timestamps still off after 5 s";
   }
 
   // Gratuitous ARPs for the pod's address (sender IP == target IP) received so far, with the
