@@ -106,8 +106,9 @@ absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline d
   }
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owned(res, freeaddrinfo);
   std::string last = "no address";
+  bool was_refused = false;  // by any attempt so far
   for (;;) {
-    bool refused = false;
+    bool refused = false, timed_out = false;
     for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
       Fd fd(socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
       if (!fd.valid()) {
@@ -120,13 +121,11 @@ absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline d
         err = errno;
         if (err == EINPROGRESS) {
           absl::Status w = WaitFd(fd.get(), POLLOUT, deadline, cancel, "connecting");
-          if (!w.ok()) {
-            if (absl::IsDeadlineExceeded(w)) {
-              return absl::DeadlineExceededError(
-                  absl::StrCat("timed out connecting to ", host, " port ", port));
-            }
-            return w;
+          if (absl::IsDeadlineExceeded(w)) {
+            timed_out = true;
+            break;
           }
+          if (!w.ok()) return w;
           socklen_t len = sizeof err;
           if (getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
         }
@@ -137,6 +136,16 @@ absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline d
       }
       refused = refused || err == ECONNREFUSED;
       last = Errno(err);
+    }
+    was_refused = was_refused || refused;
+    if (timed_out) {
+      // The deadline caught a retry in flight: a peer that refused until then still reads as
+      // refusing, not as silent.
+      if (!was_refused) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("timed out connecting to ", host, " port ", port));
+      }
+      break;
     }
     if (!refused || deadline.Passed()) break;
     if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("stopped");
