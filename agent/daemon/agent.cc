@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -27,6 +28,7 @@
 #include "agent/changes/changes.h"
 #include "agent/common/log.h"
 #include "agent/daemon/announcer.h"
+#include "agent/daemon/api_server.h"
 #include "agent/daemon/events.h"
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/prober.h"
@@ -83,8 +85,10 @@ struct AgentState {
   std::unique_ptr<EventSource> config_watch;  // --config changes reload it, as SIGHUP does.
   std::unique_ptr<Announcer> announcer;
   std::unique_ptr<Prober> prober;
+  CallerTable callers;
+  ApiCounters api_counters;
   std::unique_ptr<FabricAgentService> service;
-  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<ApiServer> api;
   std::unique_ptr<metrics::MetricsHttpServer> metrics;
 
   EventLog events;         // Loop thread only; each snapshot gets a copy.
@@ -369,40 +373,77 @@ absl::Status StepProbes(AgentState& st) {
 }
 void StopProbes(AgentState& st) { st.prober.reset(); }
 
+// A burst of clients must not run the agent out of descriptors: take the hard limit.
+absl::Status StepFileLimit(AgentState&) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return absl::OkStatus();
+  if (rl.rlim_cur < rl.rlim_max) {
+    const rlim_t before = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+      Log(LogLevel::kDebug, "file limit raised from ", before, " to ", rl.rlim_max);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<gid_t> GroupId(const std::string& flag, const std::string& name) {
+  gid_t gid;
+  if (absl::SimpleAtoi(name, &gid)) return gid;
+  std::vector<char> buf(16384);
+  group gr;
+  group* found = nullptr;
+  int err = getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found);
+  if (found == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, "=", name, ": no such group", err != 0 ? absl::StrCat(" (", Errno(err), ")") : ""));
+  }
+  return gr.gr_gid;
+}
+
 absl::Status StepServe(AgentState& st) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  st.service = std::make_unique<FabricAgentService>(&st.store, st.announcer.get(), st.prober.get(),
-                                                    absl::Seconds(1), st.opt.watch_timeout);
-  grpc::ServerBuilder builder;
-  const std::string unix_target = absl::StrCat("unix:", st.opt.socket);
-  builder.AddListeningPort(unix_target, grpc::InsecureServerCredentials());
-  int tcp_port = 0;
-  if (!st.opt.listen.empty()) {
-    builder.AddListeningPort(st.opt.listen, grpc::InsecureServerCredentials(), &tcp_port);
+  ServiceOptions so;
+  so.watch_timeout = st.opt.watch_timeout;
+  so.callers = &st.callers;
+  so.max_watches = st.opt.max_watches;
+  so.max_watches_per_caller = st.opt.max_watches_per_caller;
+  so.counters = &st.api_counters;
+  st.service =
+      std::make_unique<FabricAgentService>(&st.store, st.announcer.get(), st.prober.get(), so);
+  ApiServerOptions ao;
+  ao.socket = st.opt.socket;
+  ao.listen = st.opt.listen;
+  ao.policy.agent_uid = geteuid();
+  if (!st.opt.control_group.empty()) {
+    auto gid = GroupId("--control-group", st.opt.control_group);
+    if (!gid.ok()) return gid.status();
+    ao.policy.control_gid = *gid;
+    ao.policy.control_group = st.opt.control_group;
   }
-  builder.RegisterService(st.service.get());
-  st.server = builder.BuildAndStart();
-  if (st.server == nullptr) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", unix_target,
-                                               st.opt.listen.empty() ? "" : " or ", st.opt.listen));
-  }
+  ao.max_connections = st.opt.max_connections;
+  ao.max_streams = st.opt.max_streams;
+  ao.max_threads = st.opt.max_threads;
+  auto api = ApiServer::Start(ao, {st.service.get()}, &st.callers);
+  if (!api.ok()) return api.status();
+  st.api = *std::move(api);
   st.own_socket = true;
-  st.server->GetHealthCheckService()->SetServingStatus(kServiceName, false);
-  if (!st.opt.listen.empty() && tcp_port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on --listen=", st.opt.listen));
-  }
-  Log(LogLevel::kInfo, "serving on ", unix_target,
-      st.opt.listen.empty() ? "" : absl::StrCat(" and ", st.opt.listen, " (port ", tcp_port, ")"));
+  st.api->server()->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+  Log(LogLevel::kInfo, "serving on unix:", st.opt.socket,
+      st.opt.listen.empty() ? ""
+                            : absl::StrCat(" and, for reads only, ", st.opt.listen, " (port ",
+                                           st.api->tcp_port(), ")"),
+      "; control calls: root, uid ", ao.policy.agent_uid,
+      ao.policy.control_gid ? absl::StrCat(" and group ", st.opt.control_group) : "");
   return absl::OkStatus();
 }
 void StopServe(AgentState& st) {
   st.store.Shutdown();  // Watch streams return now instead of at their next poll.
-  if (st.server != nullptr) {
-    st.server->GetHealthCheckService()->Shutdown();
-    st.server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
-    st.server->Wait();
-    st.server.reset();
+  if (st.api != nullptr) {
+    st.api->server()->GetHealthCheckService()->Shutdown();
+    st.api->Shutdown(absl::Milliseconds(300));
+    st.api.reset();
   }
   st.service.reset();
 }
@@ -415,6 +456,8 @@ absl::Status StepMetrics(AgentState& st) {
   src.counters = &st.counters;
   src.prober = st.prober.get();
   src.announcer = st.announcer.get();
+  src.api = st.api.get();
+  src.api_counters = &st.api_counters;
   auto server = metrics::MetricsHttpServer::Start(
       st.opt.metrics, [src] { return RenderAgentMetrics(src, absl::Now()); });
   if (!server.ok()) {
@@ -430,20 +473,9 @@ void StopMetrics(AgentState& st) { st.metrics.reset(); }
 absl::Status StepSocketPermissions(AgentState& st) {
   const char* path = st.opt.socket.c_str();
   if (!st.opt.socket_group.empty()) {
-    gid_t gid;
-    if (!absl::SimpleAtoi(st.opt.socket_group, &gid)) {
-      std::vector<char> buf(16384);
-      group gr;
-      group* found = nullptr;
-      int err = getgrnam_r(st.opt.socket_group.c_str(), &gr, buf.data(), buf.size(), &found);
-      if (found == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--socket-group=", st.opt.socket_group, ": no such group",
-                         err != 0 ? absl::StrCat(" (", Errno(err), ")") : ""));
-      }
-      gid = gr.gr_gid;
-    }
-    if (chown(path, static_cast<uid_t>(-1), gid) != 0) {
+    auto gid = GroupId("--socket-group", st.opt.socket_group);
+    if (!gid.ok()) return gid.status();
+    if (chown(path, static_cast<uid_t>(-1), *gid) != 0) {
       return absl::PermissionDeniedError(absl::StrCat("cannot give ", path, " to group ",
                                                       st.opt.socket_group, ": ", Errno(errno)));
     }
@@ -464,7 +496,7 @@ absl::Status StepNfd(AgentState& st) {
 }
 
 absl::Status StepReady(AgentState& st) {
-  st.server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  st.api->server()->GetHealthCheckService()->SetServingStatus(kServiceName, true);
   const auto snap = st.store.Current();
   st.notifier->Notify(absl::StrCat("READY=1\nSTATUS=serving ", snap->host.rdma_devices_size(),
                                    " RDMA devices, ", snap->host.accelerators_size(),
@@ -481,6 +513,7 @@ struct Step {
 
 constexpr Step kSteps[] = {
     {"block signals", StepSignals, StopSignals, kAgentFailed},
+    {"raise the file limit", StepFileLimit, nullptr, kAgentFailed},
     {"load config", StepConfig, nullptr, kAgentBadConfig},
     {"lock the socket", StepSocketLock, StopSocketLock, kAgentFailed},
     {"first inventory", StepFirstInventory, nullptr, kAgentFailed},

@@ -12,7 +12,16 @@ namespace fabric {
 struct AgentOptions {
   std::string socket = "/run/fabric-agent/agent.sock";
   std::string socket_group;  // Empty: the process's group.
-  std::string listen;        // "HOST:PORT" for TCP, empty for none; port 0 picks one.
+  std::string listen;        // "HOST:PORT" for TCP (reads only), empty for none; port 0 picks one.
+  // Besides root and the agent's own user, members of this group may make control calls
+  // (Announce, RunProbe) over the Unix socket. Empty: none.
+  std::string control_group;
+  // Bounds on what callers can make the agent hold (each refusal is RESOURCE_EXHAUSTED).
+  size_t max_connections = 1024;       // per listener
+  int max_streams = 32;                // concurrent calls per connection
+  int max_threads = 256;               // server threads
+  size_t max_watches = 128;            // WatchInventory streams in total ...
+  size_t max_watches_per_caller = 16;  // ... and per caller (uid, or TCP address)
   std::string sysfs = "/sys";
   std::string procfs = "/proc";
   std::string config;  // JSON AgentConfig; empty: defaults.

@@ -25,8 +25,28 @@ int main(int argc, char** argv) {
   app.add_option("--socket-group", opt.socket_group,
                  "group (name or number) that owns the socket; default: the process's group");
   app.add_option("--listen", opt.listen,
-                 "also serve on TCP HOST:PORT (plaintext; bind to a management network); off "
-                 "by default");
+                 "also serve on TCP HOST:PORT (plaintext, reads only; bind to a management "
+                 "network); off by default");
+  app.add_option("--control-group", opt.control_group,
+                 "group (name or number) whose members may make control calls (Announce, "
+                 "RunProbe) over the Unix socket, besides root and the agent's own user");
+  app.add_option("--max-connections", opt.max_connections,
+                 "API connections per listener; more are answered RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-streams", opt.max_streams, "concurrent calls per API connection")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--max-threads", opt.max_threads, "threads of the API server")
+      ->check(CLI::Range(4, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--max-watches", opt.max_watches, "WatchInventory streams open at once")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--max-watches-per-caller", opt.max_watches_per_caller,
+                 "WatchInventory streams one caller (uid, or TCP address) may hold")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
   app.add_option("--sysfs", opt.sysfs, "sysfs root to discover from")->capture_default_str();
   app.add_option("--procfs", opt.procfs, "procfs root to discover from")->capture_default_str();
   app.add_option("--config", opt.config,

@@ -182,6 +182,37 @@ void AnnounceMetrics(const Announcer& a, Exposition* out) {
   out->Gauge("fabric_announce_interfaces", "", {{"state", "held"}}, s.held);
 }
 
+void ApiMetrics(const MetricsSources& src, Exposition* out) {
+  if (src.api != nullptr) {
+    for (const auto& [name, s] : src.api->Stats()) {
+      const Labels l{{"listener", name}};
+      out->Gauge("fabric_api_connections", "API connections open now, by listener.", l, s.open);
+      out->Counter("fabric_api_connections_accepted_total", "API connections accepted.", l,
+                   s.accepted);
+      out->Counter("fabric_api_connections_refused_total",
+                   "API connections over --max-connections (answered RESOURCE_EXHAUSTED).", l,
+                   s.refused);
+      out->Counter("fabric_api_connections_shed_total",
+                   "API connections closed at once because the agent ran out of file "
+                   "descriptors.",
+                   l, s.shed);
+    }
+  }
+  if (src.api_counters != nullptr) {
+    out->Gauge("fabric_api_watch_streams", "Open WatchInventory streams.", {},
+               src.api_counters->watches.load());
+    for (const auto& [key, n] : src.api_counters->denied()) {
+      out->Counter("fabric_api_control_denied_total",
+                   "Control calls refused: the caller may not make them.",
+                   {{"method", key.first}, {"reason", key.second}}, n);
+    }
+    for (const auto& [limit, n] : src.api_counters->over_limit()) {
+      out->Counter("fabric_api_limit_refusals_total", "Requests refused at a limit, by limit.",
+                   {{"limit", limit}}, n);
+    }
+  }
+}
+
 }  // namespace
 
 std::string RenderAgentMetrics(const MetricsSources& src, absl::Time now) {
@@ -192,6 +223,7 @@ std::string RenderAgentMetrics(const MetricsSources& src, absl::Time now) {
   AgentMetrics(src, snap.get(), now, &out);
   if (src.prober != nullptr) ProbeMetrics(*src.prober, &out);
   if (src.announcer != nullptr) AnnounceMetrics(*src.announcer, &out);
+  ApiMetrics(src, &out);
   out.Gauge("fabric_scrape_duration_seconds", "How long this scrape took to render.", {},
             absl::ToDoubleSeconds(absl::Now() - start));
   out.Gauge("fabric_scrape_dropped_samples",

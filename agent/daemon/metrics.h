@@ -11,7 +11,9 @@
 
 #include "absl/time/time.h"
 #include "agent/daemon/announcer.h"
+#include "agent/daemon/api_server.h"
 #include "agent/daemon/prober.h"
+#include "agent/daemon/service.h"
 #include "agent/daemon/snapshot.h"
 #include "agent/hostfs/host_fs.h"
 
@@ -32,8 +34,10 @@ struct MetricsSources {
   const SnapshotStore* store = nullptr;
   const HostFs* sysfs = nullptr;
   const AgentCounters* counters = nullptr;
-  const Prober* prober = nullptr;        // Optional.
-  const Announcer* announcer = nullptr;  // Optional.
+  const Prober* prober = nullptr;             // Optional.
+  const Announcer* announcer = nullptr;       // Optional.
+  const ApiServer* api = nullptr;             // Optional.
+  const ApiCounters* api_counters = nullptr;  // Optional.
 };
 
 // The whole exposition, as of `now`.

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "agent/changes/changes.h"
 #include "agent/common/log.h"
 #include "agent/place/place.h"
@@ -28,15 +30,54 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
+void ApiCounters::Denied(std::string_view method, grpc::StatusCode code) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++denied_[{std::string(method),
+             code == grpc::StatusCode::UNAUTHENTICATED ? "unauthenticated" : "permission_denied"}];
+}
+
+void ApiCounters::OverLimit(std::string_view limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++over_limit_[std::string(limit)];
+}
+
+std::map<std::pair<std::string, std::string>, uint64_t> ApiCounters::denied() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return denied_;
+}
+
+std::map<std::string, uint64_t> ApiCounters::over_limit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return over_limit_;
+}
+
 FabricAgentService::FabricAgentService(const SnapshotStore* store, Announcer* announcer,
-                                       Prober* prober, absl::Duration poll,
-                                       absl::Duration watch_timeout)
+                                       Prober* prober, ServiceOptions options)
     : store_(store),
       announcer_(announcer),
       prober_(prober),
-      poll_(poll),
-      watch_timeout_(watch_timeout),
+      opt_(options),
+      counters_(options.counters != nullptr ? options.counters : &own_counters_),
       reaper_([this] { Reap(); }) {}
+
+std::optional<Caller> FabricAgentService::CallerOf(const grpc::ServerContext* ctx) const {
+  if (opt_.callers == nullptr) return std::nullopt;
+  return opt_.callers->Find(ctx->peer());
+}
+
+grpc::Status FabricAgentService::AuthorizeControl(const grpc::ServerContext* ctx,
+                                                  std::string_view method) {
+  if (opt_.callers == nullptr) return grpc::Status::OK;
+  std::optional<Caller> caller = CallerOf(ctx);
+  if (caller && caller->control) return grpc::Status::OK;
+  const grpc::StatusCode code = !caller || caller->anonymous ? grpc::StatusCode::UNAUTHENTICATED
+                                                             : grpc::StatusCode::PERMISSION_DENIED;
+  const std::string who = caller ? caller->Name() : ctx->peer();
+  const std::string why = caller ? caller->denied : "the connection carries no identity";
+  Log(LogLevel::kWarning, "denied ", std::string(method), " to ", who, ": ", why);
+  counters_->Denied(method, code);
+  return grpc::Status(code, absl::StrCat(std::string(method), " is a control call: ", why));
+}
 
 FabricAgentService::~FabricAgentService() {
   {
@@ -53,13 +94,13 @@ void FabricAgentService::Reap() {
     absl::Time next = absl::InfiniteFuture();
     const absl::Time now = absl::Now();
     for (auto& [ctx, since] : writing_) {
-      if (now - since >= watch_timeout_) {
+      if (now - since >= opt_.watch_timeout) {
         Log(LogLevel::kWarning, "dropping watch client ", ctx->peer(), ": it took no event for ",
             absl::FormatDuration(now - since));
         ctx->TryCancel();
         since = absl::InfiniteFuture();  // Cancelled once; its Write returns and unregisters.
       } else {
-        next = std::min(next, since + watch_timeout_);
+        next = std::min(next, since + opt_.watch_timeout);
       }
     }
     // Sleeps without a timeout while no write is in progress: an idle agent does not wake.
@@ -154,6 +195,40 @@ grpc::Status FabricAgentService::WatchInventory(grpc::ServerContext* ctx,
                                                 grpc::ServerWriter<v1::InventoryEvent>* writer) {
   auto first = Ready();
   if (!first.ok()) return ToGrpc(first.status());
+  // Each open stream holds a server thread: bounded in total and per caller.
+  const std::optional<Caller> caller = CallerOf(ctx);
+  const std::string key = caller ? caller->Key() : ctx->peer();
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    const char* limit = nullptr;
+    size_t bound = 0;
+    if (watches_ >= opt_.max_watches) {
+      limit = "max_watches", bound = opt_.max_watches;
+    } else if (watches_by_caller_[key] >= opt_.max_watches_per_caller) {
+      limit = "max_watches_per_caller", bound = opt_.max_watches_per_caller;
+    }
+    if (limit != nullptr) {
+      if (watches_by_caller_[key] == 0) watches_by_caller_.erase(key);
+      counters_->OverLimit(limit);
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("too many watch streams: --", absl::StrReplaceAll(limit, {{"_", "-"}}), "=",
+                       bound, " reached", caller ? absl::StrCat(" (", caller->Name(), ")") : ""));
+    }
+    ++watches_;
+    ++watches_by_caller_[key];
+    ++counters_->watches;
+  }
+  struct Release {
+    FabricAgentService* self;
+    const std::string& key;
+    ~Release() {
+      std::lock_guard<std::mutex> lock(self->watch_mu_);
+      --self->watches_;
+      if (--self->watches_by_caller_[key] == 0) self->watches_by_caller_.erase(key);
+      --self->counters_->watches;
+    }
+  } release{this, key};
   std::shared_ptr<const Snapshot> last = *first;
   v1::InventoryEvent event;
   FillInventory(*last, event.mutable_inventory());
@@ -173,7 +248,7 @@ grpc::Status FabricAgentService::WatchInventory(grpc::ServerContext* ctx,
   // Each event's changes are against the last snapshot this client got, so a slow client that
   // skipped generations still learns everything that changed.
   while (!ctx->IsCancelled()) {
-    auto next = store_->WaitNewer(last->generation, poll_);
+    auto next = store_->WaitNewer(last->generation, opt_.poll);
     if (store_->shutting_down()) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fabric-agent is shutting down");
     }
@@ -198,8 +273,9 @@ grpc::Status FabricAgentService::GetHealth(grpc::ServerContext*, const v1::GetHe
   return grpc::Status::OK;
 }
 
-grpc::Status FabricAgentService::Announce(grpc::ServerContext*, const v1::AnnounceRequest* req,
+grpc::Status FabricAgentService::Announce(grpc::ServerContext* ctx, const v1::AnnounceRequest* req,
                                           v1::AnnounceResponse* out) {
+  if (grpc::Status a = AuthorizeControl(ctx, "Announce"); !a.ok()) return a;
   if (announcer_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "announcing is off");
   auto done = announcer_->Announce(*req);
   if (!done.ok()) return ToGrpc(done.status());
@@ -215,8 +291,9 @@ grpc::Status FabricAgentService::ListAnnouncements(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status FabricAgentService::RunProbe(grpc::ServerContext*, const v1::RunProbeRequest* req,
+grpc::Status FabricAgentService::RunProbe(grpc::ServerContext* ctx, const v1::RunProbeRequest* req,
                                           v1::ProbeResult* out) {
+  if (grpc::Status a = AuthorizeControl(ctx, "RunProbe"); !a.ok()) return a;
   if (prober_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "probing is off");
   auto r = prober_->Run(*req);
   if (!r.ok()) return ToGrpc(r.status());

@@ -1,0 +1,140 @@
+#include "agent/daemon/api_server.h"
+
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/server_posix.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "agent/common/log.h"
+
+namespace fabric {
+namespace {
+
+// Answers every call on a connection over the limit, so the client learns why instead of
+// seeing its connection closed.
+class RefuseAll final : public grpc::CallbackGenericService {
+ public:
+  explicit RefuseAll(std::string message) : message_(std::move(message)) {}
+
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class Reactor final : public grpc::ServerGenericBidiReactor {
+     public:
+      explicit Reactor(const std::string& message) {
+        Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, message));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Reactor(message_);
+  }
+
+ private:
+  std::string message_;
+};
+
+}  // namespace
+
+size_t EffectiveConnectionLimit(size_t wanted, size_t listeners, uint64_t nofile) {
+  constexpr uint64_t kMargin = 256;  // Discovery, netlink, probes, metrics, announcements.
+  if (listeners == 0) return wanted;
+  const uint64_t room = nofile > 2 * kMargin ? nofile - kMargin : nofile / 2;
+  return static_cast<size_t>(std::min<uint64_t>(wanted, std::max<uint64_t>(8, room / listeners)));
+}
+
+absl::StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(
+    const ApiServerOptions& options, const std::vector<grpc::Service*>& services,
+    CallerTable* callers) {
+  std::unique_ptr<ApiServer> api(new ApiServer());
+
+  // Listen first: a taken port or path fails start-up before anything runs.
+  auto unix_fd = ListenUnix(options.socket);
+  if (!unix_fd.ok()) return unix_fd.status();
+  std::optional<probes::Fd> tcp_fd;
+  if (!options.listen.empty()) {
+    auto fd = ListenTcpAddress("--listen", options.listen);
+    if (!fd.ok()) return fd.status();
+    api->tcp_port_ = BoundPort(fd->get());
+    tcp_fd = *std::move(fd);
+  }
+
+  grpc::ServerBuilder builder;
+  grpc::ResourceQuota quota("fabric-agent");
+  quota.SetMaxThreads(options.max_threads);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams);
+  builder.SetMaxReceiveMessageSize(options.max_request_bytes);
+  for (grpc::Service* s : services) builder.RegisterService(s);
+  api->server_ = builder.BuildAndStart();
+  if (api->server_ == nullptr) return absl::InternalError("cannot start the gRPC server");
+
+  rlimit rl{};
+  const uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+  const size_t listeners = tcp_fd ? 2 : 1;
+  const size_t limit = EffectiveConnectionLimit(options.max_connections, listeners, nofile);
+  if (limit < options.max_connections) {
+    Log(LogLevel::kWarning, "--max-connections=", options.max_connections, " lowered to ", limit,
+        " per listener: the file limit is ", nofile);
+  }
+
+  api->refusals_ = std::make_unique<RefuseAll>(
+      absl::StrCat("fabric-agent: connection limit reached (--max-connections=", limit,
+                   " per listener); try again later"));
+  grpc::ServerBuilder refusal_builder;
+  refusal_builder.RegisterCallbackGenericService(api->refusals_.get());
+  // A refused client is told once, then the connection goes.
+  refusal_builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, 1000);
+  refusal_builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 1000);
+  refusal_builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 1000);
+  api->refusal_server_ = refusal_builder.BuildAndStart();
+  if (api->refusal_server_ == nullptr) return absl::InternalError("cannot start the gRPC server");
+
+  grpc::Server* server = api->server_.get();
+  grpc::Server* refusal = api->refusal_server_.get();
+  auto make = [&](std::string name, probes::Fd fd,
+                  std::function<Caller(int)> identify) -> absl::Status {
+    ListenerOptions lo;
+    lo.name = std::move(name);
+    lo.max_connections = limit;
+    lo.identify = std::move(identify);
+    lo.serve = [server, callers](int conn, const Caller& caller) {
+      callers->Set(conn, caller);
+      grpc::AddInsecureChannelFromFd(server, conn);
+    };
+    lo.refuse = [refusal](int conn) { grpc::AddInsecureChannelFromFd(refusal, conn); };
+    auto l = Listener::Start(std::move(fd), std::move(lo));
+    if (!l.ok()) return l.status();
+    api->listeners_.push_back(*std::move(l));
+    return absl::OkStatus();
+  };
+  const ControlPolicy policy = options.policy;
+  absl::Status s =
+      make("unix", *std::move(unix_fd), [policy](int fd) { return IdentifyUnixPeer(fd, policy); });
+  if (s.ok() && tcp_fd) s = make("tcp", *std::move(tcp_fd), IdentifyTcpPeer);
+  if (!s.ok()) return s;
+  return api;
+}
+
+ApiServer::~ApiServer() { Shutdown(absl::ZeroDuration()); }
+
+void ApiServer::Shutdown(absl::Duration grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  listeners_.clear();  // No new connections.
+  const auto deadline = absl::ToChronoTime(absl::Now() + grace);
+  if (server_ != nullptr) {
+    server_->Shutdown(deadline);
+    server_->Wait();
+  }
+  if (refusal_server_ != nullptr) {
+    refusal_server_->Shutdown(deadline);
+    refusal_server_->Wait();
+  }
+}
+
+std::vector<std::pair<std::string, ListenerStats>> ApiServer::Stats() const {
+  std::vector<std::pair<std::string, ListenerStats>> out;
+  for (const auto& l : listeners_) out.emplace_back(l->name(), l->Stats());
+  return out;
+}
+
+}  // namespace fabric
