@@ -94,8 +94,7 @@ Target Fa0() {
   Target t;
   t.ifname = "fa0";
   t.ifindex = 3;
-  t.addresses = {V4("10.9.0.2"), TestAddress(AF_INET, 16, "10.20.0.5", nullptr),
-                 V6("fd00::2")};
+  t.addresses = {V4("10.9.0.2"), TestAddress(AF_INET, 16, "10.20.0.5", nullptr), V6("fd00::2")};
   return t;
 }
 
@@ -158,9 +157,7 @@ class DadLink : public Link {
  public:
   absl::StatusOr<bool> answer = false;
   absl::Status Send(const std::vector<uint8_t>&) override { return absl::OkStatus(); }
-  absl::StatusOr<std::vector<uint8_t>> TryReceive() override {
-    return absl::NotFoundError("none");
-  }
+  absl::StatusOr<std::vector<uint8_t>> TryReceive() override { return absl::NotFoundError("none"); }
   int poll_fd() const override { return -1; }
   absl::StatusOr<bool> Tentative(const in6_addr&) override { return answer; }
 };
@@ -181,13 +178,11 @@ TEST(CheckAnnounceable, DadState) {
   EXPECT_EQ(CheckAnnounceable(link, t, true, true).code(), absl::StatusCode::kPermissionDenied);
   // IPv6 off: a named IPv6 address is refused; the default set leaves it out ...
   link.answer = false;
-  EXPECT_EQ(CheckAnnounceable(link, t, false, true).code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(CheckAnnounceable(link, t, false, true).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(CheckAnnounceable(link, t, false, false).ok());
   // ... unless nothing else is left.
   t.addresses = {V6("fd00::2")};
-  EXPECT_EQ(CheckAnnounceable(link, t, false, false).code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(CheckAnnounceable(link, t, false, false).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace
