@@ -13,6 +13,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/announce/handoff.h"
+#include "agent/announce/validate.h"
+#include "agent/common/excerpt.h"
 #include "agent/common/json_depth.h"
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
@@ -170,6 +172,12 @@ absl::StatusOr<std::vector<Attachment>> ParseAttachments(const Json& v) {
         ReadString(a, "containerID", absl::StrCat(where, ".containerID"), &att.container_id));
     FABRIC_RETURN_IF_ERROR(ReadString(a, "ifname", absl::StrCat(where, ".ifname"), &att.ifname));
     if (att.container_id.empty()) return Invalid(absl::StrCat(where, ".containerID: missing"));
+    if (!att.ifname.empty()) {
+      if (absl::Status s = announce::CheckIfname(att.ifname, absl::StrCat(where, ".ifname"));
+          !s.ok()) {
+        return Invalid(Sv(s.message()));
+      }
+    }
     out.push_back(std::move(att));
   }
   return out;
@@ -183,15 +191,6 @@ bool ValidContainerId(std::string_view id) {
   for (char ch : id) {
     const auto u = static_cast<unsigned char>(ch);
     if (!std::isalnum(u) && ch != '_' && ch != '.' && ch != '-') return false;
-  }
-  return true;
-}
-
-bool ValidIfname(std::string_view n) {
-  if (n.empty() || n.size() > 15 || n == "." || n == "..") return false;
-  for (char ch : n) {
-    const auto u = static_cast<unsigned char>(ch);
-    if (ch == '/' || ch == ':' || std::isspace(u) || u < 0x20 || u == 0x7f) return false;
   }
   return true;
 }
@@ -278,7 +277,7 @@ absl::StatusOr<Env> ParseEnv(const EnvMap& env) {
     }
   }
   if (!known)
-    return Error(kInvalidEnv, absl::StrCat("CNI_COMMAND: unknown command \"", *cmd, "\""));
+    return Error(kInvalidEnv, absl::StrCat("CNI_COMMAND: unknown command ", Excerpt(*cmd)));
   if (out.command == Command::kVersion) return out;
 
   const bool per_container = out.command == Command::kAdd || out.command == Command::kDel ||
@@ -299,9 +298,8 @@ absl::StatusOr<Env> ParseEnv(const EnvMap& env) {
                    "must match ^[a-zA-Z0-9][a-zA-Z0-9_.-]*$ and be at most 200 characters");
     }
     FABRIC_RETURN_IF_ERROR(required("CNI_IFNAME", &out.ifname));
-    if (!ValidIfname(out.ifname)) {
-      return Error(kInvalidEnv,
-                   absl::StrCat("CNI_IFNAME: \"", out.ifname, "\" is not a valid interface name"));
+    if (absl::Status s = announce::CheckIfname(out.ifname, "CNI_IFNAME"); !s.ok()) {
+      return Error(kInvalidEnv, Sv(s.message()));
     }
     FABRIC_RETURN_IF_ERROR(required("CNI_PATH", &out.path));
     // DEL may come after the namespace is gone, with CNI_NETNS empty.
@@ -317,7 +315,7 @@ absl::StatusOr<Env> ParseEnv(const EnvMap& env) {
     for (absl::string_view kv : absl::StrSplit(*args, ';', absl::SkipEmpty())) {
       const size_t eq = kv.find('=');
       if (eq == absl::string_view::npos || eq == 0) {
-        return Error(kInvalidEnv, absl::StrCat("CNI_ARGS: \"", kv, "\" is not KEY=VALUE"));
+        return Error(kInvalidEnv, absl::StrCat("CNI_ARGS: ", Excerpt(Sv(kv)), " is not KEY=VALUE"));
       }
       out.args.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
     }
@@ -326,6 +324,7 @@ absl::StatusOr<Env> ParseEnv(const EnvMap& env) {
 }
 
 std::string PeekVersion(std::string_view stdin_bytes) {
+  if (stdin_bytes.size() > kMaxStdinBytes) return "";
   if (JsonNestingDepth(stdin_bytes) > kMaxDepth) return "";
   Json j = Json::parse(stdin_bytes.begin(), stdin_bytes.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return "";
@@ -335,6 +334,10 @@ std::string PeekVersion(std::string_view stdin_bytes) {
 }
 
 absl::StatusOr<Config> ParseConfig(std::string_view stdin_bytes, Command command) {
+  if (stdin_bytes.size() > kMaxStdinBytes) {
+    // Named as such: "not valid JSON" would send the operator looking at a config's syntax.
+    return Error(kDecodeFailure, "stdin larger than 4 MiB");
+  }
   if (JsonNestingDepth(stdin_bytes) > kMaxDepth) {
     return Error(kDecodeFailure, absl::StrCat("stdin nests deeper than ", kMaxDepth, " levels"));
   }
@@ -352,13 +355,13 @@ absl::StatusOr<Config> ParseConfig(std::string_view stdin_bytes, Command command
   c.cni_version = version->get<std::string>();
   if (!Supported(c.cni_version)) {
     return Error(kIncompatibleVersion,
-                 absl::StrCat("cniVersion \"", c.cni_version, "\" is not supported"),
+                 absl::StrCat("cniVersion ", Excerpt(c.cni_version), " is not supported"),
                  absl::StrCat("supported: ", absl::StrJoin(kSupportedVersions, ", ")));
   }
   if ((command == Command::kStatus || command == Command::kGc) && c.cni_version != "1.1.0") {
-    return Error(
-        kIncompatibleVersion,
-        absl::StrCat(Av(CommandName(command)), " needs cniVersion 1.1.0, not ", c.cni_version));
+    return Error(kIncompatibleVersion,
+                 absl::StrCat(Av(CommandName(command)), " needs cniVersion 1.1.0, not ",
+                              Excerpt(c.cni_version)));
   }
   FABRIC_RETURN_IF_ERROR(ReadString(root, "name", "name", &c.name));
   FABRIC_RETURN_IF_ERROR(ReadString(root, "type", "type", &c.type));
@@ -421,8 +424,8 @@ absl::StatusOr<std::vector<PodInterface>> PodInterfaces(const Json& prev,
         pod_index.push_back(-1);
         continue;
       }
-      if (!ValidIfname(pi.name)) {
-        return Invalid(absl::StrCat(where, ".name: \"", pi.name, "\" is not an interface name"));
+      if (absl::Status s = announce::CheckIfname(pi.name, absl::StrCat(where, ".name")); !s.ok()) {
+        return Invalid(Sv(s.message()));
       }
       pod_index.push_back(static_cast<int>(ifaces.size()));
       ifaces.push_back(std::move(pi));
@@ -439,13 +442,14 @@ absl::StatusOr<std::vector<PodInterface>> PodInterfaces(const Json& prev,
     FABRIC_RETURN_IF_ERROR(ReadString(ip, "address", absl::StrCat(where, ".address"), &address));
     auto a = ParseCidr(address);
     if (!a.ok()) {
-      return Invalid(absl::StrCat(where, ".address: \"", address, "\": ", a.status().message()));
+      return Invalid(
+          absl::StrCat(where, ".address: ", Excerpt(address), ": ", a.status().message()));
     }
     FABRIC_RETURN_IF_ERROR(ReadString(ip, "gateway", absl::StrCat(where, ".gateway"), &gateway));
     if (!gateway.empty()) {
       int family = 0;
       if (!ParseIp(gateway, &family, &a->gateway) || family != a->family) {
-        return Invalid(absl::StrCat(where, ".gateway: \"", gateway, "\" is not an IPv",
+        return Invalid(absl::StrCat(where, ".gateway: ", Excerpt(gateway), " is not an IPv",
                                     a->family == AF_INET ? "4" : "6", " address"));
       }
       a->has_gateway = true;
@@ -455,7 +459,8 @@ absl::StatusOr<std::vector<PodInterface>> PodInterfaces(const Json& prev,
       if (auto v = ip.find("version"); v != ip.end()) {
         const std::string want = a->family == AF_INET ? "4" : "6";
         if (!v->is_string() || v->get<std::string>() != want) {
-          return Invalid(absl::StrCat(where, ".version: must be \"", want, "\" for ", address));
+          return Invalid(
+              absl::StrCat(where, ".version: must be \"", want, "\" for ", Excerpt(address)));
         }
       }
     }

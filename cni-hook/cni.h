@@ -4,6 +4,7 @@
 // fuzzed.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -85,10 +86,13 @@ struct Config {
   std::optional<std::vector<Attachment>> valid_attachments;  // GC only
 };
 
-// Parses stdin for `command`. Malformed JSON is code 6; an unsupported cniVersion code 1; wrong
-// types or out-of-range values of our keys code 7 naming the key; a missing prevResult on ADD or
-// CHECK code 7 (we are a chained plugin). Unknown keys are ignored: other plugins' keys share the
-// object.
+// The most stdin a config may have (it is a few KiB); a runaway writer is not read further.
+inline constexpr size_t kMaxStdinBytes = 4 << 20;
+
+// Parses stdin for `command`. Malformed JSON and stdin over kMaxStdinBytes are code 6; an
+// unsupported cniVersion code 1; wrong types or out-of-range values of our keys code 7 naming the
+// key; a missing prevResult on ADD or CHECK code 7 (we are a chained plugin). Unknown keys are
+// ignored: other plugins' keys share the object.
 absl::StatusOr<Config> ParseConfig(std::string_view stdin_bytes, Command command);
 
 // The cniVersion of stdin when it is readable, for error replies and VERSION; "" otherwise.

@@ -259,6 +259,9 @@ TEST(ParseConfigTest, Table) {
        Command::kGc, kInvalidConfig, "valid-attachments"},
       {"gc attachment without id", Conf("1.1.0", "", R"("cni.dev/valid-attachments":[{}])"),
        Command::kGc, kInvalidConfig, "containerID"},
+      {"gc attachment with a bad ifname",
+       Conf("1.1.0", "", R"("cni.dev/valid-attachments":[{"containerID":"a","ifname":"a/b"}])"),
+       Command::kGc, kInvalidConfig, "valid-attachments[0].ifname \"a/b\": contains '/'"},
   };
   for (const ConfigCase& c : cases) {
     auto config = ParseConfig(c.input, c.command);
@@ -522,6 +525,32 @@ TEST(ErrorJsonTest, Fields) {
 TEST(VersionJsonTest, ListsAllVersions) {
   EXPECT_EQ(VersionJson(),
             R"({"cniVersion":"1.1.0","supportedVersions":["0.4.0","1.0.0","1.1.0"]})");
+}
+
+// A runaway writer's stdin is named as too large, not as bad JSON, and never echoed.
+TEST(ParseConfigTest, StdinOverFourMiB) {
+  std::string valid = Conf("1.0.0", kBridge10);
+  // Valid JSON padded with whitespace: only the size is wrong.
+  std::string big = valid + std::string(kMaxStdinBytes + 1 - valid.size(), ' ');
+  ASSERT_EQ(big.size(), kMaxStdinBytes + 1);
+  auto config = ParseConfig(big, Command::kAdd);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(CodeOf(config.status()), kDecodeFailure);
+  EXPECT_EQ(config.status().message(), "stdin larger than 4 MiB");
+  EXPECT_EQ(PeekVersion(big), "");
+  // Exactly at the bound is still read.
+  big.pop_back();
+  EXPECT_TRUE(ParseConfig(big, Command::kAdd).ok());
+}
+
+TEST(ParseEnvTest, IfnameErrorsNameTheRuleAndEscapeTheInput) {
+  auto env = ParseEnv(With(Full("ADD"), "CNI_IFNAME", std::string("fa0\x01\n")));
+  ASSERT_FALSE(env.ok());
+  EXPECT_EQ(CodeOf(env.status()), kInvalidEnv);
+  EXPECT_EQ(env.status().message(), "CNI_IFNAME \"fa0\\x01\\n\": contains whitespace");
+  env = ParseEnv(With(Full("ADD"), "CNI_COMMAND", std::string(100000, 'X')));
+  ASSERT_FALSE(env.ok());
+  EXPECT_LT(env.status().message().size(), 200u) << "the input is quoted as an excerpt";
 }
 
 TEST(PeekVersionTest, ReadsWhatItCan) {

@@ -11,8 +11,9 @@
 extern char** environ;
 
 int main() {
-  // The config is small; a bound keeps a runaway writer from exhausting memory.
-  constexpr size_t kMaxStdin = 4 << 20;
+  // The config is small; a bound keeps a runaway writer from exhausting memory. Reading one
+  // buffer past the bound is enough for ParseConfig to name the reason.
+  constexpr size_t kMaxStdin = fabric::cni::kMaxStdinBytes;
   std::string in;
   char buf[16384];
   for (;;) {
@@ -20,7 +21,7 @@ int main() {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     in.append(buf, static_cast<size_t>(n));
-    if (in.size() > kMaxStdin) break;  // parsed as is: fails as truncated JSON
+    if (in.size() > kMaxStdin) break;
   }
   fabric::cni::EnvMap env;
   for (char** e = environ; *e != nullptr; ++e) {

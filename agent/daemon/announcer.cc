@@ -23,7 +23,10 @@
 #include "agent/announce/handoff.h"
 #include "agent/announce/link.h"
 #include "agent/announce/to_proto.h"
+#include "agent/announce/validate.h"
+#include "agent/common/excerpt.h"
 #include "agent/common/log.h"
+#include "agent/common/status.h"
 
 namespace fabric {
 namespace {
@@ -508,8 +511,10 @@ absl::StatusOr<std::vector<v1::Announcement>> Announcer::Announce(const v1::Anno
   std::vector<Entry*> started;
   std::unique_lock<std::mutex> lock(impl_->mu);
   const absl::Time mono = announce::MonotonicNow();
+  if (!req.ifname().empty()) FABRIC_RETURN_IF_ERROR(announce::CheckIfname(req.ifname()));
   if (!req.container_id().empty()) {
     if (!req.ips().empty()) {
+      // A pod announces exactly what fabric-cni handed over (the addresses CNI gave it).
       return absl::InvalidArgumentError("ips: only for interfaces of the agent's own netns");
     }
     for (auto& e : impl_->held) {
@@ -533,41 +538,32 @@ absl::StatusOr<std::vector<v1::Announcement>> Announcer::Announce(const v1::Anno
       for (const auto& e : impl_->finished) released |= e->container_id == req.container_id();
       if (released) {
         return absl::FailedPreconditionError(
-            absl::StrCat("container ", req.container_id(),
+            absl::StrCat("container ", Excerpt(req.container_id()),
                          ": its interfaces are no longer held (see ListAnnouncements)"));
       }
-      return absl::NotFoundError(absl::StrCat("container ", req.container_id(),
+      return absl::NotFoundError(absl::StrCat("container ", Excerpt(req.container_id()),
                                               ": no announcements handed to this agent"));
     }
   } else {
     if (req.ifname().empty())
       return absl::InvalidArgumentError("container_id or ifname is required");
+    if (req.ips_size() > static_cast<int>(announce::kMaxAnnounceAddresses)) {
+      // Refused before any netlink query; ChooseOwnAddresses says the same.
+      return announce::ChooseOwnAddresses(announce::Target{}, {req.ips().begin(), req.ips().end()})
+          .status();
+    }
     lock.unlock();  // Netlink queries without the lock.
     auto target = announce::DescribeInterface(req.ifname());
     if (!target.ok()) return target.status();
-    if (!req.ips().empty()) {
-      std::vector<announce::Address> keep;
-      for (const std::string& ip : req.ips()) {
-        announce::Address a;
-        a.family = ip.find(':') == std::string::npos ? AF_INET : AF_INET6;
-        if (inet_pton(a.family, ip.c_str(), &a.addr) != 1) {
-          return absl::InvalidArgumentError(absl::StrCat("ips: \"", ip, "\" is not an IP address"));
-        }
-        a.prefix_len = a.family == AF_INET ? 32 : 128;
-        for (const auto& have : target->addresses) {
-          if (have.family == a.family && std::memcmp(&have.addr, &a.addr, sizeof(a.addr)) == 0) {
-            a.prefix_len = have.prefix_len;
-          }
-        }
-        keep.push_back(a);
-      }
-      target->addresses = std::move(keep);
-    }
-    if (target->addresses.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(req.ifname(), ": no address to announce"));
-    }
+    // Only addresses configured on the interface now: announcing any other would poison the
+    // segment's ARP/ND caches with this host's MAC. Nothing is sent unless all pass.
+    auto chosen = announce::ChooseOwnAddresses(*target, {req.ips().begin(), req.ips().end()});
+    if (!chosen.ok()) return chosen.status();
+    target->addresses = *std::move(chosen);
     auto link = announce::PacketLink::Open(target->ifindex);
     if (!link.ok()) return link.status();
+    FABRIC_RETURN_IF_ERROR(announce::CheckAnnounceable(**link, *target, impl_->opt.host_plan.ipv6,
+                                                       !req.ips().empty()));
     auto e = std::make_unique<Entry>();
     e->netns = "host";
     e->target = *target;

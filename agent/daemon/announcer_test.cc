@@ -22,6 +22,7 @@
 #include "agent/announce/frames.h"
 #include "agent/announce/handoff.h"
 #include "agent/announce/link.h"
+#include "agent/announce/validate.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/netns.h"
@@ -105,6 +106,38 @@ class AnnouncerTest : public ::testing::Test {
       }
     }
     return n;
+  }
+
+  // Every ARP frame within `window` that names `ip` as sender or target (bounded count).
+  int CountArpFor(const char* ip, absl::Duration window) {
+    int n = 0;
+    const absl::Time end = absl::Now() + window;
+    while (absl::Now() < end && n < 1000) {
+      pollfd p{capture_, POLLIN, 0};
+      int left = static_cast<int>(absl::ToInt64Milliseconds(end - absl::Now()));
+      if (poll(&p, 1, std::max(left, 1)) <= 0) continue;
+      uint8_t buf[2048];
+      ssize_t len = recv(capture_, buf, sizeof(buf), 0);
+      if (len <= 0) continue;
+      auto arp = announce::ParseArp(
+          std::string_view(reinterpret_cast<const char*>(buf), static_cast<size_t>(len)));
+      if (arp.ok() &&
+          (arp->sender_ip.s_addr == inet_addr(ip) || arp->target_ip.s_addr == inet_addr(ip))) {
+        ++n;
+      }
+    }
+    return n;
+  }
+
+  // The Announce RPC as the agent runs it in its own namespace (played by the pod's).
+  absl::StatusOr<std::vector<v1::Announcement>> AnnounceInPod(const v1::AnnounceRequest& req) {
+    absl::StatusOr<std::vector<v1::Announcement>> got;
+    std::thread t([&] {
+      auto in = announce::ScopedNetns::Enter("/var/run/netns/" + pod_);
+      got = in.ok() ? announcer_->Announce(req) : in.status();
+    });
+    t.join();
+    return got;
   }
 
   // What fabric-cni does: open the link inside the pod, describe the target, hand it over.
@@ -295,6 +328,87 @@ TEST_F(AnnouncerTest, AnnouncesAnInterfaceOfItsOwnNamespace) {
   v1::AnnounceRequest bad;
   bad.set_ifname("nosuch0");
   EXPECT_EQ(announcer_->Announce(bad).status().code(), absl::StatusCode::kNotFound);
+}
+
+// The spoof of issue 12: an address that is not the interface's own must not be announced (it
+// would poison the segment's ARP caches with this host's MAC), and nothing may go out.
+TEST_F(AnnouncerTest, RefusesAForeignAddressAndSendsNothing) {
+  StartAnnouncer();
+  StartCapture();
+  v1::AnnounceRequest spoof;
+  spoof.set_ifname("eth0");
+  spoof.add_ips("10.77.0.254");
+  auto got = AnnounceInPod(spoof);
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kPermissionDenied) << got.status();
+  EXPECT_EQ(got.status().message(),
+            "10.77.0.254 is not configured on eth0: only addresses this host owns are announced");
+  // One own address among them changes nothing: the request is refused whole.
+  spoof.add_ips("10.77.0.2");
+  EXPECT_EQ(AnnounceInPod(spoof).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(CountArpFor("10.77.0.254", absl::Milliseconds(500)), 0);
+  EXPECT_EQ(CountGarps(absl::Milliseconds(100)), 0);
+  EXPECT_TRUE(announcer_->List("").empty());
+
+  // The capture works: the interface's own address, named, is announced.
+  v1::AnnounceRequest own;
+  own.set_ifname("eth0");
+  own.add_ips("10.77.0.2");
+  got = AnnounceInPod(own);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_THAT((*got)[0].addresses(), ::testing::ElementsAre("10.77.0.2/24"));
+  EXPECT_GE(CountGarps(absl::Milliseconds(300)), 1);
+}
+
+TEST_F(AnnouncerTest, RefusesBadAddressesAndNamesBeforeSendingAnything) {
+  StartAnnouncer();
+  StartCapture();
+  struct Case {
+    std::string ifname;
+    std::vector<std::string> ips;
+    absl::StatusCode code;
+    std::string message;  // substring
+  };
+  const std::vector<std::string> too_many(announce::kMaxAnnounceAddresses + 1, "10.77.0.2");
+  const Case cases[] = {
+      {"eth0", too_many, absl::StatusCode::kResourceExhausted,
+       "ips: 33 addresses; at most 32 per request"},
+      {"eth0", {"224.0.0.1"}, absl::StatusCode::kInvalidArgument, "multicast"},
+      {"eth0", {"255.255.255.255"}, absl::StatusCode::kInvalidArgument, "broadcast"},
+      {"eth0", {"10.77.0.255"}, absl::StatusCode::kInvalidArgument, "broadcast address of eth0"},
+      {"eth0", {"0.0.0.0"}, absl::StatusCode::kInvalidArgument, "unspecified"},
+      {"eth0", {"127.0.0.1"}, absl::StatusCode::kInvalidArgument, "loopback"},
+      {"eth0", {"::"}, absl::StatusCode::kInvalidArgument, "unspecified"},
+      {"eth0", {"ff02::1"}, absl::StatusCode::kInvalidArgument, "multicast"},
+      {"eth0", {"fd00::77"}, absl::StatusCode::kPermissionDenied, "not configured on eth0"},
+      {"eth0", {std::string(4 << 20, '1')}, absl::StatusCode::kInvalidArgument, "bytes)"},
+      {std::string("eth0\0x", 6), {}, absl::StatusCode::kInvalidArgument, "NUL"},
+      {"abcdefghijklmnop", {}, absl::StatusCode::kInvalidArgument, "16 bytes"},
+      {"eth0:1", {}, absl::StatusCode::kInvalidArgument, "':'"},
+      {"..", {}, absl::StatusCode::kInvalidArgument, "not interface names"},
+  };
+  for (const Case& c : cases) {
+    v1::AnnounceRequest req;
+    req.set_ifname(c.ifname);
+    for (const std::string& ip : c.ips) req.add_ips(ip);
+    auto got = AnnounceInPod(req);
+    ASSERT_FALSE(got.ok()) << c.message;
+    EXPECT_EQ(got.status().code(), c.code) << got.status();
+    EXPECT_THAT(std::string(got.status().message()), ::testing::HasSubstr(c.message));
+    EXPECT_LT(got.status().message().size(), 200u) << "input echoed as an excerpt";
+  }
+  // A held pod's interface is named by the same rule.
+  v1::AnnounceRequest pod;
+  pod.set_container_id("abc");
+  pod.set_ifname("a/b");
+  EXPECT_EQ(announcer_->Announce(pod).status().code(), absl::StatusCode::kInvalidArgument);
+  pod.set_ifname("");
+  pod.set_container_id(std::string(1 << 20, 'c'));
+  auto missing = announcer_->Announce(pod);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_LT(missing.status().message().size(), 200u);
+  EXPECT_EQ(CountGarps(absl::Milliseconds(300)), 0);
+  EXPECT_TRUE(announcer_->List("").empty());
 }
 
 }  // namespace

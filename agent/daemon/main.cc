@@ -65,9 +65,12 @@ int main(int argc, char** argv) {
   double hold_s = absl::ToDoubleSeconds(opt.announce_hold);
   app.add_option("--announce-socket", opt.announce_socket,
                  "Unix socket (SOCK_SEQPACKET, mode 0600) where fabric-cni hands over the "
-                 "repeats of a pod's announcements; auto: announce.sock beside --socket; empty "
-                 "turns it off")
-      ->capture_default_str();
+                 "repeats of a pod's announcements; auto (the default): announce.sock beside "
+                 "--socket; empty (--announce-socket=) turns it off")
+      // CLI11 refuses "--announce-socket=" as a missing value unless a value is optional; the
+      // value used when none is given is then the empty one, i.e. off.
+      ->expected(0, 1)
+      ->default_str("");
   app.add_option("--announce-hold", hold_s,
                  "seconds a pod's interface stays held after its schedule, for re-announcing "
                  "(held sockets keep the pod's network namespace alive)")

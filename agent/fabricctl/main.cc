@@ -28,6 +28,7 @@
 #include "agent/announce/announce.h"
 #include "agent/announce/link.h"
 #include "agent/announce/to_proto.h"
+#include "agent/announce/validate.h"
 #include "agent/discovery/discovery.h"
 #include "agent/discovery/parse.h"
 #include "agent/fabricctl/client.h"
@@ -388,6 +389,9 @@ int RunHealth(const Options& opt) {
 
 // A host-side copy of what the CNI plugin does, for an operator: announce now, by hand.
 int RunAnnounceLocal(const Options& opt) {
+  if (absl::Status s = announce::CheckIfname(opt.ifname, "--ifname"); !s.ok()) {
+    return Fail(kUsage, std::string(s.message()));
+  }
   std::unique_ptr<announce::ScopedNetns> in_netns;
   if (!opt.netns.empty()) {
     auto entered = announce::ScopedNetns::Enter(opt.netns);
@@ -399,19 +403,13 @@ int RunAnnounceLocal(const Options& opt) {
   }
   auto target = announce::DescribeInterface(opt.ifname);
   if (!target.ok()) return Fail(kFailed, std::string(target.status().message()));
-  if (!opt.ips.empty()) {
-    std::vector<announce::Address> chosen;
-    for (const std::string& ip : opt.ips) {
-      announce::Address a;
-      a.family = ip.find(':') == std::string::npos ? AF_INET : AF_INET6;
-      if (inet_pton(a.family, ip.c_str(), &a.addr) != 1) {
-        return Fail(kUsage, absl::StrCat("--ip=", ip, ": not an IP address"));
-      }
-      a.prefix_len = a.family == AF_INET ? 32 : 128;
-      chosen.push_back(a);
-    }
-    target->addresses = std::move(chosen);
+  // The agent's rules (agent/announce/validate.h): only the interface's own addresses.
+  auto chosen = announce::ChooseOwnAddresses(*target, opt.ips);
+  if (!chosen.ok()) {
+    return Fail(absl::IsFailedPrecondition(chosen.status()) ? kFailed : kUsage,
+                std::string(chosen.status().message()));
   }
+  target->addresses = *std::move(chosen);
   for (const std::string& gw : opt.gateways) {
     int family = gw.find(':') == std::string::npos ? AF_INET : AF_INET6;
     in6_addr addr{};
@@ -424,9 +422,6 @@ int RunAnnounceLocal(const Options& opt) {
         a.gateway = addr;
       }
     }
-  }
-  if (target->addresses.empty()) {
-    return Fail(kFailed, absl::StrCat(opt.ifname, " has no global address to announce (--ip)"));
   }
   announce::Plan plan;
   if (!opt.repeat) {
@@ -444,6 +439,10 @@ int RunAnnounceLocal(const Options& opt) {
                              link.status().code() == absl::StatusCode::kPermissionDenied
                                  ? " (needs CAP_NET_RAW)"
                                  : ""));
+  }
+  if (absl::Status s = announce::CheckAnnounceable(**link, *target, plan.ipv6, !opt.ips.empty());
+      !s.ok()) {
+    return Fail(absl::IsPermissionDenied(s) ? kUsage : kFailed, std::string(s.message()));
   }
   in_netns.reset();  // The socket stays bound to the pod's interface.
   announce::Job job(*target, plan, *std::move(link), announce::MonotonicNow());

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
 #include "agent/discovery/parse.h"
 #include "agent/select/config.h"
@@ -84,9 +85,9 @@ absl::StatusOr<std::optional<VendorFilter>> ParseVendor(const std::string& text)
   std::string id = absl::StartsWith(s, "0x") ? s.substr(2) : s;
   if (!IsHex4(id)) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "unknown vendor \"%s\" (want nvidia, amd, intel, habana or a PCI vendor ID such as "
+        "unknown vendor %s (want nvidia, amd, intel, habana or a PCI vendor ID such as "
         "0x10de)",
-        text));
+        Excerpt(text)));
   }
   f.pci_id = id;
   for (const KnownVendor& k : kVendors) {
@@ -335,13 +336,15 @@ absl::StatusOr<PlaceResponse> Place(const Host& host, const PlaceRequest& req,
     by_addr.emplace(*c, &a);
   }
 
+  if (static_cast<size_t>(req.candidates_size()) > kMaxGpusPerRequest) {
+    return absl::ResourceExhaustedError(absl::StrCat("candidates: ", req.candidates_size(),
+                                                     " given; at most ", kMaxGpusPerRequest,
+                                                     " per request"));
+  }
   std::set<std::string> wanted;  // Canonical; empty: every compute accelerator.
   for (const std::string& given : req.candidates()) {
-    absl::StatusOr<std::string> c = ParsePciAddress(given);
-    if (!c.ok()) {
-      return absl::InvalidArgumentError(absl::StrFormat("candidate \"%s\" is not a PCI address: %s",
-                                                        given, c.status().message()));
-    }
+    absl::StatusOr<std::string> c = ParseGpuName(given, "candidate");
+    if (!c.ok()) return c.status();
     auto it = by_addr.find(*c);
     if (it == by_addr.end()) {
       return absl::NotFoundError(
@@ -374,7 +377,7 @@ absl::StatusOr<PlaceResponse> Place(const Host& host, const PlaceRequest& req,
   std::sort(addrs.begin(), addrs.end(), PciLess);
   if (!other_vendor.empty()) {
     resp.add_notes(
-        absl::StrFormat("vendor \"%s\" leaves out %s", (*vendor)->text, Join(other_vendor)));
+        absl::StrFormat("vendor %s leaves out %s", Excerpt((*vendor)->text), Join(other_vendor)));
   }
 
   const int n = static_cast<int>(addrs.size());

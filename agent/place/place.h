@@ -21,7 +21,8 @@ inline constexpr uint32_t kPlaceMaxResults = 100;
 //
 // Candidates are the compute accelerators (never a management display), narrowed by req.vendor
 // ("nvidia", "amd", "intel", "habana" in any case, or a PCI vendor ID "0x10de" / "10de") and by
-// req.candidates (PCI addresses in any form SelectNics takes; duplicates count once). Notes say
+// req.candidates (PCI addresses in any form SelectNics takes, exactly as ParseGpuName reads
+// them; duplicates count once; at most kMaxGpusPerRequest entries). Notes say
 // which accelerators the vendor filter left out.
 //
 // A set's score, lower is better, compared in this order:
@@ -54,7 +55,8 @@ inline constexpr uint32_t kPlaceMaxResults = 100;
 //
 // Errors: InvalidArgument for gpu_count 0, max_results above kPlaceMaxResults, an unknown vendor,
 // a malformed candidate address or one that is a management display, or a bad policy; NotFound
-// for a candidate the host does not have; SelectNics's FailedPrecondition when the host has no
+// for a candidate the host does not have; ResourceExhausted for more than kMaxGpusPerRequest
+// candidates; SelectNics's FailedPrecondition when the host has no
 // RDMA device or no active port. gpu_count above the number of candidates is not an error: the
 // response has no placements and a note with the count (a scheduler asking "can this host fit
 // N"), as it does when the constraints leave no set.

@@ -459,6 +459,8 @@ TEST(PlaceTest, BadCandidates) {
       {"0000:03:00.0", absl::StatusCode::kInvalidArgument, "management display"},
       // A NIC is not an accelerator.
       {"0000:1b:00.0", absl::StatusCode::kNotFound, "0000:1b:00.0"},
+      // Names are exact.
+      {" 0000:1a:00.0", absl::StatusCode::kInvalidArgument, "candidate \" 0000:1a:00.0\""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.candidate);
@@ -474,6 +476,18 @@ TEST(PlaceTest, BadCandidates) {
 
 // ---------------------------------------------------------------------------------------------
 // Request validation.
+
+TEST(PlaceTest, BoundsTheCandidates) {
+  const v1::Host& host = Example("roce-9port");
+  v1::PlaceRequest req = Request(1);
+  for (size_t i = 0; i <= kMaxGpusPerRequest; ++i) req.add_candidates("0000:1a:00.0");
+  absl::StatusOr<v1::PlaceResponse> r = Place(host, req, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(r.status().message(), "candidates: 65 given; at most 64 per request");
+  req.mutable_candidates()->RemoveLast();
+  EXPECT_TRUE(Place(host, req, {}).ok()) << "duplicates count once";
+}
 
 TEST(PlaceTest, GpuCount) {
   const v1::Host& host = Example("roce-9port");

@@ -7,9 +7,11 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
 #include "agent/discovery/parse.h"
@@ -262,6 +264,32 @@ std::string Summary(const Scored& s, const std::string& gpu, std::optional<int> 
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<std::string> ParseGpuName(std::string_view given, std::string_view what) {
+  constexpr size_t kLongest = 16;  // "00000000:17:00.0", nvidia-smi's form
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(what), " ", Excerpt(given), " is not a PCI address: ", Av(why)));
+  };
+  if (given.empty()) return bad("empty");
+  if (given.size() > kLongest) {
+    return bad(absl::StrCat(given.size(), " characters, at most ", kLongest));
+  }
+  // ParsePciAddress forgives the whitespace around sysfs values; a caller's name is exact.
+  for (char ch : given) {
+    if (!absl::ascii_isxdigit(static_cast<unsigned char>(ch)) && ch != ':' && ch != '.') {
+      return bad(absl::StrCat("unexpected ", Excerpt(std::string_view(&ch, 1)),
+                              " ([domain:]bus:device.function, in hex)"));
+    }
+  }
+  absl::StatusOr<std::string> canonical = ParsePciAddress(given);
+  if (!canonical.ok()) return bad("[domain:]bus:device.function, in hex");
+  return canonical;
+}
+
+namespace {
+
 struct Request {
   std::string given;      // As the caller wrote it.
   std::string canonical;  // "0000:17:00.0".
@@ -271,17 +299,18 @@ struct Request {
 absl::StatusOr<std::vector<Request>> ResolveGpus(const Host& host,
                                                  const std::vector<std::string>& gpus) {
   if (gpus.empty()) return absl::InvalidArgumentError("no GPU given");
+  if (gpus.size() > kMaxGpusPerRequest) {
+    return absl::ResourceExhaustedError(absl::StrCat("gpus: ", gpus.size(), " given; at most ",
+                                                     kMaxGpusPerRequest, " per request"));
+  }
   std::vector<Request> out;
   for (const std::string& g : gpus) {
-    absl::StatusOr<std::string> canonical = ParsePciAddress(g);
-    if (!canonical.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("GPU \"", g, "\" is not a PCI address: ", canonical.status().message()));
-    }
+    absl::StatusOr<std::string> canonical = ParseGpuName(g);
+    if (!canonical.ok()) return canonical.status();
     for (const Request& r : out) {
       if (r.canonical == *canonical) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("GPU %s given twice (as \"%s\" and \"%s\")", *canonical, r.given, g));
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "GPU %s given twice (as %s and %s)", *canonical, Excerpt(r.given), Excerpt(g)));
       }
     }
     const Accelerator* found = nullptr;

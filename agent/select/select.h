@@ -30,8 +30,18 @@ namespace fabric {
 // Errors: InvalidArgument for an empty, malformed, duplicate or non-GPU address or a bad policy;
 // NotFound for a GPU the host does not have; FailedPrecondition when the host has no RDMA device
 // or no active port.
+//
+// At most kMaxGpusPerRequest GPUs (ResourceExhausted beyond); each is read by ParseGpuName.
 absl::StatusOr<v1::Selection> SelectNics(const v1::Host& host, const std::vector<std::string>& gpus,
                                          const v1::SelectionPolicy& policy);
+
+// GPUs one SelectNics request (or Place's candidates) may name: hosts have 16 at most.
+inline constexpr size_t kMaxGpusPerRequest = 64;
+
+// A GPU's PCI address as a caller wrote it, taken exactly (no whitespace trimmed, at most 16
+// characters: "00000000:17:00.0"), in canonical form "0000:17:00.0". InvalidArgument names
+// `what` ("GPU", "candidate") and quotes an excerpt of `given`.
+absl::StatusOr<std::string> ParseGpuName(std::string_view given, std::string_view what = "GPU");
 
 // "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"; "UNKNOWN" when unspecified.
 std::string_view PortStateName(v1::PortState state);

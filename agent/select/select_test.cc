@@ -507,6 +507,62 @@ TEST(SelectGpuTest, RejectsBadGpuLists) {
   }
 }
 
+// Names are exact: the whitespace ParsePciAddress forgives in sysfs values is an error here.
+TEST(ParseGpuNameTest, Exact) {
+  struct Case {
+    std::string given;
+    std::string want;  // canonical, or a substring of the error
+    bool ok;
+  };
+  const Case cases[] = {
+      {"0000:13:00.0", "0000:13:00.0", true},
+      {"00000000:13:00.0", "0000:13:00.0", true},
+      {"13:00.0", "0000:13:00.0", true},
+      {"0000:1A:00.0", "0000:1a:00.0", true},
+      {" 0000:13:00.0", "GPU \" 0000:13:00.0\" is not a PCI address: unexpected \" \"", false},
+      {"0000:13:00.0\n", "unexpected \"\\n\"", false},
+      {"0000:13:00.0 ", "unexpected", false},
+      {"0000:13:00.0\t", "unexpected", false},
+      {"", "empty", false},
+      {"000000000:13:00.0", "17 characters, at most 16", false},
+      {"0000:13:00", "is not a PCI address", false},
+      {std::string("13:00.0\0", 8), "unexpected \"\\x00\"", false},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<std::string> got = ParseGpuName(c.given);
+    if (c.ok) {
+      ASSERT_TRUE(got.ok()) << c.given << ": " << got.status();
+      EXPECT_EQ(*got, c.want);
+    } else {
+      ASSERT_FALSE(got.ok()) << c.given;
+      EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(Msg(got.status()), HasSubstr(c.want));
+    }
+  }
+  // A huge name is quoted as an excerpt.
+  absl::StatusOr<std::string> huge = ParseGpuName(std::string(4 << 20, '0'));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_LT(huge.status().message().size(), 200u);
+}
+
+TEST(SelectGpuTest, BoundsTheRequest) {
+  HostBuilder b;
+  b.Gpu("0000:1a:00.0", 0);
+  b.Nic("mlx5_1", "0000:19:00.0", 0, "eth1", "10.0.0.1");
+  const v1::Host host = b.Build();
+  std::vector<std::string> gpus(kMaxGpusPerRequest + 1, "0000:1a:00.0");
+  absl::StatusOr<v1::Selection> s = SelectNics(host, gpus, {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(Msg(s.status()), "gpus: 65 given; at most 64 per request");
+  // At the bound the list is read (and this one fails as a duplicate, not on its size).
+  gpus.pop_back();
+  EXPECT_EQ(SelectNics(host, gpus, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SelectNics(host, {" 0000:1a:00.0"}, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(SelectNics(host, {"0000:1a:00.0"}, {}).ok());
+}
+
 TEST(SelectTest, RejectsABadPolicy) {
   TwoNics t(v1::DISTANCE_CLASS_PIX, v1::DISTANCE_CLASS_SYS);
   v1::SelectionPolicy p;

@@ -86,7 +86,10 @@ TEST_F(FabricctlAnnounceTest, UnansweredGatewayIsReportedNotFatal) {
 }
 
 TEST_F(FabricctlAnnounceTest, ConflictProbeRefusesAnAddressSomeoneHolds) {
-  // 10.78.0.1 belongs to the peer: announcing it from the pod must not happen.
+  // 10.78.0.1 belongs to the peer; configured on the pod too (only an interface's own addresses
+  // are announced), the probe finds the peer holding it and nothing is announced.
+  auto add = testing::Run({kIp, "-n", pod_, "addr", "add", "10.78.0.1/32", "dev", "eth0"});
+  ASSERT_TRUE(add.ok() && add->status == 0);
   auto r = Fabricctl({"announce", "--ifname=eth0", "--netns=/var/run/netns/" + pod_,
                       "--ip=10.78.0.1", "--conflict-probe"});
   EXPECT_EQ(r.status, 1) << r.out << r.err;
@@ -104,6 +107,16 @@ TEST_F(FabricctlAnnounceTest, BadInputGetsClearErrors) {
   auto no_ns = Fabricctl({"announce", "--ifname=eth0", "--netns=/var/run/netns/nosuch-ns"});
   EXPECT_EQ(no_ns.status, 1);
   EXPECT_THAT(no_ns.err, ::testing::HasSubstr("nosuch-ns"));
+  // Only the interface's own addresses: the peer's is refused, and nothing goes out.
+  auto foreign = Fabricctl({"announce", "--ifname=eth0", netns, "--ip=10.78.0.1"});
+  EXPECT_EQ(foreign.status, 2);
+  EXPECT_THAT(foreign.err, ::testing::HasSubstr("10.78.0.1 is not configured on eth0"));
+  auto multicast = Fabricctl({"announce", "--ifname=eth0", netns, "--ip=224.0.0.1"});
+  EXPECT_EQ(multicast.status, 2);
+  EXPECT_THAT(multicast.err, ::testing::HasSubstr("multicast"));
+  auto bad_name = Fabricctl({"announce", "--ifname=eth0:1", netns});
+  EXPECT_EQ(bad_name.status, 2);
+  EXPECT_THAT(bad_name.err, ::testing::HasSubstr("--ifname \"eth0:1\": contains ':'"));
   auto no_if = Fabricctl({"announce"});
   EXPECT_EQ(no_if.status, 2);
   auto mixed = Fabricctl({"announce", "--container=abc", netns});
