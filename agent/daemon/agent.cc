@@ -32,6 +32,7 @@
 #include "agent/daemon/events.h"
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/prober.h"
+#include "agent/daemon/scan_trust.h"
 #include "agent/daemon/service.h"
 #include "agent/daemon/snapshot.h"
 #include "agent/discovery/discovery.h"
@@ -80,6 +81,12 @@ struct AgentState {
   v1::Host start_host;  // GID tables at start, for "changed since start".
   std::string agent_findings_key;
   absl::Status last_scan;
+  // While rescans are not trusted (transient read failures): since when, how many retries so
+  // far, when the next one runs, and the finding that says so. Loop thread only.
+  absl::Time stale_since = absl::InfiniteFuture();
+  int stale_retries = 0;
+  absl::Time stale_retry_at = absl::InfiniteFuture();
+  std::optional<v1::Finding> stale_finding;
 
   std::vector<std::unique_ptr<EventSource>> sources;
   std::unique_ptr<EventSource> config_watch;  // --config changes reload it, as SIGHUP does.
@@ -126,12 +133,13 @@ std::vector<v1::Finding> AgentFindings(const AgentState& st) {
     add(v1::SEVERITY_UNKNOWN, absl::StrCat("the last rescan failed (", st.last_scan.message(),
                                            "); serving the previous inventory"));
   }
+  if (st.stale_finding) out.push_back(*st.stale_finding);
   return out;
 }
 
 std::string FindingsKey(const std::vector<v1::Finding>& fs) {
   std::string key;
-  for (const auto& f : fs) absl::StrAppend(&key, f.severity(), f.message(), "\n");
+  for (const auto& f : fs) absl::StrAppend(&key, f.severity(), f.check(), f.message(), "\n");
   return key;
 }
 
@@ -186,6 +194,7 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) 
 // `policy_changed`: the config was just reloaded, so publish even when the host is the same.
 void Rescan(AgentState& st, const std::string& why, bool policy_changed = false) {
   ++st.counters.rescans;
+  st.stale_retry_at = absl::InfiniteFuture();  // Only an untrusted scan schedules a retry.
   const absl::Time start = absl::Now();
   auto host = Discover(st.sysfs, st.procfs);
   Log(LogLevel::kDebug, "rescan (", why, ") took ", absl::FormatDuration(absl::Now() - start));
@@ -197,7 +206,36 @@ void Rescan(AgentState& st, const std::string& why, bool policy_changed = false)
     return;
   }
   st.last_scan = absl::OkStatus();
-  st.counters.last_scan_ok_unix_ns = absl::ToUnixNanos(absl::Now());
+  const auto cur = st.store.Current();
+  const ScanTrust trust = cur != nullptr ? JudgeScan(cur->host, *host) : ScanTrust{};
+  const absl::Time now = absl::Now();
+  if (!trust.trusted) {
+    // A hole from a read that may succeed next time is no evidence that anything is gone: keep
+    // the last good inventory (no new generation, no NFD labels or health from this scan).
+    ++st.counters.stale_scans;
+    if (st.stale_since == absl::InfiniteFuture()) {
+      st.stale_since = now;
+      st.counters.stale_since_unix_ns = absl::ToUnixNanos(now);
+      const v1::FieldProblem& p = trust.new_transient.front();
+      Log(LogLevel::kWarning, "rescan (", why, ") not published: ", trust.new_transient.size(),
+          " reads failed for now, first ", p.path(), ": ", p.reason(),
+          "; serving the last good inventory and retrying");
+    }
+    st.stale_finding = StaleFinding(st.stale_since, trust);
+    st.stale_retry_at = now + StaleRetryDelay(++st.stale_retries, st.opt.rescan_interval);
+    Publish(st, std::nullopt, policy_changed);
+    return;
+  }
+  if (st.stale_finding) {
+    Log(LogLevel::kInfo, "inventory no longer stale (stale since ",
+        absl::FormatTime(absl::RFC3339_sec, st.stale_since, absl::UTCTimeZone()), ", ",
+        st.stale_retries, " rescans not published)");
+    st.stale_finding.reset();
+    st.stale_since = absl::InfiniteFuture();
+    st.stale_retries = 0;
+    st.counters.stale_since_unix_ns = 0;
+  }
+  st.counters.last_scan_ok_unix_ns = absl::ToUnixNanos(now);
   Publish(st, *std::move(host), policy_changed);
 }
 
@@ -564,7 +602,8 @@ void Loop(AgentState& st) {
   absl::Time reload_at = absl::InfiniteFuture();  // When a changed config file is read.
   for (;;) {
     now = absl::Now();
-    const absl::Time deadline = std::min({next_rescan, next_watchdog, dirty_at, reload_at});
+    const absl::Time deadline =
+        std::min({next_rescan, next_watchdog, dirty_at, reload_at, st.stale_retry_at});
     std::vector<pollfd> fds;
     fds.push_back({st.signal_fd, POLLIN, 0});
     // The config watch (if any) is second, so the sources start at index 2.
@@ -624,8 +663,10 @@ void Loop(AgentState& st) {
       Reload(st, "file changed");
       reload_at = absl::InfiniteFuture();
     }
-    if (now >= dirty_at || now >= next_rescan) {
-      Rescan(st, now >= dirty_at ? dirty_why : "periodic");
+    if (now >= dirty_at || now >= next_rescan || now >= st.stale_retry_at) {
+      Rescan(st, now >= dirty_at      ? dirty_why
+                 : now >= next_rescan ? "periodic"
+                                      : "retry of a stale inventory");
       dirty_at = absl::InfiniteFuture();
       next_rescan = absl::Now() + st.opt.rescan_interval;
     }

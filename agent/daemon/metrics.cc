@@ -55,6 +55,20 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
     out->Gauge("fabric_inventory_age_seconds", "Seconds since the last successful discovery.", {},
                absl::ToDoubleSeconds(now - ok));
   }
+  out->Counter("fabric_agent_stale_scans_total",
+               "Rescans not published because reads failed for a reason that says nothing about "
+               "the host (EMFILE, EIO, EACCES, ...); the last good inventory stayed served.",
+               {}, c.stale_scans.load());
+  const int64_t stale_ns = c.stale_since_unix_ns.load();
+  out->Gauge("fabric_inventory_stale",
+             "1 while the served inventory is the last good one because rescans keep failing to "
+             "read part of the host.",
+             {}, stale_ns > 0 ? 1 : 0);
+  if (stale_ns > 0) {
+    out->Gauge("fabric_inventory_stale_since_timestamp_seconds",
+               "Since when the served inventory is stale (Unix time).", {},
+               absl::ToDoubleSeconds(absl::FromUnixNanos(stale_ns) - absl::UnixEpoch()));
+  }
   if (snap == nullptr) return;
   out->Gauge("fabric_inventory_generation",
              "Increases with every inventory that differs from the previous one.", {},

@@ -25,6 +25,10 @@ struct AgentCounters {
   std::atomic<uint64_t> rescan_errors{0};
   std::atomic<uint64_t> netlink_resyncs{0};
   std::atomic<int64_t> last_scan_ok_unix_ns{0};
+  // Rescans not published for transient read failures; since when the inventory is stale (0:
+  // it is not).
+  std::atomic<uint64_t> stale_scans{0};
+  std::atomic<int64_t> stale_since_unix_ns{0};
   std::atomic<bool> route_events{false};
   std::atomic<bool> uevents{false};
   absl::Time started = absl::Now();

@@ -38,6 +38,20 @@ void AddProblem(Problems* problems, std::string_view field, std::string_view pat
   p->set_reason(std::string(reason));
 }
 
+// A failed read or parse: the status's message, and whether the read may succeed next time.
+void AddProblem(Problems* problems, std::string_view field, std::string_view path,
+                const absl::Status& why) {
+  AddProblem(problems, field, path, why.message());
+  if (IsTransientReadError(why)) problems->rbegin()->set_transient(true);
+}
+
+// For reads whose failure is normally no problem (an optional file, a module not loaded): only a
+// transient failure is recorded, so that a rescan under pressure is not taken for the truth.
+void NoteTransient(Problems* problems, std::string_view field, std::string_view path,
+                   const absl::Status& why) {
+  if (IsTransientReadError(why)) AddProblem(problems, field, path, why);
+}
+
 // gid_attrs of an unused GID entry fail with EINVAL on a real kernel and may be absent in a
 // container: both mean "no attributes".
 bool NoAttributes(const absl::Status& s) {
@@ -61,12 +75,12 @@ auto ReadField(const HostDir& dir, std::string_view file, std::string_view field
     -> std::optional<typename decltype(parse(std::string_view()))::value_type> {
   absl::StatusOr<std::string> text = dir.ReadFile(file);
   if (!text.ok()) {
-    AddProblem(problems, field, JoinPath(dir.path(), file), text.status().message());
+    AddProblem(problems, field, JoinPath(dir.path(), file), text.status());
     return std::nullopt;
   }
   auto value = parse(*text);
   if (!value.ok()) {
-    AddProblem(problems, field, JoinPath(dir.path(), file), value.status().message());
+    AddProblem(problems, field, JoinPath(dir.path(), file), value.status());
     return std::nullopt;
   }
   return *std::move(value);
@@ -156,14 +170,12 @@ class Discovery {
     if (auto name = proc_.ReadFile("sys/kernel/hostname"); name.ok()) {
       host_.set_hostname(std::string(Trim(*name)));
     } else {
-      AddProblem(host_.mutable_problems(), "hostname", "sys/kernel/hostname",
-                 name.status().message());
+      AddProblem(host_.mutable_problems(), "hostname", "sys/kernel/hostname", name.status());
     }
     if (auto rel = proc_.ReadFile("sys/kernel/osrelease"); rel.ok()) {
       host_.set_kernel_release(std::string(Trim(*rel)));
     } else {
-      AddProblem(host_.mutable_problems(), "kernel_release", "sys/kernel/osrelease",
-                 rel.status().message());
+      AddProblem(host_.mutable_problems(), "kernel_release", "sys/kernel/osrelease", rel.status());
     }
     std::set<std::string> defaults;
     if (auto text = proc_.ReadFile("net/route"); text.ok()) {
@@ -177,10 +189,10 @@ class Discovery {
           if (r.destination == 0 && r.mask == 0) defaults.insert(r.iface);
         }
       } else {
-        AddProblem(host_.mutable_problems(), "routes", "net/route", routes.status().message());
+        AddProblem(host_.mutable_problems(), "routes", "net/route", routes.status());
       }
     } else {
-      AddProblem(host_.mutable_problems(), "routes", "net/route", text.status().message());
+      AddProblem(host_.mutable_problems(), "routes", "net/route", text.status());
     }
     // IPv6 may be disabled: a missing file is no problem.
     if (auto text = proc_.ReadFile("net/ipv6_route"); text.ok()) {
@@ -190,18 +202,24 @@ class Discovery {
         AddProblem(host_.mutable_problems(), "routes", "net/ipv6_route", b);
       }
       if (ifaces.ok()) defaults.insert(ifaces->begin(), ifaces->end());
+    } else {
+      NoteTransient(host_.mutable_problems(), "routes", "net/ipv6_route", text.status());
     }
     for (const std::string& d : defaults) host_.add_default_route_netdevs(d);
 
     if (auto list = sys_.ListDir("module"); list.ok()) {
       modules_.insert(list->begin(), list->end());
+    } else {
+      NoteTransient(host_.mutable_problems(), "gpudirect", "module", list.status());
     }
     if (auto text = proc_.ReadFile("modules"); text.ok()) {
       if (auto names = ParseProcModules(*text); names.ok()) {
         modules_.insert(names->begin(), names->end());
       } else {
-        AddProblem(host_.mutable_problems(), "gpudirect", "modules", names.status().message());
+        AddProblem(host_.mutable_problems(), "gpudirect", "modules", names.status());
       }
+    } else {
+      NoteTransient(host_.mutable_problems(), "gpudirect", "modules", text.status());
     }
   }
 
@@ -209,13 +227,13 @@ class Discovery {
     auto text = sys_.ReadFile("devices/system/node/online");
     if (!text.ok()) {
       AddProblem(host_.mutable_problems(), "numa_nodes", "devices/system/node/online",
-                 text.status().message());
+                 text.status());
       return;
     }
     auto ids = ParseIdList(*text);
     if (!ids.ok()) {
       AddProblem(host_.mutable_problems(), "numa_nodes", "devices/system/node/online",
-                 ids.status().message());
+                 ids.status());
       return;
     }
     for (int32_t id : *ids) host_.add_numa_nodes(id);
@@ -223,12 +241,18 @@ class Discovery {
 
   void ReadUverbs() {
     auto names = sys_.ListDir("class/infiniband_verbs");
-    if (!names.ok()) return;  // no uverbs module: devices simply have no uverbs node
+    if (!names.ok()) {  // no uverbs module: devices simply have no uverbs node
+      NoteTransient(host_.mutable_problems(), "uverbs_device", "class/infiniband_verbs",
+                    names.status());
+      return;
+    }
     for (const std::string& n : *names) {
       if (!absl::StartsWith(n, "uverbs")) continue;
-      if (auto ibdev = sys_.ReadFile(absl::StrCat("class/infiniband_verbs/", n, "/ibdev"));
-          ibdev.ok()) {
+      const std::string path = absl::StrCat("class/infiniband_verbs/", n, "/ibdev");
+      if (auto ibdev = sys_.ReadFile(path); ibdev.ok()) {
         uverbs_[std::string(Trim(*ibdev))] = n;
+      } else {
+        NoteTransient(host_.mutable_problems(), "uverbs_device", path, ibdev.status());
       }
     }
   }
@@ -244,7 +268,7 @@ class Discovery {
     if (auto addr = ParsePciAddress(base); addr.ok()) {
       f.set_address(*addr);
     } else {
-      AddProblem(problems, "address", dir, addr.status().message());
+      AddProblem(problems, "address", dir, addr.status());
     }
     // The path from the root complex ("pci0000:15") down to the parent bridge.
     std::vector<absl::string_view> parts = absl::StrSplit(Av(dir), '/');
@@ -259,7 +283,7 @@ class Discovery {
 
     auto d = sys_.OpenDir(dir);
     if (!d.ok()) {
-      AddProblem(problems, "address", dir, d.status().message());
+      AddProblem(problems, "address", dir, d.status());
       return f;
     }
     const HostDir& fd = **d;
@@ -280,7 +304,7 @@ class Discovery {
     if (auto link = sys_.ReadLink(JoinPath(dir, "driver")); link.ok()) {
       f.set_driver(Basename(*link));
     } else if (!absl::IsNotFound(link.status())) {
-      AddProblem(problems, "driver", JoinPath(dir, "driver"), link.status().message());
+      AddProblem(problems, "driver", JoinPath(dir, "driver"), link.status());
     }
     const bool bridge = f.has_class_code() && (f.class_code() >> 8) == 0x0604;
     if (!bridge) ReadLinks(fd, &f);
@@ -307,7 +331,7 @@ class Discovery {
       auto text = fd.ReadFile(a.file);
       if (!text.ok()) {
         if (!absl::IsNotFound(text.status())) {
-          AddProblem(problems, a.field, JoinPath(fd.path(), a.file), text.status().message());
+          AddProblem(problems, a.field, JoinPath(fd.path(), a.file), text.status());
         }
         continue;
       }
@@ -316,13 +340,14 @@ class Discovery {
         if (auto v = ParsePciLinkSpeed(*text); v.ok()) {
           a.link->set_speed_gts(*v);
         } else {
-          AddProblem(problems, a.field, JoinPath(fd.path(), a.file), v.status().message());
+          AddProblem(problems, a.field, JoinPath(fd.path(), a.file), v.status());
         }
       } else if (auto v = ParseInt(*text); v.ok() && *v >= 0 && *v <= 32) {
         if (*v > 0) a.link->set_width(static_cast<uint32_t>(*v));
       } else {
-        AddProblem(problems, a.field, JoinPath(fd.path(), a.file),
-                   v.ok() ? absl::StrCat("not a link width: ", *v) : v.status().message());
+        AddProblem(
+            problems, a.field, JoinPath(fd.path(), a.file),
+            v.ok() ? absl::StrCat("not a link width: ", *v) : std::string(v.status().message()));
       }
     }
     if (!f->current_link().has_speed_gts() && !f->current_link().has_width()) {
@@ -343,7 +368,10 @@ class Discovery {
         sriov->set_num_vfs(static_cast<uint32_t>(*v));
       }
       auto entries = fd.ListDir("");
-      if (!entries.ok()) return;
+      if (!entries.ok()) {
+        NoteTransient(problems, "sriov.vfs", dir, entries.status());
+        return;
+      }
       std::vector<std::pair<uint32_t, std::string>> vfs;
       for (const std::string& e : *entries) {
         uint32_t index;
@@ -355,17 +383,26 @@ class Discovery {
         const std::string link = JoinPath(dir, entry);
         auto vf_dir = sys_.RealPath(link);
         if (!vf_dir.ok()) {
-          AddProblem(problems, "sriov.vfs", link, vf_dir.status().message());
+          AddProblem(problems, "sriov.vfs", link, vf_dir.status());
           continue;
         }
         VirtualFunction* vf = sriov->add_vfs();
         vf->set_index(index);
         if (auto a = ParsePciAddress(Basename(*vf_dir)); a.ok()) vf->set_pci_address(*a);
-        if (auto n = sys_.ListDir(JoinPath(*vf_dir, "net")); n.ok()) {
-          for (const std::string& name : *n) vf->add_netdevs(name);
-        }
-        if (auto n = sys_.ListDir(JoinPath(*vf_dir, "infiniband")); n.ok()) {
-          for (const std::string& name : *n) vf->add_rdma_devices(name);
+        for (const char* sub : {"net", "infiniband"}) {
+          const std::string path = JoinPath(*vf_dir, sub);
+          auto n = sys_.ListDir(path);
+          if (!n.ok()) {
+            NoteTransient(problems, "sriov.vfs", path, n.status());
+            continue;
+          }
+          for (const std::string& name : *n) {
+            if (sub[0] == 'n') {
+              vf->add_netdevs(name);
+            } else {
+              vf->add_rdma_devices(name);
+            }
+          }
         }
       }
     } else if (fd.Exists("physfn")) {
@@ -373,7 +410,7 @@ class Discovery {
       const std::string link = JoinPath(dir, "physfn");
       auto pf_dir = sys_.RealPath(link);
       if (!pf_dir.ok()) {
-        AddProblem(problems, "sriov.pf_pci_address", link, pf_dir.status().message());
+        AddProblem(problems, "sriov.pf_pci_address", link, pf_dir.status());
         return;
       }
       if (auto a = ParsePciAddress(Basename(*pf_dir)); a.ok()) sriov->set_pf_pci_address(*a);
@@ -401,8 +438,7 @@ class Discovery {
     if (!names.ok()) {
       // No ib_core loaded: a host without RDMA, which callers report; not a discovery failure.
       if (!absl::IsNotFound(names.status())) {
-        AddProblem(host_.mutable_problems(), "rdma_devices", "class/infiniband",
-                   names.status().message());
+        AddProblem(host_.mutable_problems(), "rdma_devices", "class/infiniband", names.status());
       }
       return;
     }
@@ -417,12 +453,12 @@ class Discovery {
     const std::string link = absl::StrCat("class/infiniband/", name);
     auto real = sys_.RealPath(link);
     if (!real.ok()) {
-      AddProblem(problems, "name", link, real.status().message());
+      AddProblem(problems, "name", link, real.status());
       return;
     }
     auto d = sys_.OpenDir(*real);
     if (!d.ok()) {
-      AddProblem(problems, "name", *real, d.status().message());
+      AddProblem(problems, "name", *real, d.status());
       return;
     }
     const HostDir& dd = **d;
@@ -432,8 +468,16 @@ class Discovery {
     // Software devices (rxe, siw) have no hca_type and an empty fw_ver: not a problem there.
     const bool software = !dd.Exists("device");
     if (software) {
-      if (auto v = dd.ReadFile("fw_ver"); v.ok()) dev->set_fw_ver(std::string(Trim(*v)));
-      if (auto v = dd.ReadFile("hca_type"); v.ok()) dev->set_hca_type(std::string(Trim(*v)));
+      if (auto v = dd.ReadFile("fw_ver"); v.ok()) {
+        dev->set_fw_ver(std::string(Trim(*v)));
+      } else {
+        NoteTransient(problems, "fw_ver", JoinPath(*real, "fw_ver"), v.status());
+      }
+      if (auto v = dd.ReadFile("hca_type"); v.ok()) {
+        dev->set_hca_type(std::string(Trim(*v)));
+      } else {
+        NoteTransient(problems, "hca_type", JoinPath(*real, "hca_type"), v.status());
+      }
     } else {
       if (auto v = ReadField(dd, "fw_ver", "fw_ver", problems, ParseText)) dev->set_fw_ver(*v);
       if (auto v = ReadField(dd, "hca_type", "hca_type", problems, ParseText)) {
@@ -453,19 +497,21 @@ class Discovery {
         pci_dir = *pci;
         *dev->mutable_pci() = Pci(pci_dir);
       }
-    } else if (sys_.ReadLink(device_link).ok()) {
-      AddProblem(problems, "pci", device_link, pci.status().message());  // dangling
+    } else if (IsTransientReadError(pci.status()) || sys_.ReadLink(device_link).ok()) {
+      AddProblem(problems, "pci", device_link, pci.status());  // dangling, or unreadable now
     }
     if (pci_dir.empty()) {
       if (auto parent = dd.ReadFile("parent"); parent.ok()) {
         dev->set_parent_netdev(std::string(Trim(*parent)));
+      } else {
+        NoteTransient(problems, "parent_netdev", JoinPath(*real, "parent"), parent.status());
       }
     }
     device_pci_dir_[name] = pci_dir;
 
     auto ports = dd.ListDir("ports");
     if (!ports.ok()) {
-      AddProblem(problems, "ports", JoinPath(*real, "ports"), ports.status().message());
+      AddProblem(problems, "ports", JoinPath(*real, "ports"), ports.status());
       return;
     }
     std::vector<uint32_t> numbers;
@@ -509,7 +555,7 @@ class Discovery {
     const std::string dir = absl::StrCat(dev_dir, "/ports/", number);
     auto d = sys_.OpenDir(dir);
     if (!d.ok()) {
-      AddProblem(problems, "number", dir, d.status().message());
+      AddProblem(problems, "number", dir, d.status());
       return;
     }
     const HostDir& pd = **d;
@@ -522,10 +568,10 @@ class Discovery {
       if (auto v = ParseRateGbps(*text); v.ok()) {
         port->set_rate_gbps(*v);
       } else {
-        AddProblem(problems, "rate_gbps", JoinPath(dir, "rate"), v.status().message());
+        AddProblem(problems, "rate_gbps", JoinPath(dir, "rate"), v.status());
       }
     } else {
-      AddProblem(problems, "rate", JoinPath(dir, "rate"), text.status().message());
+      AddProblem(problems, "rate", JoinPath(dir, "rate"), text.status());
     }
     if (auto v = ReadField(pd, "link_layer", "link_layer", problems, ParseLinkLayer)) {
       port->set_link_layer(*v);
@@ -549,7 +595,7 @@ class Discovery {
     absl::StatusOr<std::vector<std::string>> entries =
         gids.ok() ? (*gids)->ListDir("") : absl::StatusOr<std::vector<std::string>>(gids.status());
     if (!entries.ok()) {
-      AddProblem(problems, "gids", JoinPath(dir, "gids"), entries.status().message());
+      AddProblem(problems, "gids", JoinPath(dir, "gids"), entries.status());
       return;
     }
     std::vector<uint32_t> indices;
@@ -562,6 +608,10 @@ class Discovery {
     // Absent in some containers; then entries simply have no attributes.
     auto types = pd.OpenDir("gid_attrs/types");
     auto ndevs = pd.OpenDir("gid_attrs/ndevs");
+    if (!types.ok())
+      NoteTransient(problems, "gids.type", JoinPath(dir, "gid_attrs/types"), types.status());
+    if (!ndevs.ok())
+      NoteTransient(problems, "gids.netdev", JoinPath(dir, "gid_attrs/ndevs"), ndevs.status());
     char buf[64];
     char name[16];
     for (uint32_t i : indices) {
@@ -569,13 +619,13 @@ class Discovery {
       const std::string_view index(name, name_len);
       auto len = (*gids)->ReadSmall(index, buf, sizeof(buf));
       if (!len.ok()) {
-        AddProblem(problems, "gids", absl::StrCat(dir, "/gids/", i), len.status().message());
+        AddProblem(problems, "gids", absl::StrCat(dir, "/gids/", i), len.status());
         continue;
       }
       const std::string_view text(buf, *len);
       auto gid = ParseGid(text);
       if (!gid.ok()) {
-        AddProblem(problems, "gids", absl::StrCat(dir, "/gids/", i), gid.status().message());
+        AddProblem(problems, "gids", absl::StrCat(dir, "/gids/", i), gid.status());
         continue;
       }
       if (IsZeroGid(*gid)) continue;
@@ -589,11 +639,11 @@ class Discovery {
             g->set_type(*t);
           } else {
             AddProblem(problems, "gids.type", absl::StrCat(dir, "/gid_attrs/types/", i),
-                       t.status().message());
+                       t.status());
           }
         } else if (!NoAttributes(type.status())) {
           AddProblem(problems, "gids.type", absl::StrCat(dir, "/gid_attrs/types/", i),
-                     type.status().message());
+                     type.status());
         }
       }
       if (ndevs.ok()) {
@@ -601,7 +651,7 @@ class Discovery {
           g->set_netdev(std::string(Trim(*ndev)));
         } else if (!NoAttributes(ndev.status())) {
           AddProblem(problems, "gids.netdev", absl::StrCat(dir, "/gid_attrs/ndevs/", i),
-                     ndev.status().message());
+                     ndev.status());
         }
       }
     }
@@ -622,7 +672,7 @@ class Discovery {
     Problems* problems = nd.mutable_problems();
     auto d = sys_.OpenDir(dir);
     if (!d.ok()) {
-      AddProblem(problems, "name", dir, d.status().message());
+      AddProblem(problems, "name", dir, d.status());
       return info;
     }
     const HostDir& nd_dir = **d;
@@ -638,16 +688,18 @@ class Discovery {
       if (auto v = ParseInt(*speed); v.ok() && *v > 0) {
         nd.set_speed_mbps(*v);
       } else if (!v.ok()) {
-        AddProblem(problems, "speed_mbps", JoinPath(dir, "speed"), v.status().message());
+        AddProblem(problems, "speed_mbps", JoinPath(dir, "speed"), v.status());
       }
     } else if (!NoAttributes(speed.status())) {
-      AddProblem(problems, "speed_mbps", JoinPath(dir, "speed"), speed.status().message());
+      AddProblem(problems, "speed_mbps", JoinPath(dir, "speed"), speed.status());
     }
     if (auto v = ReadField(nd_dir, "ifindex", "ifindex", problems, ParseInt)) {
       nd.set_ifindex(static_cast<int32_t>(*v));
     }
     if (auto dp = nd_dir.ReadFile("dev_port"); dp.ok()) {
       if (auto v = ParseInt(*dp); v.ok()) info.dev_port = *v;
+    } else {
+      NoteTransient(problems, "rdma_port", JoinPath(dir, "dev_port"), dp.status());
     }
     return info;
   }
@@ -658,7 +710,7 @@ class Discovery {
     const std::string link = absl::StrCat("class/net/", name);
     auto real = sys_.RealPath(link);
     if (!real.ok()) {
-      AddProblem(host_.mutable_problems(), "netdevs", link, real.status().message());
+      AddProblem(host_.mutable_problems(), "netdevs", link, real.status());
       return nullptr;
     }
     NetdevInfo& info = ReadNetdev(name, *real);
@@ -680,6 +732,9 @@ class Discovery {
             info.nd.set_rdma_device(dev.name());
             own.push_back(&info);
           }
+        } else {
+          NoteTransient(dev.mutable_problems(), "netdevs", JoinPath(pci_dir, "net"),
+                        names.status());
         }
       } else if (!dev.parent_netdev().empty()) {
         if (NetdevInfo* info = ReadNetdevByName(dev.parent_netdev())) {
@@ -738,8 +793,7 @@ class Discovery {
   void ReadAccelerators() {
     auto names = sys_.ListDir("bus/pci/devices");
     if (!names.ok()) {
-      AddProblem(host_.mutable_problems(), "accelerators", "bus/pci/devices",
-                 names.status().message());
+      AddProblem(host_.mutable_problems(), "accelerators", "bus/pci/devices", names.status());
       return;
     }
     for (const std::string& name : *names) {
@@ -747,20 +801,20 @@ class Discovery {
       // Only the class is read for every function; the rest only for accelerators.
       auto cls_text = sys_.ReadFile(absl::StrCat(link, "/class"));
       if (!cls_text.ok()) {
-        AddProblem(host_.mutable_problems(), "accelerators", link, cls_text.status().message());
+        AddProblem(host_.mutable_problems(), "accelerators", link, cls_text.status());
         continue;
       }
       auto cls = ParseHex(*cls_text);
       if (!cls.ok()) {
         AddProblem(host_.mutable_problems(), "accelerators", absl::StrCat(link, "/class"),
-                   cls.status().message());
+                   cls.status());
         continue;
       }
       std::optional<AcceleratorKind> kind = KindOf(static_cast<uint32_t>(*cls));
       if (!kind) continue;
       auto real = sys_.RealPath(link);
       if (!real.ok()) {
-        AddProblem(host_.mutable_problems(), "accelerators", link, real.status().message());
+        AddProblem(host_.mutable_problems(), "accelerators", link, real.status());
         continue;
       }
       Accelerator* acc = host_.add_accelerators();
@@ -808,7 +862,10 @@ class Discovery {
     const bool kernel_ok = kv && *kv >= std::make_pair(5, 12);
     std::string exporter;
     if (nvidia) {
-      if (auto v = proc_.ReadFile("driver/nvidia/version"); v.ok()) {
+      auto v = proc_.ReadFile("driver/nvidia/version");
+      if (!v.ok()) {
+        NoteTransient(host_.mutable_problems(), "gpudirect", "driver/nvidia/version", v.status());
+      } else {
         std::string_view text = *v;
         if (absl::StrContains(Av(text), "Open Kernel Module")) {
           int major = 0;

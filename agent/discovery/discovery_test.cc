@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "agent/topology/topology.h"
@@ -532,6 +533,14 @@ TEST_F(DiscoveryTest, PermissionDeniedAndTruncatedFilesLoseOnlyTheirField) {
   EXPECT_NE(GidAt(Dev(h, "mlx5_4")->ports(0), 3), nullptr);
   EXPECT_TRUE(has("mlx5_5:1: state", "")) << ::testing::PrintToString(problems);
   EXPECT_EQ(Dev(h, "mlx5_5")->ports(0).state(), PORT_STATE_UNSPECIFIED);
+  // Permission denied may not last (a rescan must not take it for a fact); a file cut short is
+  // what the file says.
+  for (const FieldProblem& p : Dev(h, "mlx5_1")->problems()) {
+    EXPECT_EQ(p.transient(), p.field() == "fw_ver") << p.ShortDebugString();
+  }
+  for (const FieldProblem& p : Dev(h, "mlx5_4")->ports(0).problems()) {
+    EXPECT_FALSE(p.transient()) << p.ShortDebugString();
+  }
   // The devices nobody touched are exactly as before.
   for (const char* name : {"mlx5_0", "mlx5_6", "mlx5_7", "mlx5_8"}) {
     EXPECT_EQ(Dev(h, name)->SerializeAsString(), Dev(before, name)->SerializeAsString()) << name;
@@ -592,6 +601,177 @@ TEST_F(DiscoveryTest, HostWithoutRdma) {
   EXPECT_FALSE(h.gpudirect().available());
   EXPECT_EQ(h.gpudirect().reason(), "no RDMA device");
   EXPECT_EQ(h.accelerators_size(), 9);
+}
+
+// HostFsImpl that fails chosen paths with a chosen errno, as HostFsImpl itself would report it
+// (ErrnoStatus): a path fails when it is a rule's path or ends with "/" and it, for every call
+// that names it, directly or relative to an open directory.
+class FailingHostFs final : public HostFs {
+ public:
+  FailingHostFs(std::string root, std::map<std::string, int> rules)
+      : real_(std::move(root)), rules_(std::move(rules)) {}
+
+  std::optional<absl::Status> Fail(std::string_view path, const char* what) const {
+    for (const auto& [suffix, err] : rules_) {
+      if (path == suffix ||
+          (path.size() > suffix.size() && path.substr(path.size() - suffix.size()) == suffix &&
+           path[path.size() - suffix.size() - 1] == '/')) {
+        ++failed;
+        return ErrnoStatus(err, what, path);
+      }
+    }
+    return std::nullopt;
+  }
+
+  const std::string& root() const override { return real_.root(); }
+  absl::StatusOr<std::string> ReadFile(std::string_view path) const override {
+    if (auto f = Fail(path, "open")) return *f;
+    return real_.ReadFile(path);
+  }
+  absl::StatusOr<std::vector<std::string>> ListDir(std::string_view path) const override {
+    if (auto f = Fail(path, "opendir")) return *f;
+    return real_.ListDir(path);
+  }
+  absl::StatusOr<std::string> ReadLink(std::string_view path) const override {
+    if (auto f = Fail(path, "readlink")) return *f;
+    return real_.ReadLink(path);
+  }
+  absl::StatusOr<std::string> RealPath(std::string_view path) const override {
+    if (auto f = Fail(path, "lstat")) return *f;
+    return real_.RealPath(path);
+  }
+  bool Exists(std::string_view path) const override { return real_.Exists(path); }
+  absl::StatusOr<std::unique_ptr<HostDir>> OpenDir(std::string_view path) const override {
+    if (auto f = Fail(path, "opendir")) return *f;
+    auto d = real_.OpenDir(path);
+    if (!d.ok()) return d.status();
+    return std::unique_ptr<HostDir>(new Dir(this, *std::move(d)));
+  }
+
+  mutable std::atomic<int> failed{0};
+
+ private:
+  class Dir final : public HostDir {
+   public:
+    Dir(const FailingHostFs* fs, std::unique_ptr<HostDir> real) : fs_(fs), real_(std::move(real)) {}
+    const std::string& path() const override { return real_->path(); }
+    absl::StatusOr<std::string> ReadFile(std::string_view name) const override {
+      if (auto f = fs_->Fail(JoinPath(path(), name), "open")) return *f;
+      return real_->ReadFile(name);
+    }
+    absl::StatusOr<size_t> ReadSmall(std::string_view name, char* buf, size_t size) const override {
+      if (auto f = fs_->Fail(JoinPath(path(), name), "open")) return *f;
+      return real_->ReadSmall(name, buf, size);
+    }
+    absl::StatusOr<std::vector<std::string>> ListDir(std::string_view name) const override {
+      if (auto f = fs_->Fail(JoinPath(path(), name), "opendir")) return *f;
+      return real_->ListDir(name);
+    }
+    bool Exists(std::string_view name) const override { return real_->Exists(name); }
+    absl::StatusOr<std::unique_ptr<HostDir>> OpenDir(std::string_view name) const override {
+      if (auto f = fs_->Fail(JoinPath(path(), name), "opendir")) return *f;
+      auto d = real_->OpenDir(name);
+      if (!d.ok()) return d.status();
+      return std::unique_ptr<HostDir>(new Dir(fs_, *std::move(d)));
+    }
+
+   private:
+    const FailingHostFs* fs_;
+    std::unique_ptr<HostDir> real_;
+  };
+
+  HostFsImpl real_;
+  std::map<std::string, int> rules_;
+};
+
+class TransientTest : public DiscoveryTest {
+ protected:
+  // Discovers the example host written by Example(), with `rules` failing reads.
+  Host Failing(std::map<std::string, int> rules, int* failed = nullptr) {
+    FailingHostFs sys((dir_ / "sys").string(), std::move(rules));
+    HostFsImpl proc((dir_ / "proc").string());
+    auto h = Discover(sys, proc);
+    EXPECT_TRUE(h.ok()) << h.status();
+    if (failed != nullptr) *failed = sys.failed.load();
+    return h.ok() ? *h : Host();
+  }
+  // Every problem as "where: field @path", split by whether it is transient.
+  static std::vector<std::string> Problems(const Host& h, bool transient) {
+    std::vector<std::string> out;
+    ForEachProblem(h, [&](const std::string& where, const FieldProblem& p) {
+      if (p.transient() == transient) out.push_back(where + ": " + p.field() + " @" + p.path());
+    });
+    return out;
+  }
+};
+
+// EMFILE while listing class/infiniband (the incident): no device is found, and the host says
+// that this is no fact, so the daemon does not publish it.
+TEST_F(TransientTest, DeviceListUnreadableIsTransient) {
+  Host before = Example("roce-9port");
+  EXPECT_THAT(Problems(before, true), IsEmpty());
+  for (int err : {EMFILE, ENFILE, ENOMEM, EIO, EACCES, EAGAIN}) {
+    int failed = 0;
+    Host h = Failing({{"class/infiniband", err}}, &failed);
+    EXPECT_GT(failed, 0);
+    EXPECT_EQ(h.rdma_devices_size(), 0) << err;
+    EXPECT_THAT(Problems(h, true), ElementsAre("host: rdma_devices @class/infiniband")) << err;
+  }
+  // No ib_core at all (ENOENT) is a host without RDMA, as before: no problem.
+  Host gone = Failing({{"class/infiniband", ENOENT}});
+  EXPECT_EQ(gone.rdma_devices_size(), 0);
+  EXPECT_THAT(Problems(gone, true), IsEmpty());
+}
+
+// Each level of the model: the failed read is a transient problem where the field sits; what is
+// gone (ENOENT, ENOTDIR, ENODEV, ENXIO) and EINVAL are ordinary problems (or none), as before.
+TEST_F(TransientTest, EachLevelMarksTransientReads) {
+  Host before = Example("roce-9port");
+  Host h = Failing({{"mlx5_2/ports/1/gids/3", EIO},
+                    {"mlx5_3/ports/1/rate", EACCES},
+                    {"mlx5_1/fw_ver", EMFILE},
+                    {"mlx5_4/ports/1/gid_attrs/types/1", EINVAL},
+                    {"mlx5_5/ports/1/state", ENODEV},
+                    {"mlx5_6/ports/1/phys_state", ENOENT},
+                    {"mlx5_7/ports/1/lid", ENXIO},
+                    {"class/infiniband_verbs", EMFILE}});
+  EXPECT_EQ(h.rdma_devices_size(), 9);
+  EXPECT_THAT(Problems(h, true),
+              ::testing::UnorderedElementsAre(
+                  "host: uverbs_device @class/infiniband_verbs", HasSubstr("mlx5_1: fw_ver @"),
+                  HasSubstr("mlx5_2:1: gids @"), HasSubstr("mlx5_3:1: rate @")));
+  EXPECT_THAT(Problems(h, false),
+              ::testing::UnorderedElementsAre(HasSubstr("mlx5_5:1: state @"),
+                                              HasSubstr("mlx5_6:1: phys_state @"),
+                                              HasSubstr("mlx5_7:1: lid @")));
+  // The EINVAL of an unused GID attribute is no problem at all, as before.
+  EXPECT_EQ(GidAt(Dev(h, "mlx5_4")->ports(0), 1)->type(), GID_TYPE_UNSPECIFIED);
+}
+
+// Reads whose failure used to be silent (a module not loaded, no SR-IOV, no netdev) now record
+// a transient failure: otherwise a netdev or a uverbs node would vanish without a trace.
+TEST_F(TransientTest, FormerlySilentReadsRecordTransientFailures) {
+  Host before = Example("roce-9port");
+  const auto rel = testing::PciFunctionPath(spec_, spec_.FindRdma("mlx5_1")->pci);
+  ASSERT_TRUE(rel.ok()) << rel.status();
+  ASSERT_NE(Net(before, "eth1"), nullptr) << ::testing::PrintToString(AllProblems(before));
+  Host h = Failing({{*rel + "/net", EMFILE}});
+  EXPECT_THAT(Problems(h, true), ElementsAre("mlx5_1: netdevs @" + *rel + "/net"));
+  // ENOENT (the device has no net/ directory) is silent, as before.
+  Host none = Failing({{*rel + "/net", ENOENT}});
+  EXPECT_THAT(Problems(none, true), IsEmpty());
+  EXPECT_EQ(Problems(none, false), Problems(before, false));
+}
+
+// A device that is really gone (its class/infiniband link removed) is removed, with no transient
+// problem: evidence, so the daemon publishes it.
+TEST_F(TransientTest, ADeviceThatIsGoneIsRemovedWithoutTransientProblems) {
+  Host before = Example("roce-9port");
+  fs::remove(dir_ / "sys/class/infiniband/mlx5_3");
+  Host h = Failing({});
+  EXPECT_EQ(h.rdma_devices_size(), 8);
+  EXPECT_EQ(Dev(h, "mlx5_3"), nullptr);
+  EXPECT_THAT(Problems(h, true), IsEmpty());
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <deque>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -19,8 +21,11 @@ namespace fabric {
 namespace {
 
 absl::Status Errno(int err, absl::string_view what, absl::string_view path) {
-  return absl::ErrnoToStatus(err, absl::StrCat(what, " ", path));
+  return ErrnoStatus(err, std::string_view(what.data(), what.size()),
+                     std::string_view(path.data(), path.size()));
 }
+
+constexpr char kErrnoPayload[] = "type.fabric.io/errno";
 
 // Closes a file descriptor on every path out.
 class Fd {
@@ -144,6 +149,40 @@ class HostDirImpl final : public HostDir {
 };
 
 }  // namespace
+
+absl::Status ErrnoStatus(int err, std::string_view what, std::string_view path) {
+  absl::Status s = absl::ErrnoToStatus(err, absl::StrCat(Av(what), " ", Av(path)));
+  s.SetPayload(kErrnoPayload, absl::Cord(absl::StrCat(err)));
+  return s;
+}
+
+std::optional<int> StatusErrno(const absl::Status& s) {
+  const auto payload = s.GetPayload(kErrnoPayload);  // absl::optional here
+  int err;
+  if (!payload || !absl::SimpleAtoi(std::string(*payload), &err)) return std::nullopt;
+  return err;
+}
+
+bool IsTransientReadError(const absl::Status& s) {
+  if (absl::IsDeadlineExceeded(s)) return true;
+  const std::optional<int> err = StatusErrno(s);
+  if (!err) return false;
+  switch (*err) {
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case ENOBUFS:
+    case EIO:
+    case EAGAIN:
+    case EINTR:
+    case ETIMEDOUT:
+    case EACCES:
+    case EPERM:
+      return true;
+    default:
+      return false;
+  }
+}
 
 std::string JoinPath(std::string_view a, std::string_view b) {
   while (!a.empty() && a.back() == '/') a.remove_suffix(1);

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace fabric {
@@ -79,6 +81,23 @@ class HostFsImpl final : public HostFs {
 
   std::string root_;
 };
+
+// A failed system call of HostFs as a status: absl's code for `err`, "<what> <path>: <strerror>",
+// and `err` itself as a payload, so that callers can tell why a read failed (IsTransientReadError)
+// without guessing from a code that several errnos share. Test doubles fail reads with it too.
+absl::Status ErrnoStatus(int err, std::string_view what, std::string_view path);
+
+// The errno a HostFs call failed with; nullopt when it failed for another reason (a file too
+// large, a parse error, an OK status).
+std::optional<int> StatusErrno(const absl::Status& s);
+
+// Whether a failed read says nothing about the file, so that a rescan must not take the missing
+// value as a fact: the reader ran short (EMFILE, ENFILE, ENOMEM, ENOBUFS), the read failed for
+// now (EIO, EAGAIN, EINTR, ETIMEDOUT, or a DeadlineExceeded status), or access was refused
+// (EACCES, EPERM). Not transient: evidence that the file is gone (ENOENT, ENOTDIR, ENODEV,
+// ENXIO), EINVAL (unused GID attributes, a link that is down), any other errno (an attribute the
+// driver does not support) and everything that is not an errno (too large, unparsable).
+bool IsTransientReadError(const absl::Status& s);
 
 // Joins root-relative path parts with "/", skipping empty parts.
 std::string JoinPath(std::string_view a, std::string_view b);

@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include "absl/strings/str_cat.h"
 
 namespace fabric {
 namespace {
@@ -108,6 +112,53 @@ TEST(JoinPath, Table) {
   EXPECT_EQ(JoinPath("a/", "/b"), "a/b");
   EXPECT_EQ(JoinPath("", "b"), "b");
   EXPECT_EQ(JoinPath("a", ""), "a");
+}
+
+// Which failed reads say nothing about the file: the table the daemon's trust in a rescan rests
+// on.
+TEST(IsTransientReadError, ByErrno) {
+  struct Case {
+    int err;
+    bool transient;
+  } cases[] = {
+      {EMFILE, true},      {ENFILE, true},   {ENOMEM, true},    {ENOBUFS, true}, {EIO, true},
+      {EAGAIN, true},      {EINTR, true},    {ETIMEDOUT, true}, {EACCES, true},  {EPERM, true},
+      {ENOENT, false},     {ENOTDIR, false}, {ENODEV, false},   {ENXIO, false},  {EINVAL, false},
+      {EOPNOTSUPP, false}, {ENODATA, false},
+  };
+  for (const Case& c : cases) {
+    const absl::Status s = ErrnoStatus(c.err, "open", "class/x");
+    EXPECT_EQ(IsTransientReadError(s), c.transient) << s;
+    EXPECT_EQ(StatusErrno(s), c.err);
+    EXPECT_EQ(s.code(), absl::ErrnoToStatusCode(c.err));
+    EXPECT_EQ(s.message(), absl::StrCat("open class/x: ", std::strerror(c.err)));
+  }
+  // Not an errno: the same codes without the errno are never transient.
+  EXPECT_FALSE(IsTransientReadError(absl::ResourceExhaustedError("larger than 16777216 bytes")));
+  EXPECT_FALSE(IsTransientReadError(absl::PermissionDeniedError("no errno")));
+  EXPECT_FALSE(IsTransientReadError(absl::InvalidArgumentError("not a number")));
+  EXPECT_FALSE(IsTransientReadError(absl::OkStatus()));
+  EXPECT_EQ(StatusErrno(absl::InternalError("x")), std::nullopt);
+  EXPECT_TRUE(IsTransientReadError(absl::DeadlineExceededError("timed out")));
+}
+
+// HostFsImpl's own failures carry their errno: a missing file is gone, not transient, and a file
+// too large is HostFs's refusal, not the kernel's.
+TEST_F(HostFsTest, FailuresCarryTheirErrno) {
+  HostFsImpl fs(root_.string());
+  auto missing = fs.ReadFile("class/net/eth9/mtu");
+  EXPECT_EQ(StatusErrno(missing.status()), ENOENT);
+  EXPECT_FALSE(IsTransientReadError(missing.status()));
+  auto notdir = fs.ListDir("devices/pci0000:00/0000:00:01.0/0000:01:00.0/vendor");
+  EXPECT_EQ(StatusErrno(notdir.status()), ENOTDIR);
+  EXPECT_FALSE(IsTransientReadError(notdir.status()));
+  auto dir = fs.OpenDir("class/net/eth0");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  auto gone = (*dir)->ReadFile("speed");
+  EXPECT_EQ(StatusErrno(gone.status()), ENOENT);
+  char buf[8];
+  auto small = (*dir)->ReadSmall("nope", buf, sizeof buf);
+  EXPECT_EQ(StatusErrno(small.status()), ENOENT);
 }
 
 }  // namespace
