@@ -57,8 +57,12 @@ void SendFailure(Channel& ch, const absl::Status& s) {
 
 // Refuses a client after reading its hello (bounded by the step timeout), so that it sees the
 // reason rather than a reset.
-absl::Status RefuseAfterHello(Channel& ch, absl::Status s) {
-  (void)ch.Recv("the client's hello");
+absl::Status RefuseAfterHello(Channel& ch, absl::Status s, ServedTest* served) {
+  absl::StatusOr<wire::Message> m = ch.Recv("the client's hello");
+  // What it asked for, for the log.
+  if (m.ok()) {
+    if (const auto* h = std::get_if<wire::Hello>(&*m)) served->params = h->params;
+  }
   (void)ch.Send(wire::Reject{std::string(s.message())});
   return s;
 }
@@ -315,7 +319,7 @@ absl::Status ProbeServer::ServeConcurrently(
                                  absl::StrCat(kBusyReason, options_.max_clients,
                                               " probes are running here; try again later"));
                            }
-                           served.status = RefuseAfterHello(ch, served.status);
+                           served.status = RefuseAfterHello(ch, served.status, &served);
                          } else {
                            served.status = ServeClient(std::move(*conn), &served);
                            --serving;
@@ -336,7 +340,9 @@ absl::Status ProbeServer::ServeClient(Fd fd, ServedTest* served) {
   Channel ch(std::move(fd), local.timeout, cancel_.get());
   served->peer = PeerAddress(ch.fd());
   // Who the peer is decides before anything it says.
-  if (absl::Status s = CheckPeer(served->peer, true); !s.ok()) return RefuseAfterHello(ch, s);
+  if (absl::Status s = CheckPeer(served->peer, true); !s.ok()) {
+    return RefuseAfterHello(ch, s, served);
+  }
   absl::StatusOr<wire::Hello> hello = ch.RecvAs<wire::Hello>("the client's hello");
   if (!hello.ok()) {
     if (absl::IsInvalidArgument(hello.status())) {
@@ -415,8 +421,29 @@ absl::Status ProbeServer::ServeClient(Fd fd, ServedTest* served) {
   return absl::OkStatus();
 }
 
+AllowList ProbeServer::allow() const {
+  std::lock_guard<std::mutex> lock(allow_mu_);
+  return allow_;
+}
+
+bool ProbeServer::Allowed(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(allow_mu_);
+  if (allow_.Allows(peer)) return true;
+  // This host's subnets change (addresses configured after start): look again, bounded so a
+  // stranger's flood costs at most one getifaddrs a second.
+  if (options_.allow.has_value() || absl::Now() - allow_read_ < absl::Seconds(1)) return false;
+  allow_read_ = absl::Now();
+  absl::StatusOr<AllowList> now = AllowList::HostSubnets();
+  if (!now.ok()) return false;
+  if (now->ToString() != allow_.ToString()) {
+    Log(LogLevel::kInfo, "probe responder: this host's subnets are now ", now->ToString());
+  }
+  allow_ = *std::move(now);
+  return allow_.Allows(peer);
+}
+
 absl::Status ProbeServer::CheckPeer(const std::string& peer, bool take) {
-  if (!allow_.Allows(peer)) {
+  if (!Allowed(peer)) {
     return absl::PermissionDeniedError(
         absl::StrCat("this responder does not serve ", peer, " (not in its allow-list)"));
   }

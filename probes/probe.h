@@ -123,8 +123,10 @@ struct ServerOptions {
   // Optional, shared with the host's own probes: a test on a device already under test is
   // refused as busy instead of disturbing the running one.
   DeviceLocks* locks = nullptr;
-  // The peers served; unset: the subnets this host has addresses in (AllowList::HostSubnets).
-  // Others are refused before anything else is done for them.
+  // The peers served; unset: the subnets this host has addresses in (AllowList::HostSubnets),
+  // read again (at most once a second) when a peer is not in them, so that an address the host
+  // gains after start (a back-end NIC configured late at boot) is served too. Others are
+  // refused before anything else is done for them.
   std::optional<AllowList> allow;
   // Set: clients must prove the secret in this file (auth.h); read at Create (an error there)
   // and again for every client, so a changed file applies to the next one.
@@ -147,8 +149,8 @@ class ProbeServer {
   ~ProbeServer();
 
   uint16_t port() const { return port_; }
-  // The peers served, for the start-up log.
-  const AllowList& allow() const { return allow_; }
+  // The peers served now, for the start-up log.
+  AllowList allow() const;
   // Waits for the next client and serves its test. The test's own failure is in
   // ServedTest::status; the returned status fails only when the server cannot go on (Cancelled
   // after Stop()).
@@ -163,6 +165,8 @@ class ProbeServer {
   ProbeServer(const ServerOptions& options, AllowList allow, Fd listener,
               std::unique_ptr<Canceller> cancel);
   absl::Status ServeClient(Fd fd, ServedTest* served);
+  // In the allow-list (re-reading this host's subnets when they are the list).
+  bool Allowed(const std::string& peer);
   // Not allowed or over its rate (taking a token when `take`): why, else OK.
   absl::Status CheckPeer(const std::string& peer, bool take);
   // The secret exchange after the hello (auth.h); sends the Reject itself.
@@ -170,7 +174,10 @@ class ProbeServer {
   absl::Status ServeConcurrently(const std::function<void(const ServedTest&)>& on_served);
 
   ServerOptions options_;
-  AllowList allow_;
+  mutable std::mutex allow_mu_;
+  AllowList allow_;  // guarded by allow_mu_
+  // When this host's subnets were last read again; the first miss reads them at once.
+  absl::Time allow_read_ = absl::InfinitePast();  // guarded by allow_mu_
   RateLimiter rate_;
   Fd listener_;
   uint16_t port_ = 0;

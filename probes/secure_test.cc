@@ -4,12 +4,14 @@
 // hand-driven clients for what a real client would never send, and as real fabric-probe
 // processes for the exit codes.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -17,6 +19,7 @@
 #include "probes/auth.h"
 #include "probes/cli.h"
 #include "probes/probe.h"
+#include "tests/testing/netns.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric::probes {
@@ -487,6 +490,43 @@ TEST_F(Secure, BinarySecretFile) {
     EXPECT_EQ(c->status, kExitUsage) << c->err;
     EXPECT_TRUE(absl::StrContains(c->err, bad)) << c->err;
   }
+}
+
+// The default allow-list follows the host: an address configured after the responder started
+// (a back-end NIC set up late at boot) lets its subnet's peers in. Throwaway namespaces: the
+// responder in "pod", the client in "peer", the veth addresses added once it runs.
+constexpr char kIp[] = "/usr/sbin/ip";
+
+TEST_F(Secure, BinaryDefaultFollowsAddressesAddedLater) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for network namespaces";
+  fabric::testing::VethPairSpec spec;
+  spec.prefix = "fps";
+  absl::StatusOr<std::unique_ptr<fabric::testing::VethPair>> pair =
+      fabric::testing::VethPair::Create(spec);
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  absl::StatusOr<std::unique_ptr<Subprocess>> server =
+      Subprocess::Start({kIp, "netns", "exec", (*pair)->pod(), FABRIC_PROBE, "write_lat",
+                         "--transport", "tcp", "-p", "0", "--forever"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::optional<std::string> port =
+      fabric::testing::WaitForLogged(**server, "waiting for a client on port ", absl::Seconds(10));
+  ASSERT_TRUE(port.has_value()) << (*server)->Stderr();
+  EXPECT_FALSE(absl::StrContains((*server)->Stderr(), "10.251.7.0/24")) << (*server)->Stderr();
+  for (const auto& [ns, dev, cidr] : {std::tuple((*pair)->pod(), "eth0", "10.251.7.2/24"),
+                                      std::tuple((*pair)->peer(), "peer0", "10.251.7.1/24")}) {
+    absl::StatusOr<fabric::testing::RunResult> ip =
+        fabric::testing::Run({kIp, "-n", ns, "addr", "add", cidr, "dev", dev}, absl::Seconds(10));
+    ASSERT_TRUE(ip.ok() && ip->status == 0) << cidr;
+  }
+  absl::StatusOr<fabric::testing::RunResult> c = fabric::testing::Run(
+      {kIp, "netns", "exec", (*pair)->peer(), FABRIC_PROBE, "write_lat", "10.251.7.2", "-p", *port,
+       "--transport", "tcp", "-n", "100", "--timeout", "5"},
+      absl::Seconds(30));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->status, kExitOk) << c->err << (*server)->Stderr();
+  EXPECT_TRUE(absl::StrContains((*server)->Stderr(), "10.251.7.0/24")) << (*server)->Stderr();
+  (*server)->Signal(SIGTERM);
+  EXPECT_EQ((*server)->Wait(absl::Seconds(10)), kExitOk) << (*server)->Stderr();
 }
 
 }  // namespace
