@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "probes/auth.h"
 #include "probes/wire.h"
 
 namespace fabric::probes {
@@ -33,6 +34,8 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   int port = kDefaultPort;
   uint32_t qps = 1, tx_depth = 0, inline_size = 0, cq_mod = 0, post_list = 1;
   bool rdma_cm = false, json = false, forever = false;
+  std::string allow, secret_file;
+  uint32_t rate = kDefaultRatePerMinute;
 
   app.add_option("TEST", test_name, "write_bw, write_lat, send_bw, send_lat, read_bw or read_lat")
       ->required()
@@ -85,6 +88,16 @@ CliParse ParseCli(const std::vector<std::string>& args) {
       ->capture_default_str();
   auto* o_bind = app.add_option("--bind", bind, "server: listen on this address only");
   app.add_option("--sysfs", sysfs, "sysfs root for the GID table")->capture_default_str();
+  auto* o_allow = app.add_option("--allow", allow,
+                                 "server: serve only peers in these networks (CIDR[,CIDR...]; "
+                                 "default: the subnets this host has addresses in)");
+  app.add_option("--secret-file", secret_file,
+                 "a file holding a secret both sides must prove they know (HMAC over fresh "
+                 "nonces; the secret never crosses the wire); read on every connection");
+  auto* o_rate =
+      app.add_option("--rate", rate, "server: tests a minute per peer address (0: no limit)")
+          ->check(CLI::Range(0, 100000))
+          ->capture_default_str();
   app.add_flag("--json", json, "print one JSON object per result");
   app.add_flag("--forever", forever, "server: keep serving tests");
 
@@ -172,11 +185,24 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     if (forever) return Usage("--forever is for the server (no HOST)");
     if (o_bind->count() > 0) return Usage("--bind is for the server (no HOST)");
     if (port == 0) return Usage("the client needs the server's port (-p 1..65535)");
+    if (o_allow->count() > 0) return Usage("--allow is for the server (no HOST)");
+    if (o_rate->count() > 0) return Usage("--rate is for the server (no HOST)");
   } else if (o_rdev->count() > 0) {
     return Usage("--remote-dev is for the client (with HOST); the responder uses -d");
   }
   if (!remote_device.empty() && !wire::IsValidDeviceName(remote_device)) {
     return Usage(absl::StrCat("--remote-dev=", remote_device, " is not an RDMA device name"));
+  }
+  if (o_allow->count() > 0) {
+    absl::StatusOr<AllowList> a = AllowList::Parse(allow);
+    if (!a.ok()) return Usage(absl::StrCat("--allow: ", a.status().message()));
+    c.server_options.allow = *std::move(a);
+  }
+  if (!secret_file.empty()) {
+    // Checked now so that a bad file is a usage error, not a failure after connecting.
+    if (absl::StatusOr<std::string> s = LoadSecret(secret_file); !s.ok()) {
+      return Usage(absl::StrCat("--secret-file: ", s.status().message()));
+    }
   }
   Endpoint local;
   local.device = device;
@@ -190,6 +216,9 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.client.port = static_cast<uint16_t>(port);
   c.client.local = local;
   c.client.remote_device = remote_device;
+  c.client.secret_file = secret_file;
+  c.server_options.secret_file = secret_file;
+  c.server_options.rate_per_minute = rate;
   c.server_options.test = test;
   c.server_options.expect = p;
   c.server_options.explicit_fields = fields;

@@ -63,6 +63,23 @@ TEST(ParseCli, RemoteDeviceIsTheClients) {
   ExpectUsage({"write_bw", "h", "--remote-dev", "mlx5/3"}, "not an RDMA device name");
 }
 
+TEST(ParseCli, AllowRateAndSecret) {
+  CliParse r = Parse({"write_bw", "--allow", "10.0.0.0/24,fd00::/64", "--rate", "10"});
+  ASSERT_FALSE(r.exit) << r.output;
+  ASSERT_TRUE(r.config.server_options.allow.has_value());
+  EXPECT_EQ(r.config.server_options.allow->ToString(), "10.0.0.0/24, fd00::/64");
+  EXPECT_EQ(r.config.server_options.rate_per_minute, 10u);
+  r = Parse({"write_bw"});
+  ASSERT_FALSE(r.exit) << r.output;
+  EXPECT_FALSE(r.config.server_options.allow.has_value());  // this host's subnets
+  EXPECT_EQ(r.config.server_options.rate_per_minute, kDefaultRatePerMinute);
+  EXPECT_EQ(r.config.server_options.secret_file, "");
+  ExpectUsage({"write_bw", "--allow", "10.0.0.0/24,bogus"}, "bogus");
+  ExpectUsage({"write_bw", "h", "--allow", "10.0.0.0/24"}, "--allow is for the server");
+  ExpectUsage({"write_bw", "h", "--rate", "3"}, "--rate is for the server");
+  ExpectUsage({"write_bw", "h", "--secret-file", "/nonexistent/secret"}, "/nonexistent/secret");
+}
+
 TEST(ParseCli, LatencyDefaultsAndDuration) {
   CliParse r = Parse({"write_lat", "h", "-D", "3", "--margin", "0.5"});
   ASSERT_FALSE(r.exit) << r.output;

@@ -50,6 +50,12 @@ int RunServer(const CliConfig& c) {
   }
   ProbeServer* s = server->get();
   StopOnSignals([s] { s->Stop(); });
+  Print(
+      absl::StrCat(
+          "fabric-probe: serving ", s->allow().ToString(),
+          c.server_options.allow.has_value() ? "" : " (this host's subnets; set --allow to change)",
+          "\n"),
+      stderr);
   // Tests and scripts read the port from here when they asked for port 0.
   Print(absl::StrCat("fabric-probe: waiting for a client on port ", s->port(), "\n"), stderr);
   int rc = kExitOk;

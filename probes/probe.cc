@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
 #include "agent/common/status.h"
+#include "agent/common/strings.h"
+#include "probes/auth.h"
 #include "probes/clock.h"
 #include "probes/engine.h"
 #include "probes/stats.h"
@@ -51,6 +53,43 @@ absl::Status WithPeerReason(Channel& ch, absl::Status s) {
 // Tells the peer why this side stops, when the connection still works.
 void SendFailure(Channel& ch, const absl::Status& s) {
   (void)ch.Send(wire::Done{false, 0, std::string(s.message())});
+}
+
+// Refuses a client after reading its hello (bounded by the step timeout), so that it sees the
+// reason rather than a reset.
+absl::Status RefuseAfterHello(Channel& ch, absl::Status s, ServedTest* served) {
+  absl::StatusOr<wire::Message> m = ch.Recv("the client's hello");
+  // What it asked for, for the log.
+  if (m.ok()) {
+    if (const auto* h = std::get_if<wire::Hello>(&*m)) served->params = h->params;
+  }
+  (void)ch.Send(wire::Reject{std::string(s.message())});
+  return s;
+}
+
+absl::Status Refuse(Channel& ch, absl::Status s) {
+  (void)ch.Send(wire::Reject{std::string(s.message())});
+  return s;
+}
+
+// The client's half of the secret exchange (auth.h): checks the server's proof, sends its own.
+absl::Status ProveSecret(Channel& ch, const std::string& secret, const wire::Hello& hello) {
+  absl::StatusOr<wire::Message> m = ch.Recv("the server's challenge");
+  if (!m.ok()) return m.status();
+  if (const auto* r = std::get_if<wire::Reject>(&*m)) {
+    return absl::FailedPreconditionError(absl::StrCat("peer refused: ", r->reason));
+  }
+  const auto* c = std::get_if<wire::Challenge>(&*m);
+  if (c == nullptr) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the responder answered with ", Av(wire::TypeName(wire::TypeOf(*m))),
+        " instead of proving the shared secret (it has none, or is not the responder meant)"));
+  }
+  if (!MacEqual(c->mac, ServerMac(secret, c->nonce, hello))) {
+    return absl::PermissionDeniedError(
+        "the responder did not prove the shared secret (it holds a different one)");
+  }
+  return ch.Send(wire::Proof{ClientMac(secret, c->nonce, hello)});
 }
 
 absl::Status WithTeardown(absl::Status s, const absl::Status& released) {
@@ -117,6 +156,17 @@ absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec) {
   const ProbeParams& p = spec.params;
   FABRIC_RETURN_IF_ERROR(ValidateParams(p));
   if (spec.host.empty()) return absl::InvalidArgumentError("no server host given");
+  wire::Hello hello{p, spec.remote_device};
+  std::string secret;
+  if (!spec.secret_file.empty()) {
+    absl::StatusOr<std::string> s = LoadSecret(spec.secret_file);
+    if (!s.ok()) return s.status();
+    absl::StatusOr<wire::Nonce> nonce = RandomNonce();
+    if (!nonce.ok()) return nonce.status();
+    secret = *std::move(s);
+    hello.auth = true;
+    hello.nonce = *nonce;
+  }
   // Open the device first: a missing one fails here, before bothering the server.
   std::unique_ptr<RdmaTest> rdma;
   if (p.transport == Transport::kRdma) {
@@ -141,15 +191,22 @@ absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec) {
     return rdma ? WithTeardown(s, rdma->Release()) : s;
   };
 
-  FABRIC_RETURN_IF_ERROR(ch.Send(wire::Hello{p, spec.remote_device}));
-  absl::StatusOr<wire::Accept> accept = ch.RecvAs<wire::Accept>("the server's answer");
-  if (!accept.ok()) {
-    absl::Status s = fail(accept.status());
-    if (absl::IsFailedPrecondition(s) && absl::StrContains(s.message(), kBusyReason)) {
+  // The responder refuses before or after the secret exchange; busy and its rate limit are
+  // worth a later try.
+  auto refused = [&](absl::Status s) -> absl::Status {
+    s = fail(std::move(s));
+    if (absl::IsFailedPrecondition(s) && (absl::StrContains(s.message(), kBusyReason) ||
+                                          absl::StrContains(s.message(), kRateLimitReason))) {
       return absl::ResourceExhaustedError(s.message());
     }
     return s;
+  };
+  FABRIC_RETURN_IF_ERROR(ch.Send(hello));
+  if (hello.auth) {
+    if (absl::Status s = ProveSecret(ch, secret, hello); !s.ok()) return refused(s);
   }
+  absl::StatusOr<wire::Accept> accept = ch.RecvAs<wire::Accept>("the server's answer");
+  if (!accept.ok()) return refused(accept.status());
   absl::StatusOr<Measurement> m;
   if (rdma) {
     if (absl::Status s = rdma->Connect(ch, r.peer, accept->cm_port); !s.ok()) return fail(s);
@@ -171,9 +228,13 @@ absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec) {
   return r;
 }
 
-ProbeServer::ProbeServer(const ServerOptions& options, Fd listener,
+ProbeServer::ProbeServer(const ServerOptions& options, AllowList allow, Fd listener,
                          std::unique_ptr<Canceller> cancel)
-    : options_(options), listener_(std::move(listener)), cancel_(std::move(cancel)) {
+    : options_(options),
+      allow_(std::move(allow)),
+      rate_(options.rate_per_minute),
+      listener_(std::move(listener)),
+      cancel_(std::move(cancel)) {
   port_ = LocalPort(listener_.get());
 }
 
@@ -182,10 +243,16 @@ ProbeServer::~ProbeServer() = default;
 absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Create(const ServerOptions& options) {
   absl::StatusOr<std::unique_ptr<Canceller>> cancel = Canceller::Create();
   if (!cancel.ok()) return cancel.status();
+  if (!options.secret_file.empty()) {
+    if (absl::StatusOr<std::string> s = LoadSecret(options.secret_file); !s.ok()) return s.status();
+  }
+  absl::StatusOr<AllowList> allow =
+      options.allow.has_value() ? *options.allow : AllowList::HostSubnets();
+  if (!allow.ok()) return allow.status();
   absl::StatusOr<Fd> listener = ListenTcp(options.bind, options.port);
   if (!listener.ok()) return listener.status();
   return std::unique_ptr<ProbeServer>(
-      new ProbeServer(options, std::move(*listener), std::move(*cancel)));
+      new ProbeServer(options, *std::move(allow), std::move(*listener), std::move(*cancel)));
 }
 
 void ProbeServer::Stop() { cancel_->Cancel(); }
@@ -246,12 +313,13 @@ absl::Status ProbeServer::ServeConcurrently(
                          if (over) {
                            Channel ch(std::move(*conn), options_.local.timeout, cancel_.get());
                            served.peer = PeerAddress(ch.fd());
-                           served.status = absl::ResourceExhaustedError(
-                               absl::StrCat(kBusyReason, options_.max_clients,
-                                            " probes are running here; try again later"));
-                           // Read the hello first so the client sees the reason, not a reset.
-                           (void)ch.Recv("the client's hello");
-                           (void)ch.Send(wire::Reject{std::string(served.status.message())});
+                           served.status = CheckPeer(served.peer, false);
+                           if (served.status.ok()) {
+                             served.status = absl::ResourceExhaustedError(
+                                 absl::StrCat(kBusyReason, options_.max_clients,
+                                              " probes are running here; try again later"));
+                           }
+                           served.status = RefuseAfterHello(ch, served.status, &served);
                          } else {
                            served.status = ServeClient(std::move(*conn), &served);
                            --serving;
@@ -271,6 +339,10 @@ absl::Status ProbeServer::ServeClient(Fd fd, ServedTest* served) {
   Endpoint local = options_.local;
   Channel ch(std::move(fd), local.timeout, cancel_.get());
   served->peer = PeerAddress(ch.fd());
+  // Who the peer is decides before anything it says.
+  if (absl::Status s = CheckPeer(served->peer, true); !s.ok()) {
+    return RefuseAfterHello(ch, s, served);
+  }
   absl::StatusOr<wire::Hello> hello = ch.RecvAs<wire::Hello>("the client's hello");
   if (!hello.ok()) {
     if (absl::IsInvalidArgument(hello.status())) {
@@ -278,6 +350,8 @@ absl::Status ProbeServer::ServeClient(Fd fd, ServedTest* served) {
     }
     return hello.status();
   }
+  served->params = hello->params;
+  FABRIC_RETURN_IF_ERROR(Authenticate(ch, *hello));
   const ProbeParams& p = hello->params;
   served->params = p;
   ProbeParams expect = options_.expect;
@@ -343,6 +417,70 @@ absl::Status ProbeServer::ServeClient(Fd fd, ServedTest* served) {
     if (absl::Status s = rdma->Release(); !s.ok()) {
       Log(LogLevel::kWarning, "releasing RDMA resources: ", s.message());
     }
+  }
+  return absl::OkStatus();
+}
+
+AllowList ProbeServer::allow() const {
+  std::lock_guard<std::mutex> lock(allow_mu_);
+  return allow_;
+}
+
+bool ProbeServer::Allowed(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(allow_mu_);
+  if (allow_.Allows(peer)) return true;
+  // This host's subnets change (addresses configured after start): look again, bounded so a
+  // stranger's flood costs at most one getifaddrs a second.
+  if (options_.allow.has_value() || absl::Now() - allow_read_ < absl::Seconds(1)) return false;
+  allow_read_ = absl::Now();
+  absl::StatusOr<AllowList> now = AllowList::HostSubnets();
+  if (!now.ok()) return false;
+  if (now->ToString() != allow_.ToString()) {
+    Log(LogLevel::kInfo, "probe responder: this host's subnets are now ", now->ToString());
+  }
+  allow_ = *std::move(now);
+  return allow_.Allows(peer);
+}
+
+absl::Status ProbeServer::CheckPeer(const std::string& peer, bool take) {
+  if (!Allowed(peer)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("this responder does not serve ", peer, " (not in its allow-list)"));
+  }
+  if (take && !rate_.Take(peer, absl::Now())) {
+    return absl::ResourceExhaustedError(absl::StrCat(kRateLimitReason, "at most ",
+                                                     rate_.per_minute(), " tests a minute from ",
+                                                     peer, "; try again later"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProbeServer::Authenticate(Channel& ch, const wire::Hello& hello) {
+  if (options_.secret_file.empty()) {
+    if (!hello.auth) return absl::OkStatus();
+    return Refuse(ch, absl::FailedPreconditionError(
+                          "this responder has no shared secret but the client has one"));
+  }
+  absl::StatusOr<std::string> secret = LoadSecret(options_.secret_file);
+  if (!secret.ok()) {
+    // The path is for this side's log only.
+    (void)ch.Send(wire::Reject{"the responder cannot read its shared secret"});
+    return secret.status();
+  }
+  if (!hello.auth) {
+    return Refuse(
+        ch, absl::PermissionDeniedError("this responder requires the shared secret (--secret-file, "
+                                        "--probe-secret-file)"));
+  }
+  absl::StatusOr<wire::Nonce> nonce = RandomNonce();
+  if (!nonce.ok()) return Refuse(ch, nonce.status());
+  FABRIC_RETURN_IF_ERROR(ch.Send(wire::Challenge{*nonce, ServerMac(*secret, *nonce, hello)}));
+  absl::StatusOr<wire::Proof> proof = ch.RecvAs<wire::Proof>("the client's proof");
+  if (!proof.ok()) return proof.status();
+  if (!MacEqual(proof->mac, ClientMac(*secret, *nonce, hello))) {
+    return Refuse(ch, absl::PermissionDeniedError(
+                          "authentication failed: the client does not know this responder's "
+                          "shared secret"));
   }
   return absl::OkStatus();
 }

@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "probes/access.h"
 #include "probes/net.h"
 #include "probes/params.h"
 
@@ -37,6 +38,11 @@ inline constexpr uint16_t kDefaultPort = 18515;  // perftest's
 // A responder refuses a test on a device that is already under test with a reason starting
 // with this; the client then fails with ResourceExhausted, which a scheduler may retry.
 inline constexpr char kBusyReason[] = "busy: ";
+// A responder refuses a peer past its rate limit with a reason starting with this; the client
+// fails with ResourceExhausted as for busy.
+inline constexpr char kRateLimitReason[] = "rate limit: ";
+// The default of --rate / --probe-rate: tests a minute per peer address.
+inline constexpr uint32_t kDefaultRatePerMinute = 6;
 
 // One test at a time per device: a responder's tests and a host's own probes (the agent's
 // schedule) take the device's lock for the whole test. Thread-safe.
@@ -84,13 +90,18 @@ struct ProbeSpec {
   std::string remote_device;
   // Optional: Cancel() from another thread ends the probe with Cancelled.
   const Canceller* cancel = nullptr;
+  // Optional: the shared secret's file (auth.h), read on every call. Set: the responder must
+  // prove it knows the same secret, and this side proves it too.
+  std::string secret_file;
 };
 
 // Runs one test against a responder. Errors: InvalidArgument (bad parameters), NotFound (no
 // such device), Unavailable (peer unreachable, vanished, completion errors), DeadlineExceeded
 // (a step took longer than spec.local.timeout), FailedPrecondition (the responder refused:
-// parameters differ, no device there), ResourceExhausted (the responder's device is busy with
-// another test), Cancelled.
+// parameters differ, no device there, this host not allowed, a missing or wrong secret),
+// PermissionDenied (the responder did not prove the shared secret), ResourceExhausted (the
+// responder's device is busy with another test, or its rate limit for this host is reached),
+// Cancelled.
 absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec);
 
 struct ServerOptions {
@@ -112,6 +123,16 @@ struct ServerOptions {
   // Optional, shared with the host's own probes: a test on a device already under test is
   // refused as busy instead of disturbing the running one.
   DeviceLocks* locks = nullptr;
+  // The peers served; unset: the subnets this host has addresses in (AllowList::HostSubnets),
+  // read again (at most once a second) when a peer is not in them, so that an address the host
+  // gains after start (a back-end NIC configured late at boot) is served too. Others are
+  // refused before anything else is done for them.
+  std::optional<AllowList> allow;
+  // Set: clients must prove the secret in this file (auth.h); read at Create (an error there)
+  // and again for every client, so a changed file applies to the next one.
+  std::string secret_file;
+  // Tests a minute per peer address (a token bucket, bursts up to this many); 0: no limit.
+  uint32_t rate_per_minute = 0;
 };
 
 // What one client got.
@@ -128,6 +149,8 @@ class ProbeServer {
   ~ProbeServer();
 
   uint16_t port() const { return port_; }
+  // The peers served now, for the start-up log.
+  AllowList allow() const;
   // Waits for the next client and serves its test. The test's own failure is in
   // ServedTest::status; the returned status fails only when the server cannot go on (Cancelled
   // after Stop()).
@@ -139,11 +162,23 @@ class ProbeServer {
   void Stop();
 
  private:
-  ProbeServer(const ServerOptions& options, Fd listener, std::unique_ptr<Canceller> cancel);
+  ProbeServer(const ServerOptions& options, AllowList allow, Fd listener,
+              std::unique_ptr<Canceller> cancel);
   absl::Status ServeClient(Fd fd, ServedTest* served);
+  // In the allow-list (re-reading this host's subnets when they are the list).
+  bool Allowed(const std::string& peer);
+  // Not allowed or over its rate (taking a token when `take`): why, else OK.
+  absl::Status CheckPeer(const std::string& peer, bool take);
+  // The secret exchange after the hello (auth.h); sends the Reject itself.
+  absl::Status Authenticate(Channel& ch, const wire::Hello& hello);
   absl::Status ServeConcurrently(const std::function<void(const ServedTest&)>& on_served);
 
   ServerOptions options_;
+  mutable std::mutex allow_mu_;
+  AllowList allow_;  // guarded by allow_mu_
+  // When this host's subnets were last read again; the first miss reads them at once.
+  absl::Time allow_read_ = absl::InfinitePast();  // guarded by allow_mu_
+  RateLimiter rate_;
   Fd listener_;
   uint16_t port_ = 0;
   std::unique_ptr<Canceller> cancel_;

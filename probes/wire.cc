@@ -92,7 +92,7 @@ void EncodeBody(Writer& w, const Hello& m) {
   const ProbeParams& p = m.params;
   w.U8(static_cast<uint8_t>(p.test));
   w.U8(static_cast<uint8_t>(p.transport));
-  w.U8(p.rdma_cm ? 1 : 0);
+  w.U8(static_cast<uint8_t>((p.rdma_cm ? 1 : 0) | (m.auth ? 2 : 0)));
   w.U8(0);
   w.U64(p.size);
   w.U64(p.iterations);
@@ -103,6 +103,8 @@ void EncodeBody(Writer& w, const Hello& m) {
   w.U32(p.inline_size);
   w.U32(p.post_list);
   w.U32(p.num_qps);
+  // Only with a secret, so that a hello without one keeps the bytes older peers know.
+  if (m.auth) w.Bytes(m.nonce);
   // Only when named, so that a hello without one keeps the fixed 48-byte body.
   if (!m.device.empty()) w.Text(m.device);
 }
@@ -123,6 +125,11 @@ void EncodeBody(Writer& w, const QpInfo& m) {
   }
 }
 void EncodeBody(Writer& w, const Sync& m) { w.U32(m.phase); }
+void EncodeBody(Writer& w, const Challenge& m) {
+  w.Bytes(m.nonce);
+  w.Bytes(m.mac);
+}
+void EncodeBody(Writer& w, const Proof& m) { w.Bytes(m.mac); }
 void EncodeBody(Writer& w, const Done& m) {
   w.U8(m.ok ? 1 : 0);
   w.U64(m.count);
@@ -145,7 +152,9 @@ absl::StatusOr<Message> DecodeHello(Reader& r, size_t body_size) {
   p.inline_size = r.U32();
   p.post_list = r.U32();
   p.num_qps = r.U32();
-  if (body_size > kHelloBody) {
+  h.auth = (flags & 2) != 0;
+  if (h.auth) r.Bytes(h.nonce);
+  if (body_size > kHelloBody + (h.auth ? kNonceSize : 0)) {
     h.device = r.Text();
     // An empty name would not encode again; a bad one must not reach the device lookup or logs.
     if (!IsValidDeviceName(h.device)) return absl::InvalidArgumentError("hello: bad device name");
@@ -155,7 +164,7 @@ absl::StatusOr<Message> DecodeHello(Reader& r, size_t body_size) {
   if (transport < 1 || transport > 2) {
     return absl::InvalidArgumentError(absl::StrCat("hello: transport ", transport));
   }
-  if ((flags & ~1u) != 0 || reserved != 0) {
+  if ((flags & ~3u) != 0 || reserved != 0) {
     return absl::InvalidArgumentError("hello: unknown flags");
   }
   p.test = static_cast<TestKind>(test);
@@ -219,6 +228,8 @@ Type TypeOf(const Message& m) {
         if constexpr (std::is_same_v<T, Reject>) return Type::kReject;
         if constexpr (std::is_same_v<T, QpInfo>) return Type::kQpInfo;
         if constexpr (std::is_same_v<T, Sync>) return Type::kSync;
+        if constexpr (std::is_same_v<T, Challenge>) return Type::kChallenge;
+        if constexpr (std::is_same_v<T, Proof>) return Type::kProof;
         return Type::kDone;
       },
       m);
@@ -238,6 +249,10 @@ std::string_view TypeName(Type t) {
       return "sync";
     case Type::kDone:
       return "done";
+    case Type::kChallenge:
+      return "challenge";
+    case Type::kProof:
+      return "proof";
   }
   return "unknown";
 }
@@ -268,7 +283,7 @@ absl::StatusOr<Header> DecodeHeader(std::span<const uint8_t> bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("protocol version ", version, ", this side speaks ", kVersion));
   }
-  if (type < 1 || type > 6) return absl::InvalidArgumentError(absl::StrCat("message type ", type));
+  if (type < 1 || type > 8) return absl::InvalidArgumentError(absl::StrCat("message type ", type));
   if (length > kMaxBody) {
     return absl::InvalidArgumentError(absl::StrCat("message body of ", length, " bytes"));
   }
@@ -312,6 +327,19 @@ absl::StatusOr<Message> DecodeBody(Type type, std::span<const uint8_t> body) {
       if (absl::Status s = r.Finish("done"); !s.ok()) return s;
       if (ok > 1) return absl::InvalidArgumentError("done: bad flag");
       m.ok = ok == 1;
+      return m;
+    }
+    case Type::kChallenge: {
+      Challenge m;
+      r.Bytes(m.nonce);
+      r.Bytes(m.mac);
+      if (absl::Status s = r.Finish("challenge"); !s.ok()) return s;
+      return m;
+    }
+    case Type::kProof: {
+      Proof m;
+      r.Bytes(m.mac);
+      if (absl::Status s = r.Finish("proof"); !s.ok()) return s;
       return m;
     }
   }

@@ -5,6 +5,10 @@
 //
 // Frame: magic "FPRB" (u32), version (u16), type (u16), body length (u32), body. Integers are
 // big-endian. A body is at most kMaxBody bytes and must be consumed exactly.
+//
+// With a shared secret (auth.h) the hello carries the client's nonce and two more messages run
+// before the accept: Challenge (server) and Proof (client). A hello without a secret is the same
+// bytes as before they existed, so the version stays 1.
 #pragma once
 
 #include <array>
@@ -32,13 +36,23 @@ enum class Type : uint16_t {
   kQpInfo = 4,
   kSync = 5,
   kDone = 6,
+  kChallenge = 7,
+  kProof = 8,
 };
+
+inline constexpr size_t kNonceSize = 16;
+inline constexpr size_t kMacSize = 32;  // HMAC-SHA256
+using Nonce = std::array<uint8_t, kNonceSize>;
+using Mac = std::array<uint8_t, kMacSize>;
 
 // Client -> server: what to run, and on which of the server's RDMA devices (empty: the
 // server's own choice). Rail-aligned probes ask for the device of the same name as theirs.
+// `auth`: the client holds a shared secret and sends its fresh `nonce` (auth.h).
 struct Hello {
   ProbeParams params;
   std::string device;
+  bool auth = false;
+  Nonce nonce{};
   bool operator==(const Hello&) const = default;
 };
 
@@ -91,7 +105,21 @@ struct Done {
   bool operator==(const Done&) const = default;
 };
 
-using Message = std::variant<Hello, Accept, Reject, QpInfo, Sync, Done>;
+// Server -> client, after an authenticating hello: the server's fresh nonce and its proof of the
+// secret (auth.h ServerMac).
+struct Challenge {
+  Nonce nonce{};
+  Mac mac{};
+  bool operator==(const Challenge&) const = default;
+};
+
+// Client -> server: the client's proof of the secret over the server's nonce (ClientMac).
+struct Proof {
+  Mac mac{};
+  bool operator==(const Proof&) const = default;
+};
+
+using Message = std::variant<Hello, Accept, Reject, QpInfo, Sync, Done, Challenge, Proof>;
 
 Type TypeOf(const Message& m);
 std::string_view TypeName(Type t);

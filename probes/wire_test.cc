@@ -36,6 +36,20 @@ QpInfo SomeQpInfo() {
   return q;
 }
 
+Hello AuthHello(const std::string& device) {
+  Hello h{SomeParams(), device};
+  h.auth = true;
+  for (uint8_t i = 0; i < kNonceSize; ++i) h.nonce[i] = static_cast<uint8_t>(0xa0 + i);
+  return h;
+}
+
+Challenge SomeChallenge() {
+  Challenge c;
+  for (uint8_t i = 0; i < kNonceSize; ++i) c.nonce[i] = i;
+  for (uint8_t i = 0; i < kMacSize; ++i) c.mac[i] = static_cast<uint8_t>(0xff - i);
+  return c;
+}
+
 TEST(Wire, RoundTripsEveryMessage) {
   const std::vector<Message> messages = {Hello{SomeParams(), ""},
                                          Hello{SomeParams(), "mlx5_1"},
@@ -44,7 +58,11 @@ TEST(Wire, RoundTripsEveryMessage) {
                                          SomeQpInfo(),
                                          Sync{7},
                                          Done{true, 99, ""},
-                                         Done{false, 0, "completion error"}};
+                                         Done{false, 0, "completion error"},
+                                         AuthHello(""),
+                                         AuthHello("mlx5_1"),
+                                         SomeChallenge(),
+                                         Proof{SomeChallenge().mac}};
   for (const Message& m : messages) {
     const std::vector<uint8_t> frame = Encode(m);
     absl::StatusOr<Message> back = Decode(frame);
@@ -216,6 +234,40 @@ TEST(Wire, DoneFlagMustBeBoolean) {
   std::vector<uint8_t> f = Encode(Done{true, 1, ""});
   f[kHeaderSize] = 2;
   EXPECT_FALSE(Decode(f).ok());
+}
+
+// The secret exchange's messages: fixed sizes, every byte carried, nothing else accepted.
+TEST(Wire, AuthMessagesHaveFixedLayouts) {
+  // Flags bit 1 says a nonce follows the fixed body, before the optional device.
+  const std::vector<uint8_t> hello = Encode(AuthHello("rxe0"));
+  ASSERT_EQ(hello.size(), kHeaderSize + 48 + kNonceSize + 2 + 4);
+  EXPECT_EQ(hello[kHeaderSize + 2], 1 | 2);  // rdma_cm | auth
+  EXPECT_EQ(hello[kHeaderSize + 48], 0xa0);
+  EXPECT_EQ(hello[kHeaderSize + 48 + kNonceSize - 1], 0xaf);
+  const std::vector<uint8_t> challenge = Encode(SomeChallenge());
+  ASSERT_EQ(challenge.size(), kHeaderSize + kNonceSize + kMacSize);
+  EXPECT_EQ(challenge[7], 7);
+  EXPECT_EQ(challenge[kHeaderSize + kNonceSize], 0xff);
+  const std::vector<uint8_t> proof = Encode(Proof{SomeChallenge().mac});
+  ASSERT_EQ(proof.size(), kHeaderSize + kMacSize);
+  EXPECT_EQ(proof[7], 8);
+  for (const std::vector<uint8_t>& frame : {hello, challenge, proof}) {
+    for (size_t n = 0; n < frame.size(); ++n) {
+      EXPECT_FALSE(Decode(std::span(frame).first(n)).ok()) << n << " bytes";
+    }
+    std::vector<uint8_t> longer = frame;
+    longer.push_back(0);
+    longer[11] = static_cast<uint8_t>(longer[11] + 1);
+    EXPECT_FALSE(Decode(longer).ok());
+  }
+  // A hello that claims a nonce but carries none.
+  std::vector<uint8_t> no_nonce = Encode(Hello{SomeParams(), ""});
+  no_nonce[kHeaderSize + 2] |= 2;
+  EXPECT_FALSE(Decode(no_nonce).ok());
+  // Unknown hello flags stay refused.
+  std::vector<uint8_t> bad_flags = Encode(Hello{SomeParams(), ""});
+  bad_flags[kHeaderSize + 2] |= 4;
+  EXPECT_FALSE(Decode(bad_flags).ok());
 }
 
 }  // namespace

@@ -393,6 +393,9 @@ absl::Status StepProbes(AgentState& st) {
   o.listen = st.opt.probe_listen;
   o.sysfs = st.opt.sysfs;
   o.responder_clients = st.opt.probe_clients;
+  o.allow = st.opt.probe_allow;
+  o.rate_per_minute = st.opt.probe_rate;
+  o.secret_file = st.opt.probe_secret_file;
   auto p = Prober::Start(o, &st.store);
   if (!p.ok()) return p.status();
   st.prober = *std::move(p);

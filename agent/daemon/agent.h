@@ -38,6 +38,12 @@ struct AgentOptions {
   // config file's `probes` section.
   std::string probe_listen;
   uint32_t probe_clients = 4;
+  // The responder's allow-list ("CIDR[,CIDR...]"; empty: this host's subnets), per-peer rate
+  // (tests a minute; 0: none) and the shared secret's file (empty: none), which the agent's own
+  // tests use too.
+  std::string probe_allow;
+  uint32_t probe_rate = 6;
+  std::string probe_secret_file;
   // Prometheus /metrics on "ADDR:PORT", "[V6]:PORT" or ":PORT"; empty: off.
   std::string metrics;
   // How long a vanished RDMA device is reported absent, and a link flap a health warning.

@@ -655,11 +655,14 @@ class AgentProbeTest : public AgentTest {
     responder_.reset();
     AgentTest::TearDown();
   }
-  // Starts agent B with a responder on 127.0.0.1 and returns "127.0.0.1:PORT".
-  std::string StartResponder() {
-    auto p = Subprocess::Start({kAgent, "--socket=" + dir_ + "/b/agent.sock",
-                                "--sysfs=" + dir_ + "/host/sys", "--procfs=" + dir_ + "/host/proc",
-                                "--probe-listen=127.0.0.1:0"});
+  // Starts agent B with a responder on 127.0.0.1 and returns "127.0.0.1:PORT". The schedules
+  // here run far more tests a minute than the default rate limit allows.
+  std::string StartResponder(std::vector<std::string> extra = {"--probe-rate=0"}) {
+    std::vector<std::string> argv = {
+        kAgent, "--socket=" + dir_ + "/b/agent.sock", "--sysfs=" + dir_ + "/host/sys",
+        "--procfs=" + dir_ + "/host/proc", "--probe-listen=127.0.0.1:0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = Subprocess::Start(argv);
     if (!p.ok()) {
       ADD_FAILURE() << p.status();
       return "";
@@ -775,6 +778,72 @@ TEST_F(AgentProbeTest, ScheduleAndOnDemandProbesAgainstAnotherAgent) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
 }
 
+// The responder's guards through the agents: a shared secret (both agents; the file is read
+// again for every test, so a changed one applies at once), the default allow-list and the rate
+// limit, each refusal a result that says why.
+TEST_F(AgentProbeTest, SecretAllowListAndRateLimit) {
+  WriteFile(dir_ + "/b.secret", "s3cret\n");
+  WriteFile(dir_ + "/a.secret", "s3cret");
+  const std::string peer =
+      StartResponder({"--probe-secret-file=" + dir_ + "/b.secret", "--probe-rate=2"});
+  ASSERT_TRUE(absl::StartsWith(peer, "127.0.0.1:")) << peer;
+  std::optional<std::string> allows =
+      testing::WaitForLogged(*responder_, "probe responder allows ", absl::Seconds(5));
+  ASSERT_TRUE(allows.has_value()) << responder_->Stderr();
+  EXPECT_TRUE(absl::StrContains(*allows, "127.0.0.0/8")) << *allows;
+  EXPECT_TRUE(absl::StrContains(*allows, "(this host's subnets; set --probe-allow to change)"))
+      << *allows;
+  EXPECT_TRUE(absl::StrContains(*allows, "at most 2 tests a minute per peer")) << *allows;
+  StartAgent({"--probe-secret-file=" + dir_ + "/a.secret"});
+  auto run = [&] {
+    v1::RunProbeRequest req;
+    req.set_peer(peer);
+    req.set_test("write_lat");
+    req.set_iterations(100);
+    req.set_timeout_seconds(5);
+    v1::ProbeResult r;
+    auto ctx = Ctx(absl::Seconds(60));
+    grpc::Status s = stub_->RunProbe(ctx.get(), req, &r);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return r;
+  };
+  v1::ProbeResult r = run();
+  EXPECT_TRUE(r.ok()) << r.ShortDebugString();
+  WriteFile(dir_ + "/a.secret", "another secret");
+  r = run();
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.error_code(), "PERMISSION_DENIED") << r.ShortDebugString();
+  EXPECT_TRUE(absl::StrContains(r.error(), "did not prove the shared secret"))
+      << r.ShortDebugString();
+  WriteFile(dir_ + "/a.secret", "s3cret");
+  r = run();  // the third test from 127.0.0.1 this minute
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.error_code(), "RESOURCE_EXHAUSTED") << r.ShortDebugString();
+  EXPECT_TRUE(absl::StrContains(r.error(), "rate limit: at most 2 tests a minute from 127.0.0.1"))
+      << r.ShortDebugString();
+}
+
+TEST_F(AgentProbeTest, PeerOutsideTheAllowListIsARefusedResult) {
+  const std::string peer = StartResponder({"--probe-allow=10.0.0.0/8,fd00::/8"});
+  std::optional<std::string> allows =
+      testing::WaitForLogged(*responder_, "probe responder allows ", absl::Seconds(5));
+  ASSERT_TRUE(allows.has_value()) << responder_->Stderr();
+  EXPECT_TRUE(absl::StartsWith(*allows, "10.0.0.0/8, fd00::/8, at most 6 tests")) << *allows;
+  StartAgent();
+  v1::RunProbeRequest req;
+  req.set_peer(peer);
+  req.set_test("write_lat");
+  req.set_iterations(100);
+  v1::ProbeResult r;
+  auto ctx = Ctx(absl::Seconds(60));
+  grpc::Status s = stub_->RunProbe(ctx.get(), req, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.error_code(), "FAILED_PRECONDITION") << r.ShortDebugString();
+  EXPECT_TRUE(absl::StrContains(r.error(), "does not serve 127.0.0.1 (not in its allow-list)"))
+      << r.ShortDebugString();
+}
+
 // peerDns names every agent, this one included: the name is resolved before each round and
 // this host's own addresses are left out ("localhost" resolves to nothing else).
 TEST_F(AgentProbeTest, DnsPeersLeaveThisHostOut) {
@@ -808,6 +877,17 @@ TEST_F(AgentProbeTest, BadProbeRequestsAndConfigs) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 2);
   EXPECT_TRUE(absl::StrContains(r->err, "--probe-listen")) << r->err;
+  // The responder's guards: a bad network, an empty or missing secret file.
+  WriteFile(dir_ + "/empty.secret", "\n");
+  for (const std::string& flag :
+       {std::string("--probe-allow=10.0.0.0/33"), "--probe-secret-file=" + dir_ + "/empty.secret",
+        "--probe-secret-file=" + dir_ + "/missing.secret"}) {
+    r = testing::Run({kAgent, "--socket=" + socket_, "--probe-listen=127.0.0.1:0", flag},
+                     absl::Seconds(20));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 2) << flag;
+    EXPECT_TRUE(absl::StrContains(r->err, flag.substr(0, flag.find('=')))) << r->err;
+  }
 
   StartAgent();
   struct Case {

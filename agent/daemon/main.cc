@@ -8,6 +8,8 @@
 #include "agent/common/log.h"
 #include "agent/daemon/agent.h"
 #include "agent/daemon/prober.h"
+#include "probes/access.h"
+#include "probes/auth.h"
 
 int main(int argc, char** argv) {
   // gRPC serves on many threads; glibc would give each busy one its own arena and keep the
@@ -90,6 +92,24 @@ int main(int argc, char** argv) {
                  "probes the responder serves at once, each on its own RDMA device")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--probe-allow", opt.probe_allow,
+                 "the responder serves only peers in these networks (CIDR[,CIDR...], IPv4 or "
+                 "IPv6); default: the subnets this host has addresses in")
+      ->check([](const std::string& v) {
+        absl::StatusOr<fabric::probes::AllowList> a = fabric::probes::AllowList::Parse(v);
+        return a.ok() ? std::string() : std::string(a.status().message());
+      });
+  app.add_option("--probe-rate", opt.probe_rate,
+                 "tests a minute the responder serves to one peer address (0: no limit)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--probe-secret-file", opt.probe_secret_file,
+                 "a file holding a secret the responder's clients and this agent's own probes "
+                 "must prove they know (HMAC over fresh nonces; never sent); read on every test")
+      ->check([](const std::string& v) {
+        absl::StatusOr<std::string> s = fabric::probes::LoadSecret(v);
+        return s.ok() ? std::string() : std::string(s.status().message());
+      });
   app.add_option("--metrics", opt.metrics,
                  "serve Prometheus metrics at http://ADDR:PORT/metrics (ADDR:PORT, [V6]:PORT or "
                  ":PORT); off by default");

@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
@@ -90,6 +91,16 @@ absl::StatusOr<std::unique_ptr<Prober>> Prober::Start(const ProberOptions& optio
     so.local.sysfs = options.sysfs;
     so.max_clients = std::max<uint32_t>(options.responder_clients, 1);
     so.locks = &p->locks_;
+    so.secret_file = options.secret_file;
+    so.rate_per_minute = options.rate_per_minute;
+    if (!options.allow.empty()) {
+      absl::StatusOr<probes::AllowList> allow = probes::AllowList::Parse(options.allow);
+      if (!allow.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--probe-allow: ", allow.status().message()));
+      }
+      so.allow = *std::move(allow);
+    }
     absl::StatusOr<std::unique_ptr<probes::ProbeServer>> server = probes::ProbeServer::Create(so);
     if (!server.ok()) {
       return absl::Status(
@@ -102,6 +113,12 @@ absl::StatusOr<std::unique_ptr<Prober>> Prober::Start(const ProberOptions& optio
                                  ? absl::StrCat("[", so.bind, "]")
                                  : so.bind;
     p->responder_address_ = absl::StrCat(host, ":", p->server_->port());
+    Log(LogLevel::kInfo, "probe responder allows ", p->server_->allow().ToString(),
+        options.allow.empty() ? " (this host's subnets; set --probe-allow to change)" : "",
+        options.rate_per_minute == 0
+            ? ", no rate limit"
+            : absl::StrCat(", at most ", options.rate_per_minute, " tests a minute per peer"),
+        options.secret_file.empty() ? "" : ", with the shared secret");
     Prober* self = p.get();
     p->server_thread_ = std::thread([self] {
       absl::Status s = self->server_->Serve([self](const probes::ServedTest& t) {
@@ -244,6 +261,7 @@ void Prober::Round(const v1::ProbeSchedule& schedule) {
             spec.remote_device = probes::RemoteDevice(schedule, source.device);
           }
           spec.cancel = cancel_.get();
+          spec.secret_file = options_.secret_file;
           v1::ProbeResult r;
           // The peer's device may be under another agent's test: try again a little later.
           for (int attempt = 0;; ++attempt) {
@@ -251,7 +269,11 @@ void Prober::Round(const v1::ProbeSchedule& schedule) {
                         absl::Seconds(60) + spec.params.duration + spec.params.margin,
                         schedule.degraded_fraction());
             if (cancel_->cancelled()) return;  // The agent stops: no result to keep.
-            if (r.error_code() != "RESOURCE_EXHAUSTED" || attempt == 2) break;
+            // A rate limit refills over seconds, not the retry's wait.
+            if (r.error_code() != "RESOURCE_EXHAUSTED" || attempt == 2 ||
+                absl::StrContains(r.error(), probes::kRateLimitReason)) {
+              break;
+            }
             std::unique_lock<std::mutex> lock(mu_);
             if (cv_.wait_for(lock, std::chrono::milliseconds(500 + int(2000 * Uniform())),
                              [&] { return stopping_; })) {
@@ -356,6 +378,7 @@ absl::StatusOr<v1::ProbeResult> Prober::Run(const v1::RunProbeRequest& req) {
 
   spec.host = peer->host;
   spec.port = peer->port;
+  spec.secret_file = options_.secret_file;
   spec.local.sysfs = options_.sysfs;
   spec.local.timeout =
       req.timeout_seconds() == 0 ? absl::Seconds(10) : absl::Seconds(req.timeout_seconds());

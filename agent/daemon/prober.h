@@ -28,6 +28,12 @@ struct ProberOptions {
   std::string listen;
   std::string sysfs = "/sys";      // GID tables, as discovery reads them.
   uint32_t responder_clients = 4;  // Tests served at once (each on its own device).
+  // The peers the responder serves, "CIDR[,CIDR...]"; empty: this host's subnets.
+  std::string allow;
+  // Shared secret file (probes/auth.h) for the responder and this agent's own tests; empty: none.
+  std::string secret_file;
+  // Responder: tests a minute per peer address; 0: no limit.
+  uint32_t rate_per_minute = probes::kDefaultRatePerMinute;
 };
 
 // Parses --probe-listen: "ADDR:PORT", "[V6]:PORT" or ":PORT" (every address); port 0 is allowed.

@@ -22,7 +22,7 @@ cat >"$out/a.json" <<EOF
 {"probes": {"peers": ["$ip:$port"], "intervalSeconds": 2, "tests": ["write_bw", "write_lat"],
             "iterations": 200, "timeoutSeconds": 20, "degradedFraction": 0.9}}
 EOF
-"$agent" --socket=/run/b/agent.sock --probe-listen=":$port" 2>"$out/b.log" &
+"$agent" --socket=/run/b/agent.sock --probe-listen=":$port" --probe-rate=0 2>"$out/b.log" &
 bpid=$!
 "$agent" --socket=/run/a/agent.sock --config="$out/a.json" 2>"$out/a.log" &
 apid=$!
