@@ -59,7 +59,8 @@ bool SameMsg(bool has_a, const T& a, bool has_b, const T& b) {
 }
 
 bool Same(const FieldProblem& a, const FieldProblem& b) {
-  return a.field() == b.field() && a.path() == b.path() && a.reason() == b.reason();
+  return a.field() == b.field() && a.path() == b.path() && a.reason() == b.reason() &&
+         a.transient() == b.transient();
 }
 
 bool Same(const PciLink& a, const PciLink& b) {
