@@ -70,14 +70,15 @@ class AccessTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  void Start(std::vector<std::string> extra, std::vector<std::string> wrapper = {}) {
+  void Start(std::vector<std::string> extra, std::vector<std::string> wrapper = {},
+             std::vector<std::string> env = {}) {
     std::vector<std::string> argv = wrapper;
     for (std::string a : {kAgent, "--socket=" + socket_, "--sysfs=" + dir_ + "/host/sys",
                           "--procfs=" + dir_ + "/host/proc"}) {
       argv.push_back(a);
     }
     argv.insert(argv.end(), extra.begin(), extra.end());
-    auto p = Subprocess::Start(argv);
+    auto p = Subprocess::Start(argv, env);
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = *std::move(p);
     ASSERT_TRUE(Serving()) << agent_->Stderr();
@@ -237,6 +238,12 @@ TEST_F(AccessTest, WatchStreamsAreBoundedPerCallerAndInTotal) {
 }
 
 TEST_F(AccessTest, FileDescriptorExhaustionNeitherStopsServingNorEmptiesTheInventory) {
+#ifdef __SANITIZE_ADDRESS__
+  // The sanitizer build also has UBSan, whose vptr check proves memory readable with a pipe(2):
+  // under EMFILE that fails and a valid object is reported as "invalid vptr" (a suppression
+  // cannot apply: the type is unknown then). The -Werror build runs this test.
+  GTEST_SKIP() << "UBSan's vptr check cannot run without file descriptors";
+#endif
   // A hard limit the agent cannot raise, and rescans twice a second while descriptors run out.
   Start({"--rescan-interval=0.5"}, {"/usr/bin/prlimit", "--nofile=64:64", "--"});
   const v1::Inventory before = Inventory();
