@@ -1,14 +1,12 @@
 #include "agent/daemon/agent.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -416,30 +414,8 @@ void StopProbes(AgentState& st) { st.prober.reset(); }
 
 // A burst of clients must not run the agent out of descriptors: take the hard limit.
 absl::Status StepFileLimit(AgentState&) {
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return absl::OkStatus();
-  if (rl.rlim_cur < rl.rlim_max) {
-    const rlim_t before = rl.rlim_cur;
-    rl.rlim_cur = rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
-      Log(LogLevel::kDebug, "file limit raised from ", before, " to ", rl.rlim_max);
-    }
-  }
+  RaiseFileLimit();
   return absl::OkStatus();
-}
-
-absl::StatusOr<gid_t> GroupId(const std::string& flag, const std::string& name) {
-  gid_t gid;
-  if (absl::SimpleAtoi(name, &gid)) return gid;
-  std::vector<char> buf(16384);
-  group gr;
-  group* found = nullptr;
-  int err = getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found);
-  if (found == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, "=", name, ": no such group", err != 0 ? absl::StrCat(" (", Errno(err), ")") : ""));
-  }
-  return gr.gr_gid;
 }
 
 absl::Status StepServe(AgentState& st) {
@@ -458,7 +434,7 @@ absl::Status StepServe(AgentState& st) {
   ao.listen = st.opt.listen;
   ao.policy.agent_uid = geteuid();
   if (!st.opt.control_group.empty()) {
-    auto gid = GroupId("--control-group", st.opt.control_group);
+    auto gid = ResolveGroup("--control-group", st.opt.control_group);
     if (!gid.ok()) return gid.status();
     ao.policy.control_gid = *gid;
     ao.policy.control_group = st.opt.control_group;
@@ -514,7 +490,7 @@ void StopMetrics(AgentState& st) { st.metrics.reset(); }
 absl::Status StepSocketPermissions(AgentState& st) {
   const char* path = st.opt.socket.c_str();
   if (!st.opt.socket_group.empty()) {
-    auto gid = GroupId("--socket-group", st.opt.socket_group);
+    auto gid = ResolveGroup("--socket-group", st.opt.socket_group);
     if (!gid.ok()) return gid.status();
     if (chown(path, static_cast<uid_t>(-1), *gid) != 0) {
       return absl::PermissionDeniedError(absl::StrCat("cannot give ", path, " to group ",

@@ -34,6 +34,16 @@ class RefuseAll final : public grpc::CallbackGenericService {
 
 }  // namespace
 
+void RaiseFileLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  const rlim_t before = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    Log(LogLevel::kDebug, "file limit raised from ", before, " to ", rl.rlim_max);
+  }
+}
+
 size_t EffectiveConnectionLimit(size_t wanted, size_t listeners, uint64_t nofile) {
   constexpr uint64_t kMargin = 256;  // Discovery, netlink, probes, metrics, announcements.
   if (listeners == 0) return wanted;

@@ -54,6 +54,9 @@ class ApiServer {
   bool shut_down_ = false;
 };
 
+// Raises the soft RLIMIT_NOFILE to the hard limit: every API connection is a descriptor.
+void RaiseFileLimit();
+
 // The connection limit each listener gets: `wanted`, but never so many that `listeners` full
 // listeners would exhaust `nofile` descriptors (a margin is left for the rest of the agent).
 size_t EffectiveConnectionLimit(size_t wanted, size_t listeners, uint64_t nofile);

@@ -1,6 +1,7 @@
 #include "agent/daemon/listener.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -52,6 +53,20 @@ std::string Caller::Name() const {
 std::string Caller::Key() const {
   if (channel == Channel::kTcp) return absl::StrCat("ip:", address);
   return absl::StrCat("uid:", uid);
+}
+
+absl::StatusOr<gid_t> ResolveGroup(const std::string& flag, const std::string& name) {
+  gid_t gid;
+  if (absl::SimpleAtoi(name, &gid)) return gid;
+  std::vector<char> buf(16384);
+  group gr;
+  group* found = nullptr;
+  const int err = getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found);
+  if (found == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, "=", name, ": no such group", err != 0 ? absl::StrCat(" (", Errno(err), ")") : ""));
+  }
+  return gr.gr_gid;
 }
 
 Caller IdentifyUnixPeer(int fd, const ControlPolicy& policy) {

@@ -52,6 +52,9 @@ struct ControlPolicy {
   std::string control_group;  // As given, for messages.
 };
 
+// A group given by name or number, as flag `flag`; InvalidArgument naming the flag when unknown.
+absl::StatusOr<gid_t> ResolveGroup(const std::string& flag, const std::string& name);
+
 // Reads the credentials of a connected Unix socket and applies `policy`.
 Caller IdentifyUnixPeer(int fd, const ControlPolicy& policy);
 // A TCP peer: reads only, no identity.
