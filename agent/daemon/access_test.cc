@@ -70,15 +70,14 @@ class AccessTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  void Start(std::vector<std::string> extra, std::vector<std::string> wrapper = {},
-             std::vector<std::string> env = {}) {
+  void Start(std::vector<std::string> extra, std::vector<std::string> wrapper = {}) {
     std::vector<std::string> argv = wrapper;
     for (std::string a : {kAgent, "--socket=" + socket_, "--sysfs=" + dir_ + "/host/sys",
                           "--procfs=" + dir_ + "/host/proc"}) {
       argv.push_back(a);
     }
     argv.insert(argv.end(), extra.begin(), extra.end());
-    auto p = Subprocess::Start(argv, env);
+    auto p = Subprocess::Start(argv);
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = *std::move(p);
     ASSERT_TRUE(Serving()) << agent_->Stderr();
