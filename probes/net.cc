@@ -198,19 +198,57 @@ absl::StatusOr<Fd> ListenTcp(const std::string& bind_addr, uint16_t port) {
   return absl::UnavailableError(absl::StrCat("cannot listen on port ", port, ": ", last));
 }
 
-absl::StatusOr<Fd> AcceptTcp(int listen_fd, Deadline deadline, const Canceller* cancel) {
+Acceptor::Acceptor() { reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC); }
+Acceptor::~Acceptor() {
+  if (reserve_ >= 0) close(reserve_);
+}
+
+Acceptor::Result Acceptor::Accept(int listen_fd, int* fd) {
+  for (;;) {
+    *fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (*fd >= 0) {
+      if (reserve_ < 0) reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC);  // Take it back.
+      return Result::kAccepted;
+    }
+    const int err = errno;
+    if (err == EINTR || err == ECONNABORTED) continue;
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+      if (reserve_ < 0) return Result::kExhausted;
+      close(reserve_);
+      reserve_ = -1;
+      const int victim = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (victim >= 0) close(victim);
+      reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      return victim >= 0 ? Result::kShed : Result::kExhausted;
+    }
+    return Result::kNone;  // EAGAIN, or an error that belongs to one connection only.
+  }
+}
+
+absl::StatusOr<Fd> AcceptTcp(int listen_fd, Deadline deadline, const Canceller* cancel,
+                             Acceptor* acceptor) {
   for (;;) {
     if (absl::Status s = WaitFd(listen_fd, POLLIN, deadline, cancel, "waiting for a client");
         !s.ok()) {
       return s;
     }
-    Fd fd(accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (fd.valid()) {
-      TuneSocket(fd.get());
-      return fd;
-    }
-    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
-      return absl::InternalError(absl::StrCat("accept: ", Errno(errno)));
+    int raw = -1;
+    switch (acceptor->Accept(listen_fd, &raw)) {
+      case Acceptor::Result::kAccepted: {
+        Fd fd(raw);
+        TuneSocket(fd.get());
+        return fd;
+      }
+      case Acceptor::Result::kNone:
+      case Acceptor::Result::kShed:
+        break;
+      case Acceptor::Result::kExhausted: {
+        // Nothing to shed with: wait for descriptors to come back (or the cancel).
+        pollfd p{cancel != nullptr ? cancel->fd() : -1, POLLIN, 0};
+        (void)poll(&p, 1, 100);
+        if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("stopped");
+        break;
+      }
     }
   }
 }

@@ -62,7 +62,33 @@ absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline d
                               const Canceller* cancel);
 // Listens on bind:port (empty bind: every address; port 0: any free port).
 absl::StatusOr<Fd> ListenTcp(const std::string& bind, uint16_t port);
-absl::StatusOr<Fd> AcceptTcp(int listen_fd, Deadline deadline, const Canceller* cancel);
+// accept4 that survives descriptor exhaustion. On EMFILE/ENFILE the kernel leaves the connection
+// pending, so a poll loop would spin on it: the reserve descriptor is released, the connection
+// accepted and closed at once (its client sees the connection closed and may retry), and the
+// reserve taken again.
+class Acceptor {
+ public:
+  Acceptor();
+  ~Acceptor();
+  Acceptor(const Acceptor&) = delete;
+  Acceptor& operator=(const Acceptor&) = delete;
+
+  enum class Result {
+    kAccepted,   // *fd is a new connection (non-blocking, close-on-exec).
+    kNone,       // Nothing pending.
+    kShed,       // Out of descriptors: one pending connection was closed.
+    kExhausted,  // Out of descriptors and no reserve to shed with: back off before retrying.
+  };
+  Result Accept(int listen_fd, int* fd);
+
+ private:
+  int reserve_ = -1;
+};
+
+// Waits for and accepts one connection; through descriptor exhaustion it sheds and backs off
+// with `acceptor` instead of failing.
+absl::StatusOr<Fd> AcceptTcp(int listen_fd, Deadline deadline, const Canceller* cancel,
+                             Acceptor* acceptor);
 uint16_t LocalPort(int fd);
 std::string PeerAddress(int fd);  // numeric host
 std::string LocalAddress(int fd);

@@ -258,7 +258,7 @@ absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Create(const ServerOpt
 void ProbeServer::Stop() { cancel_->Cancel(); }
 
 absl::StatusOr<ServedTest> ProbeServer::ServeOne() {
-  absl::StatusOr<Fd> fd = AcceptTcp(listener_.get(), Never(), cancel_.get());
+  absl::StatusOr<Fd> fd = AcceptTcp(listener_.get(), Never(), cancel_.get(), &acceptor_);
   if (!fd.ok()) return fd.status();
   ServedTest served;
   served.status = ServeClient(std::move(*fd), &served);
@@ -295,7 +295,7 @@ absl::Status ProbeServer::ServeConcurrently(
   };
   absl::Status status;
   for (;;) {
-    absl::StatusOr<Fd> fd = AcceptTcp(listener_.get(), Never(), cancel_.get());
+    absl::StatusOr<Fd> fd = AcceptTcp(listener_.get(), Never(), cancel_.get(), &acceptor_);
     reap(false);
     if (!fd.ok()) {
       if (!cancel_->cancelled()) status = fd.status();

@@ -180,6 +180,7 @@ class ProbeServer {
   absl::Time allow_read_ = absl::InfinitePast();  // guarded by allow_mu_
   RateLimiter rate_;
   Fd listener_;
+  Acceptor acceptor_;  // Keeps accepting through descriptor exhaustion.
   uint16_t port_ = 0;
   std::unique_ptr<Canceller> cancel_;
 };

@@ -28,6 +28,7 @@
 #include "agent/daemon/announcer.h"
 #include "agent/daemon/api_server.h"
 #include "agent/daemon/events.h"
+#include "agent/daemon/memory.h"
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/prober.h"
 #include "agent/daemon/scan_trust.h"
@@ -98,6 +99,7 @@ struct AgentState {
 
   EventLog events;         // Loop thread only; each snapshot gets a copy.
   AgentCounters counters;  // Read by scrapes.
+  HeapTrimmer trimmer;
 };
 
 // Which kernel event sources work, for health and metrics.
@@ -427,6 +429,7 @@ absl::Status StepServe(AgentState& st) {
   so.max_watches = st.opt.max_watches;
   so.max_watches_per_caller = st.opt.max_watches_per_caller;
   so.counters = &st.api_counters;
+  so.max_blocking_calls = st.opt.max_threads;
   st.service =
       std::make_unique<FabricAgentService>(&st.store, st.announcer.get(), st.prober.get(), so);
   ApiServerOptions ao;
@@ -456,7 +459,7 @@ absl::Status StepServe(AgentState& st) {
   return absl::OkStatus();
 }
 void StopServe(AgentState& st) {
-  st.store.Shutdown();  // Watch streams return now instead of at their next poll.
+  st.store.Shutdown();  // Watch streams end now (UNAVAILABLE), before the server waits on them.
   if (st.api != nullptr) {
     st.api->server()->GetHealthCheckService()->Shutdown();
     st.api->Shutdown(absl::Milliseconds(300));
@@ -581,8 +584,8 @@ void Loop(AgentState& st) {
   absl::Time reload_at = absl::InfiniteFuture();  // When a changed config file is read.
   for (;;) {
     now = absl::Now();
-    const absl::Time deadline =
-        std::min({next_rescan, next_watchdog, dirty_at, reload_at, st.stale_retry_at});
+    const absl::Time deadline = std::min(
+        {next_rescan, next_watchdog, dirty_at, reload_at, st.stale_retry_at, st.trimmer.next()});
     std::vector<pollfd> fds;
     fds.push_back({st.signal_fd, POLLIN, 0});
     // The config watch (if any) is second, so the sources start at index 2.
@@ -649,6 +652,7 @@ void Loop(AgentState& st) {
       dirty_at = absl::InfiniteFuture();
       next_rescan = absl::Now() + st.opt.rescan_interval;
     }
+    if (now >= st.trimmer.next()) st.trimmer.Tick(now);
     if (now >= next_watchdog) {
       st.notifier->Notify("WATCHDOG=1");
       next_watchdog = now + watchdog;

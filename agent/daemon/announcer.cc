@@ -27,6 +27,7 @@
 #include "agent/common/excerpt.h"
 #include "agent/common/log.h"
 #include "agent/common/status.h"
+#include "probes/net.h"
 
 namespace fabric {
 namespace {
@@ -97,6 +98,10 @@ struct Connection {
 struct Announcer::Impl {
   AnnouncerOptions opt;
   Fd listen_fd;
+  probes::Acceptor acceptor;
+  // Out of descriptors with nothing to shed: the listener is not polled until then (monotonic).
+  absl::Time accept_paused_until = absl::InfinitePast();
+  absl::Time last_shed_log = absl::InfinitePast();
   Fd wake_fd;
   std::thread thread;
 
@@ -259,12 +264,23 @@ absl::Status Announcer::Impl::Handle(const Handoff& h, std::vector<Fd>& fds) {
 
 void Announcer::Impl::Accept() {
   for (;;) {
-    int fd = accept4(listen_fd.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
-      if (errno != EAGAIN && errno != EINTR) {
-        Log(LogLevel::kWarning, "announce: accept: ", Errno(errno));
+    int fd = -1;
+    const probes::Acceptor::Result r = acceptor.Accept(listen_fd.fd, &fd);
+    if (r == probes::Acceptor::Result::kNone) return;
+    if (r != probes::Acceptor::Result::kAccepted) {
+      // The plugin sees the connection closed and reports the hand-off as failed.
+      const absl::Time now = absl::Now();
+      if (now - last_shed_log >= absl::Seconds(10)) {
+        Log(LogLevel::kWarning,
+            "announce: out of file descriptors; refusing hand-offs until "
+            "some are free");
+        last_shed_log = now;
       }
-      return;
+      if (r == probes::Acceptor::Result::kExhausted) {
+        accept_paused_until = announce::MonotonicNow() + absl::Milliseconds(100);
+        return;
+      }
+      continue;
     }
     Connection c{Fd(fd), absl::Now() + opt.connection_timeout, absl::OkStatus()};
     // Only root (the CNI plugin) or the agent's own user may hand sockets over.
@@ -374,7 +390,11 @@ void Announcer::Impl::Run() {
       if (stop) return;
       pfds.clear();
       pfds.push_back({wake_fd.fd, POLLIN, 0});
-      if (listen_fd.fd >= 0) pfds.push_back({listen_fd.fd, POLLIN, 0});
+      if (listen_fd.fd >= 0) {
+        const bool paused = announce::MonotonicNow() < accept_paused_until;
+        pfds.push_back({listen_fd.fd, static_cast<short>(paused ? 0 : POLLIN), 0});
+        if (paused) next = std::min(next, accept_paused_until);
+      }
       for (const Connection& c : conns) {
         pfds.push_back({c.fd.fd, POLLIN, 0});
         next = std::min(next, c.deadline - absl::Now() + announce::MonotonicNow());

@@ -126,33 +126,6 @@ std::optional<Caller> CallerTable::Find(std::string_view peer) const {
   return it->second;
 }
 
-Acceptor::Acceptor() { reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC); }
-Acceptor::~Acceptor() {
-  if (reserve_ >= 0) close(reserve_);
-}
-
-Acceptor::Result Acceptor::Accept(int listen_fd, int* fd) {
-  for (;;) {
-    *fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (*fd >= 0) {
-      if (reserve_ < 0) reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC);  // Take it back.
-      return Result::kAccepted;
-    }
-    const int err = errno;
-    if (err == EINTR || err == ECONNABORTED) continue;
-    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-      if (reserve_ < 0) return Result::kExhausted;
-      close(reserve_);
-      reserve_ = -1;
-      const int victim = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (victim >= 0) close(victim);
-      reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-      return victim >= 0 ? Result::kShed : Result::kExhausted;
-    }
-    return Result::kNone;  // EAGAIN, or an error that belongs to one connection only.
-  }
-}
-
 absl::StatusOr<probes::Fd> ListenUnix(const std::string& path) {
   sockaddr_un sa{};
   if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
@@ -278,10 +251,10 @@ void Listener::Run() {
     if (n <= 0 || (fds[0].revents & POLLIN) == 0) continue;
     for (;;) {
       int fd = -1;
-      const Acceptor::Result r = acceptor_.Accept(listen_fd_.get(), &fd);
-      if (r == Acceptor::Result::kNone) break;
-      if (r == Acceptor::Result::kShed || r == Acceptor::Result::kExhausted) {
-        if (r == Acceptor::Result::kShed) ++shed_, ++shed_since_log;
+      const probes::Acceptor::Result r = acceptor_.Accept(listen_fd_.get(), &fd);
+      if (r == probes::Acceptor::Result::kNone) break;
+      if (r == probes::Acceptor::Result::kShed || r == probes::Acceptor::Result::kExhausted) {
+        if (r == probes::Acceptor::Result::kShed) ++shed_, ++shed_since_log;
         const absl::Time now = absl::Now();
         if (now - last_shed_log >= absl::Seconds(10)) {
           Log(LogLevel::kWarning, options_.name, " listener: out of file descriptors; closed ",
@@ -290,7 +263,7 @@ void Listener::Run() {
           last_shed_log = now;
           shed_since_log = 0;
         }
-        if (r == Acceptor::Result::kExhausted) {
+        if (r == probes::Acceptor::Result::kExhausted) {
           back_off = true;
           break;
         }

@@ -74,29 +74,6 @@ class CallerTable {
   std::unordered_map<int, Caller> by_fd_;
 };
 
-// accept4 that survives descriptor exhaustion. On EMFILE/ENFILE the kernel leaves the connection
-// pending, so a poll loop would spin on it: the reserve descriptor is released, the connection
-// accepted and closed at once (its client sees the connection closed and may retry), and the
-// reserve taken again.
-class Acceptor {
- public:
-  Acceptor();
-  ~Acceptor();
-  Acceptor(const Acceptor&) = delete;
-  Acceptor& operator=(const Acceptor&) = delete;
-
-  enum class Result {
-    kAccepted,   // *fd is a new connection (non-blocking, close-on-exec).
-    kNone,       // Nothing pending.
-    kShed,       // Out of descriptors: one pending connection was closed.
-    kExhausted,  // Out of descriptors and no reserve to shed with: back off before retrying.
-  };
-  Result Accept(int listen_fd, int* fd);
-
- private:
-  int reserve_ = -1;
-};
-
 struct ListenerStats {
   uint64_t accepted = 0;
   uint64_t refused = 0;  // Over the connection limit.
@@ -152,7 +129,7 @@ class Listener {
   probes::Fd listen_fd_;
   probes::Fd wake_;  // eventfd: stop.
   ListenerOptions options_;
-  Acceptor acceptor_;
+  probes::Acceptor acceptor_;
   mutable std::mutex mu_;
   mutable std::vector<Open> open_;
   std::vector<Open> refusing_;

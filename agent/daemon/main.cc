@@ -39,7 +39,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-streams", opt.max_streams, "concurrent calls per API connection")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
-  app.add_option("--max-threads", opt.max_threads, "threads of the API server")
+  app.add_option(
+         "--max-threads", opt.max_threads,
+         "threads of the API server, and calls that block (Announce, RunProbe) running at once")
       ->check(CLI::Range(4, 1 << 16))
       ->capture_default_str();
   app.add_option("--max-watches", opt.max_watches, "WatchInventory streams open at once")

@@ -1,30 +1,17 @@
 #include "agent/daemon/service.h"
 
-#include <google/protobuf/util/time_util.h>
-
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "agent/changes/changes.h"
 #include "agent/common/log.h"
+#include "agent/daemon/raw_call.h"
 #include "agent/place/place.h"
 #include "agent/select/select.h"
 
 namespace fabric {
-namespace {
-
-void FillInventory(const Snapshot& s, v1::Inventory* out) {
-  *out->mutable_host() = s.host;
-  out->set_generation(s.generation);
-  *out->mutable_discovered_at() =
-      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(s.discovered_at));
-  s.events.Fill(absl::Now(), s.event_window, out);
-}
-
-}  // namespace
-
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
@@ -58,58 +45,74 @@ FabricAgentService::FabricAgentService(const SnapshotStore* store, Announcer* an
       prober_(prober),
       opt_(options),
       counters_(options.counters != nullptr ? options.counters : &own_counters_),
-      reaper_([this] { Reap(); }) {}
+      watches_(store, {options.watch_timeout, options.max_watches, options.max_watches_per_caller},
+               counters_) {}
 
-std::optional<Caller> FabricAgentService::CallerOf(const grpc::ServerContext* ctx) const {
-  if (opt_.callers == nullptr) return std::nullopt;
-  return opt_.callers->Find(ctx->peer());
+FabricAgentService::~FabricAgentService() {
+  std::unique_lock<std::mutex> lock(blocking_mu_);
+  blocking_cv_.wait(lock, [this] { return blocking_ == 0; });
 }
 
-grpc::Status FabricAgentService::AuthorizeControl(const grpc::ServerContext* ctx,
+std::optional<Caller> FabricAgentService::CallerOf(const grpc::ServerContextBase& ctx) const {
+  if (opt_.callers == nullptr) return std::nullopt;
+  return opt_.callers->Find(ctx.peer());
+}
+
+grpc::Status FabricAgentService::AuthorizeControl(const grpc::ServerContextBase& ctx,
                                                   std::string_view method) {
   if (opt_.callers == nullptr) return grpc::Status::OK;
   std::optional<Caller> caller = CallerOf(ctx);
   if (caller && caller->control) return grpc::Status::OK;
   const grpc::StatusCode code = !caller || caller->anonymous ? grpc::StatusCode::UNAUTHENTICATED
                                                              : grpc::StatusCode::PERMISSION_DENIED;
-  const std::string who = caller ? caller->Name() : ctx->peer();
+  const std::string who = caller ? caller->Name() : ctx.peer();
   const std::string why = caller ? caller->denied : "the connection carries no identity";
   Log(LogLevel::kWarning, "denied ", std::string(method), " to ", who, ": ", why);
   counters_->Denied(method, code);
   return grpc::Status(code, absl::StrCat(std::string(method), " is a control call: ", why));
 }
 
-FabricAgentService::~FabricAgentService() {
+bool FabricAgentService::Offload(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(watch_mu_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(blocking_mu_);
+    if (blocking_ >= opt_.max_blocking_calls) return false;
+    ++blocking_;
   }
-  watch_cv_.notify_all();
-  reaper_.join();
+  std::thread([this, fn = std::move(fn)] {
+    fn();
+    // Notified under the lock: the destructor may free the condition variable as soon as it
+    // sees zero.
+    std::lock_guard<std::mutex> lock(blocking_mu_);
+    --blocking_;
+    blocking_cv_.notify_all();
+  }).detach();
+  return true;
 }
 
-void FabricAgentService::Reap() {
-  std::unique_lock<std::mutex> lock(watch_mu_);
-  while (!stopping_) {
-    absl::Time next = absl::InfiniteFuture();
-    const absl::Time now = absl::Now();
-    for (auto& [ctx, since] : writing_) {
-      if (now - since >= opt_.watch_timeout) {
-        Log(LogLevel::kWarning, "dropping watch client ", ctx->peer(), ": it took no event for ",
-            absl::FormatDuration(now - since));
-        ctx->TryCancel();
-        since = absl::InfiniteFuture();  // Cancelled once; its Write returns and unregisters.
-      } else {
-        next = std::min(next, since + opt_.watch_timeout);
-      }
-    }
-    // Sleeps without a timeout while no write is in progress: an idle agent does not wake.
-    if (next == absl::InfiniteFuture()) {
-      watch_cv_.wait(lock);
-    } else {
-      watch_cv_.wait_until(lock, absl::ToChronoTime(next));
-    }
+template <typename Req, typename Resp, typename Fn>
+FabricAgentService::Reactor* FabricAgentService::Unary(Ctx* ctx, const Bytes* in, Bytes* out, Fn fn,
+                                                       bool blocking) {
+  Reactor* reactor = ctx->DefaultReactor();
+  auto req = std::make_shared<Req>();
+  if (absl::Status d = DecodeRequest(*in, req.get()); !d.ok()) {
+    reactor->Finish(ToGrpc(d));
+    return reactor;
   }
+  auto run = [reactor, out, req, fn = std::move(fn)] {
+    Resp resp;
+    grpc::Status st = fn(*req, &resp);
+    if (st.ok()) st = EncodeResponse(resp, out);
+    reactor->Finish(st);
+  };
+  if (!blocking) {
+    run();
+  } else if (!Offload(run)) {
+    counters_->OverLimit("max_threads");
+    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 absl::StrCat("too many calls running: --max-threads=",
+                                              opt_.max_blocking_calls, " reached")));
+  }
+  return reactor;
 }
 
 absl::StatusOr<std::shared_ptr<const Snapshot>> FabricAgentService::Ready() const {
@@ -118,12 +121,15 @@ absl::StatusOr<std::shared_ptr<const Snapshot>> FabricAgentService::Ready() cons
   return s;
 }
 
-grpc::Status FabricAgentService::GetInventory(grpc::ServerContext*, const v1::GetInventoryRequest*,
-                                              v1::Inventory* out) {
-  auto s = Ready();
-  if (!s.ok()) return ToGrpc(s.status());
-  FillInventory(**s, out);
-  return grpc::Status::OK;
+FabricAgentService::Reactor* FabricAgentService::GetInventory(Ctx* ctx, const Bytes* in,
+                                                              Bytes* out) {
+  return Unary<v1::GetInventoryRequest, v1::Inventory>(
+      ctx, in, out, [this](const v1::GetInventoryRequest&, v1::Inventory* resp) {
+        auto s = Ready();
+        if (!s.ok()) return ToGrpc(s.status());
+        FillInventory(**s, resp);
+        return grpc::Status::OK;
+      });
 }
 
 absl::StatusOr<std::shared_ptr<const std::string>> FabricAgentService::Select(
@@ -152,161 +158,115 @@ absl::StatusOr<std::shared_ptr<const std::string>> FabricAgentService::Select(
   return bytes;
 }
 
-grpc::ServerUnaryReactor* FabricAgentService::SelectNics(grpc::CallbackServerContext* ctx,
-                                                         const grpc::ByteBuffer* req,
-                                                         grpc::ByteBuffer* out) {
-  auto* reactor = ctx->DefaultReactor();
-  std::vector<grpc::Slice> slices;
-  v1::SelectNicsRequest request;
-  std::string in;
-  if (req->Dump(&slices).ok()) {
-    for (const grpc::Slice& sl : slices) {
-      in.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
-    }
+FabricAgentService::Reactor* FabricAgentService::SelectNics(Ctx* ctx, const Bytes* in, Bytes* out) {
+  // Answers from the snapshot's cache of serialized selections: no message is built per call.
+  Reactor* reactor = ctx->DefaultReactor();
+  v1::SelectNicsRequest req;
+  absl::Status st = DecodeRequest(*in, &req);
+  if (st.ok()) {
+    auto bytes = Select(req);
+    if (bytes.ok()) *out = BytesToBuffer(**bytes);
+    st = bytes.status();
   }
-  if (!request.ParseFromString(in)) {
-    reactor->Finish(
-        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "SelectNicsRequest does not parse"));
-    return reactor;
-  }
-  auto bytes = Select(request);
-  if (!bytes.ok()) {
-    reactor->Finish(ToGrpc(bytes.status()));
-    return reactor;
-  }
-  grpc::Slice slice((*bytes)->data(), (*bytes)->size());
-  *out = grpc::ByteBuffer(&slice, 1);
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(ToGrpc(st));
   return reactor;
 }
 
-grpc::Status FabricAgentService::Place(grpc::ServerContext*, const v1::PlaceRequest* req,
-                                       v1::PlaceResponse* out) {
-  auto s = Ready();
-  if (!s.ok()) return ToGrpc(s.status());
-  auto placed = fabric::Place((*s)->host, *req, (*s)->policy);
-  if (!placed.ok()) return ToGrpc(placed.status());
-  *out = *std::move(placed);
-  return grpc::Status::OK;
+FabricAgentService::Reactor* FabricAgentService::Place(Ctx* ctx, const Bytes* in, Bytes* out) {
+  return Unary<v1::PlaceRequest, v1::PlaceResponse>(
+      ctx, in, out, [this](const v1::PlaceRequest& req, v1::PlaceResponse* resp) {
+        auto s = Ready();
+        if (!s.ok()) return ToGrpc(s.status());
+        auto placed = fabric::Place((*s)->host, req, (*s)->policy);
+        if (!placed.ok()) return ToGrpc(placed.status());
+        *resp = *std::move(placed);
+        return grpc::Status::OK;
+      });
 }
 
-grpc::Status FabricAgentService::WatchInventory(grpc::ServerContext* ctx,
-                                                const v1::WatchInventoryRequest*,
-                                                grpc::ServerWriter<v1::InventoryEvent>* writer) {
-  auto first = Ready();
-  if (!first.ok()) return ToGrpc(first.status());
-  // Each open stream holds a server thread: bounded in total and per caller.
-  const std::optional<Caller> caller = CallerOf(ctx);
-  const std::string key = caller ? caller->Key() : ctx->peer();
-  {
-    std::lock_guard<std::mutex> lock(watch_mu_);
-    const char* limit = nullptr;
-    size_t bound = 0;
-    if (watches_ >= opt_.max_watches) {
-      limit = "max_watches", bound = opt_.max_watches;
-    } else if (watches_by_caller_[key] >= opt_.max_watches_per_caller) {
-      limit = "max_watches_per_caller", bound = opt_.max_watches_per_caller;
-    }
-    if (limit != nullptr) {
-      if (watches_by_caller_[key] == 0) watches_by_caller_.erase(key);
-      counters_->OverLimit(limit);
-      return grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("too many watch streams: --", absl::StrReplaceAll(limit, {{"_", "-"}}), "=",
-                       bound, " reached", caller ? absl::StrCat(" (", caller->Name(), ")") : ""));
-    }
-    ++watches_;
-    ++watches_by_caller_[key];
-    ++counters_->watches;
+grpc::ServerWriteReactor<FabricAgentService::Bytes>* FabricAgentService::WatchInventory(
+    Ctx* ctx, const Bytes* in) {
+  v1::WatchInventoryRequest req;
+  if (absl::Status d = DecodeRequest(*in, &req); !d.ok()) return watches_.Refuse(ToGrpc(d));
+  const std::optional<Caller> caller = CallerOf(*ctx);
+  return watches_.Open(ctx, caller ? caller->Key() : ctx->peer(), caller ? caller->Name() : "");
+}
+
+FabricAgentService::Reactor* FabricAgentService::GetHealth(Ctx* ctx, const Bytes* in, Bytes* out) {
+  return Unary<v1::GetHealthRequest, v1::Health>(
+      ctx, in, out, [this](const v1::GetHealthRequest&, v1::Health* resp) {
+        auto s = Ready();
+        if (!s.ok()) return ToGrpc(s.status());
+        *resp = CurrentHealth(**s, prober_, absl::Now());
+        return grpc::Status::OK;
+      });
+}
+
+FabricAgentService::Reactor* FabricAgentService::Ping(Ctx* ctx, const Bytes* in, Bytes* out) {
+  return Unary<v1::PingRequest, v1::PingResponse>(
+      ctx, in, out, [](const v1::PingRequest&, v1::PingResponse*) { return grpc::Status::OK; });
+}
+
+FabricAgentService::Reactor* FabricAgentService::Announce(Ctx* ctx, const Bytes* in, Bytes* out) {
+  if (grpc::Status a = AuthorizeControl(*ctx, "Announce"); !a.ok()) {
+    Reactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(a);
+    return reactor;
   }
-  struct Release {
-    FabricAgentService* self;
-    const std::string& key;
-    ~Release() {
-      std::lock_guard<std::mutex> lock(self->watch_mu_);
-      --self->watches_;
-      if (--self->watches_by_caller_[key] == 0) self->watches_by_caller_.erase(key);
-      --self->counters_->watches;
-    }
-  } release{this, key};
-  std::shared_ptr<const Snapshot> last = *first;
-  v1::InventoryEvent event;
-  FillInventory(*last, event.mutable_inventory());
-  // A write blocks while the client does not read (flow control): register it for the reaper.
-  auto write = [&]() {
-    {
-      std::lock_guard<std::mutex> lock(watch_mu_);
-      writing_[ctx] = absl::Now();
-    }
-    watch_cv_.notify_all();
-    const bool ok = writer->Write(event);
-    std::lock_guard<std::mutex> lock(watch_mu_);
-    writing_.erase(ctx);
-    return ok;
-  };
-  if (!write()) return grpc::Status::OK;  // The client left.
-  // Each event's changes are against the last snapshot this client got, so a slow client that
-  // skipped generations still learns everything that changed.
-  while (!ctx->IsCancelled()) {
-    auto next = store_->WaitNewer(last->generation, opt_.poll);
-    if (store_->shutting_down()) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fabric-agent is shutting down");
-    }
-    if (next == nullptr || next->generation <= last->generation) continue;
-    event.Clear();
-    FillInventory(*next, event.mutable_inventory());
-    for (v1::InventoryChange& c : DiffHosts(last->host, next->host)) {
-      next->events.SetCount(&c);
-      *event.add_changes() = std::move(c);
-    }
-    if (!write()) return grpc::Status::OK;
-    last = std::move(next);
+  // Sends frames and waits for their repeats: on a thread of its own.
+  return Unary<v1::AnnounceRequest, v1::AnnounceResponse>(
+      ctx, in, out,
+      [this](const v1::AnnounceRequest& req, v1::AnnounceResponse* resp) {
+        if (announcer_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "announcing is off");
+        auto done = announcer_->Announce(req);
+        if (!done.ok()) return ToGrpc(done.status());
+        for (auto& a : *done) *resp->add_announcements() = std::move(a);
+        return grpc::Status::OK;
+      },
+      /*blocking=*/true);
+}
+
+FabricAgentService::Reactor* FabricAgentService::ListAnnouncements(Ctx* ctx, const Bytes* in,
+                                                                   Bytes* out) {
+  return Unary<v1::ListAnnouncementsRequest, v1::ListAnnouncementsResponse>(
+      ctx, in, out,
+      [this](const v1::ListAnnouncementsRequest& req, v1::ListAnnouncementsResponse* resp) {
+        if (announcer_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "announcing is off");
+        for (auto& a : announcer_->List(req.container_id())) {
+          *resp->add_announcements() = std::move(a);
+        }
+        return grpc::Status::OK;
+      });
+}
+
+FabricAgentService::Reactor* FabricAgentService::RunProbe(Ctx* ctx, const Bytes* in, Bytes* out) {
+  if (grpc::Status a = AuthorizeControl(*ctx, "RunProbe"); !a.ok()) {
+    Reactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(a);
+    return reactor;
   }
-  return grpc::Status::CANCELLED;
+  // A probe runs for seconds: on a thread of its own.
+  return Unary<v1::RunProbeRequest, v1::ProbeResult>(
+      ctx, in, out,
+      [this](const v1::RunProbeRequest& req, v1::ProbeResult* resp) {
+        if (prober_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "probing is off");
+        auto r = prober_->Run(req);
+        if (!r.ok()) return ToGrpc(r.status());
+        *resp = *std::move(r);
+        return grpc::Status::OK;
+      },
+      /*blocking=*/true);
 }
 
-grpc::Status FabricAgentService::GetHealth(grpc::ServerContext*, const v1::GetHealthRequest*,
-                                           v1::Health* out) {
-  auto s = Ready();
-  if (!s.ok()) return ToGrpc(s.status());
-  *out = CurrentHealth(**s, prober_, absl::Now());
-  return grpc::Status::OK;
-}
-
-grpc::Status FabricAgentService::Announce(grpc::ServerContext* ctx, const v1::AnnounceRequest* req,
-                                          v1::AnnounceResponse* out) {
-  if (grpc::Status a = AuthorizeControl(ctx, "Announce"); !a.ok()) return a;
-  if (announcer_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "announcing is off");
-  auto done = announcer_->Announce(*req);
-  if (!done.ok()) return ToGrpc(done.status());
-  for (auto& a : *done) *out->add_announcements() = std::move(a);
-  return grpc::Status::OK;
-}
-
-grpc::Status FabricAgentService::ListAnnouncements(grpc::ServerContext*,
-                                                   const v1::ListAnnouncementsRequest* req,
-                                                   v1::ListAnnouncementsResponse* out) {
-  if (announcer_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "announcing is off");
-  for (auto& a : announcer_->List(req->container_id())) *out->add_announcements() = std::move(a);
-  return grpc::Status::OK;
-}
-
-grpc::Status FabricAgentService::RunProbe(grpc::ServerContext* ctx, const v1::RunProbeRequest* req,
-                                          v1::ProbeResult* out) {
-  if (grpc::Status a = AuthorizeControl(ctx, "RunProbe"); !a.ok()) return a;
-  if (prober_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "probing is off");
-  auto r = prober_->Run(*req);
-  if (!r.ok()) return ToGrpc(r.status());
-  *out = *std::move(r);
-  return grpc::Status::OK;
-}
-
-grpc::Status FabricAgentService::ListProbeResults(grpc::ServerContext*,
-                                                  const v1::ListProbeResultsRequest* req,
-                                                  v1::ListProbeResultsResponse* out) {
-  if (prober_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "probing is off");
-  *out = prober_->List(*req);
-  return grpc::Status::OK;
+FabricAgentService::Reactor* FabricAgentService::ListProbeResults(Ctx* ctx, const Bytes* in,
+                                                                  Bytes* out) {
+  return Unary<v1::ListProbeResultsRequest, v1::ListProbeResultsResponse>(
+      ctx, in, out,
+      [this](const v1::ListProbeResultsRequest& req, v1::ListProbeResultsResponse* resp) {
+        if (prober_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "probing is off");
+        *resp = prober_->List(req);
+        return grpc::Status::OK;
+      });
 }
 
 }  // namespace fabric

@@ -5,11 +5,11 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string_view>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -18,6 +18,7 @@
 #include "agent/daemon/listener.h"
 #include "agent/daemon/prober.h"
 #include "agent/daemon/snapshot.h"
+#include "agent/daemon/watch.h"
 #include "fabric/v1/agent.grpc.pb.h"
 
 namespace fabric {
@@ -25,11 +26,21 @@ namespace fabric {
 // absl and gRPC share the canonical status codes; the message is kept as it is.
 grpc::Status ToGrpc(const absl::Status& s);
 
-// SelectNics and Ping use gRPC's callback API: they answer on the thread that read the request
-// (no hand-off to a sync worker), and SelectNics sends a cached answer's bytes as they are. Ping
-// shares that path so it stays the honest floor for SelectNics.
-using FabricAgentBase = v1::FabricAgent::WithCallbackMethod_Ping<
-    v1::FabricAgent::WithRawCallbackMethod_SelectNics<v1::FabricAgent::Service>>;
+// Every method is a raw callback method: the service decodes requests itself (agent/daemon/
+// raw_call.h), reads answer on the thread that read the request (no hand-off to a worker), watch
+// streams hold no thread (agent/daemon/watch.h), and the calls that block (Announce, RunProbe)
+// run on threads of their own, bounded in number.
+template <class B>
+using RawMethods = v1::FabricAgent::WithRawCallbackMethod_GetInventory<
+    v1::FabricAgent::WithRawCallbackMethod_SelectNics<v1::FabricAgent::WithRawCallbackMethod_Place<
+        v1::FabricAgent::WithRawCallbackMethod_WatchInventory<
+            v1::FabricAgent::WithRawCallbackMethod_GetHealth<
+                v1::FabricAgent::WithRawCallbackMethod_Ping<
+                    v1::FabricAgent::WithRawCallbackMethod_Announce<
+                        v1::FabricAgent::WithRawCallbackMethod_ListAnnouncements<
+                            v1::FabricAgent::WithRawCallbackMethod_RunProbe<
+                                v1::FabricAgent::WithRawCallbackMethod_ListProbeResults<B>>>>>>>>>>;
+using FabricAgentBase = RawMethods<v1::FabricAgent::Service>;
 
 // Refusals of the API, for metrics: control calls denied, requests over a limit.
 class ApiCounters {
@@ -48,16 +59,14 @@ class ApiCounters {
 };
 
 struct ServiceOptions {
-  // How long a watch stream waits before it checks whether its client is gone.
-  absl::Duration poll = absl::Seconds(1);
-  // A watch client that has not taken an event for this long (stuck, or far too slow) is
-  // dropped, so that it holds neither a server thread nor an old snapshot for long.
+  // Watch streams: how long a client may take no event, and how many streams are allowed.
   absl::Duration watch_timeout = absl::Seconds(30);
-  // Who is behind each connection; null: every caller may make control calls (in-process tests).
-  const CallerTable* callers = nullptr;
-  // Each open watch stream holds a server thread.
   size_t max_watches = 128;
   size_t max_watches_per_caller = 16;
+  // Who is behind each connection; null: every caller may make control calls (in-process tests).
+  const CallerTable* callers = nullptr;
+  // Calls that block (Announce, RunProbe) each hold a thread while they run.
+  size_t max_blocking_calls = 256;
   ApiCounters* counters = nullptr;  // Optional.
 };
 
@@ -68,40 +77,36 @@ class FabricAgentService final : public FabricAgentBase {
                               Prober* prober = nullptr, ServiceOptions options = {});
   ~FabricAgentService() override;
 
-  grpc::Status GetInventory(grpc::ServerContext* ctx, const v1::GetInventoryRequest* req,
-                            v1::Inventory* out) override;
-  grpc::ServerUnaryReactor* SelectNics(grpc::CallbackServerContext* ctx,
-                                       const grpc::ByteBuffer* req, grpc::ByteBuffer* out) override;
-  grpc::Status Place(grpc::ServerContext* ctx, const v1::PlaceRequest* req,
-                     v1::PlaceResponse* out) override;
-  grpc::Status WatchInventory(grpc::ServerContext* ctx, const v1::WatchInventoryRequest* req,
-                              grpc::ServerWriter<v1::InventoryEvent>* writer) override;
-  grpc::Status GetHealth(grpc::ServerContext* ctx, const v1::GetHealthRequest* req,
-                         v1::Health* out) override;
-  grpc::Status Announce(grpc::ServerContext* ctx, const v1::AnnounceRequest* req,
-                        v1::AnnounceResponse* out) override;
-  grpc::Status ListAnnouncements(grpc::ServerContext* ctx, const v1::ListAnnouncementsRequest* req,
-                                 v1::ListAnnouncementsResponse* out) override;
-  grpc::Status RunProbe(grpc::ServerContext* ctx, const v1::RunProbeRequest* req,
-                        v1::ProbeResult* out) override;
-  grpc::Status ListProbeResults(grpc::ServerContext* ctx, const v1::ListProbeResultsRequest* req,
-                                v1::ListProbeResultsResponse* out) override;
-  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest*,
-                                 v1::PingResponse*) override {
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
+  using Reactor = grpc::ServerUnaryReactor;
+  using Ctx = grpc::CallbackServerContext;
+  using Bytes = grpc::ByteBuffer;
+  Reactor* GetInventory(Ctx* ctx, const Bytes* req, Bytes* out) override;
+  Reactor* SelectNics(Ctx* ctx, const Bytes* req, Bytes* out) override;
+  Reactor* Place(Ctx* ctx, const Bytes* req, Bytes* out) override;
+  grpc::ServerWriteReactor<Bytes>* WatchInventory(Ctx* ctx, const Bytes* req) override;
+  Reactor* GetHealth(Ctx* ctx, const Bytes* req, Bytes* out) override;
+  Reactor* Ping(Ctx* ctx, const Bytes* req, Bytes* out) override;
+  Reactor* Announce(Ctx* ctx, const Bytes* req, Bytes* out) override;
+  Reactor* ListAnnouncements(Ctx* ctx, const Bytes* req, Bytes* out) override;
+  Reactor* RunProbe(Ctx* ctx, const Bytes* req, Bytes* out) override;
+  Reactor* ListProbeResults(Ctx* ctx, const Bytes* req, Bytes* out) override;
 
  private:
   absl::StatusOr<std::shared_ptr<const Snapshot>> Ready() const;
   // Control calls (those that make the agent send, probe or change something) need a caller
   // who may make them: PERMISSION_DENIED, or UNAUTHENTICATED where the connection carries no
   // identity. Logged and counted.
-  grpc::Status AuthorizeControl(const grpc::ServerContext* ctx, std::string_view method);
-  std::optional<Caller> CallerOf(const grpc::ServerContext* ctx) const;
+  grpc::Status AuthorizeControl(const grpc::ServerContextBase& ctx, std::string_view method);
+  std::optional<Caller> CallerOf(const grpc::ServerContextBase& ctx) const;
   // SelectNics' answer as serialized bytes, from the snapshot's cache or computed into it.
   absl::StatusOr<std::shared_ptr<const std::string>> Select(const v1::SelectNicsRequest& req);
+
+  // A unary call: decodes the request, runs `fn` (here, or on a thread of its own when
+  // `blocking`), encodes the answer.
+  template <typename Req, typename Resp, typename Fn>
+  Reactor* Unary(Ctx* ctx, const Bytes* in, Bytes* out, Fn fn, bool blocking = false);
+  // Runs `fn` on a new thread; false when max_blocking_calls are already running.
+  bool Offload(std::function<void()> fn);
 
   const SnapshotStore* store_;
   Announcer* announcer_;
@@ -109,17 +114,11 @@ class FabricAgentService final : public FabricAgentBase {
   ServiceOptions opt_;
   ApiCounters own_counters_;
   ApiCounters* counters_;
+  WatchHub watches_;
 
-  // Writes to watch clients in progress, by context, with when they started; a reaper thread
-  // cancels those older than watch_timeout_.
-  void Reap();
-  std::mutex watch_mu_;
-  std::condition_variable watch_cv_;
-  std::map<grpc::ServerContext*, absl::Time> writing_;
-  std::map<std::string, size_t> watches_by_caller_;  // Open watch streams per Caller::Key().
-  size_t watches_ = 0;
-  bool stopping_ = false;
-  std::thread reaper_;
+  std::mutex blocking_mu_;
+  std::condition_variable blocking_cv_;
+  size_t blocking_ = 0;  // Offloaded calls running.
 };
 
 }  // namespace fabric

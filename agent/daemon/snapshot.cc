@@ -32,6 +32,7 @@ void SnapshotStore::Publish(std::shared_ptr<const Snapshot> snapshot) {
     current_ = std::move(snapshot);
   }
   cv_.notify_all();
+  Notify();
 }
 
 std::shared_ptr<const Snapshot> SnapshotStore::WaitNewer(uint64_t generation,
@@ -49,6 +50,23 @@ void SnapshotStore::Shutdown() {
     shutdown_ = true;
   }
   cv_.notify_all();
+  Notify();
+}
+
+int SnapshotStore::Subscribe(std::function<void()> wake) const {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  subscribers_.emplace(next_subscriber_, std::move(wake));
+  return next_subscriber_++;
+}
+
+void SnapshotStore::Unsubscribe(int id) const {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  subscribers_.erase(id);
+}
+
+void SnapshotStore::Notify() const {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  for (const auto& [id, wake] : subscribers_) wake();
 }
 
 bool SnapshotStore::shutting_down() const {

@@ -4,6 +4,8 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -59,8 +61,18 @@ class SnapshotStore {
   // Wakes every waiter for good (server shutdown).
   void Shutdown();
   bool shutting_down() const;
+  // `wake` runs after every Publish and at Shutdown, on that caller's thread and outside the
+  // store's lock (it may call Current()); it must be quick. Returns the id for Unsubscribe, after
+  // which `wake` is not running and never runs again.
+  int Subscribe(std::function<void()> wake) const;
+  void Unsubscribe(int id) const;
 
  private:
+  void Notify() const;
+  mutable std::mutex subscribers_mu_;
+  mutable std::map<int, std::function<void()>> subscribers_;
+  mutable int next_subscriber_ = 0;
+
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::shared_ptr<const Snapshot> current_;

@@ -1,0 +1,266 @@
+#include "agent/daemon/watch.h"
+
+#include <google/protobuf/util/time_util.h>
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "agent/changes/changes.h"
+#include "agent/common/log.h"
+#include "agent/daemon/raw_call.h"
+#include "agent/daemon/service.h"
+
+namespace fabric {
+
+void FillInventory(const Snapshot& s, v1::Inventory* out) {
+  *out->mutable_host() = s.host;
+  out->set_generation(s.generation);
+  *out->mutable_discovered_at() =
+      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(s.discovered_at));
+  s.events.Fill(absl::Now(), s.event_window, out);
+}
+
+std::string WatchEventBytes(const Snapshot* last, const Snapshot& next) {
+  v1::InventoryEvent event;
+  FillInventory(next, event.mutable_inventory());
+  if (last != nullptr) {
+    for (v1::InventoryChange& c : DiffHosts(last->host, next.host)) {
+      next.events.SetCount(&c);
+      *event.add_changes() = std::move(c);
+    }
+  }
+  return event.SerializeAsString();
+}
+
+namespace {
+
+// A call refused before it became a stream.
+class Refused final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit Refused(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+// Every field is guarded by the hub's mutex. StartWrite and Finish are called without it (a
+// reaction that gRPC ran inline would take it again); a stream the pump is acting on is pinned,
+// so that OnDone on another thread does not free it under the pump.
+class WatchHub::Stream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  Stream(WatchHub* hub, grpc::CallbackServerContext* ctx, std::string key)
+      : hub_(hub), ctx_(ctx), key_(std::move(key)) {}
+
+  void OnWriteDone(bool ok) override {
+    bool finish = false;
+    {
+      std::lock_guard<std::mutex> lock(hub_->mu_);
+      writing_ = false;
+      if (!ok || cancelled_) finish = TakeFinish();
+    }
+    if (finish) {
+      Finish(grpc::Status::OK);  // The client left; nobody reads the status.
+    } else {
+      hub_->Wake();  // Ready for the next event.
+    }
+  }
+
+  void OnCancel() override {
+    bool finish = false;
+    {
+      std::lock_guard<std::mutex> lock(hub_->mu_);
+      cancelled_ = true;
+      // A write in flight fails now and finishes the stream from OnWriteDone.
+      if (!writing_) finish = TakeFinish();
+    }
+    if (finish) Finish(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override { hub_->Close(this); }
+
+ private:
+  friend class WatchHub;
+
+  // True once: the caller then calls Finish.
+  bool TakeFinish() {
+    if (finished_) return false;
+    finished_ = true;
+    return true;
+  }
+
+  WatchHub* const hub_;
+  grpc::CallbackServerContext* const ctx_;
+  const std::string key_;
+  std::shared_ptr<const Snapshot> last_;  // The last snapshot sent; null before the first.
+  grpc::ByteBuffer buffer_;               // The write in flight.
+  absl::Time write_started_;
+  bool writing_ = false;
+  bool timed_out_ = false;
+  bool cancelled_ = false;
+  bool finished_ = false;
+  bool done_ = false;  // OnDone ran: deleted when the last pin goes.
+  int pins_ = 0;
+};
+
+WatchHub::WatchHub(const SnapshotStore* store, WatchOptions options, ApiCounters* counters)
+    : store_(store), opt_(options), counters_(counters) {
+  subscription_ = store_->Subscribe([this] { Wake(); });
+  pump_ = std::thread([this] { Pump(); });
+}
+
+WatchHub::~WatchHub() {
+  store_->Unsubscribe(subscription_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  pump_.join();
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Refuse(grpc::Status status) {
+  return new Refused(std::move(status));
+}
+
+void WatchHub::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_ = true;
+  }
+  cv_.notify_all();
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Open(grpc::CallbackServerContext* ctx,
+                                                           const std::string& caller_key,
+                                                           const std::string& who) {
+  if (store_->Current() == nullptr) {
+    return Refuse(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "the first inventory is not ready yet"));
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  const char* limit = nullptr;
+  size_t bound = 0;
+  auto it = by_caller_.find(caller_key);
+  const size_t mine = it == by_caller_.end() ? 0 : it->second;
+  if (streams_.size() >= opt_.max_watches) {
+    limit = "max_watches", bound = opt_.max_watches;
+  } else if (mine >= opt_.max_watches_per_caller) {
+    limit = "max_watches_per_caller", bound = opt_.max_watches_per_caller;
+  }
+  if (limit != nullptr) {
+    lock.unlock();
+    if (counters_ != nullptr) counters_->OverLimit(limit);
+    return Refuse(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("too many watch streams: --", absl::StrReplaceAll(limit, {{"_", "-"}}), "=",
+                     bound, " reached", who.empty() ? "" : absl::StrCat(" (", who, ")"))));
+  }
+  auto* s = new Stream(this, ctx, caller_key);
+  streams_.insert(s);
+  ++by_caller_[caller_key];
+  if (counters_ != nullptr) ++counters_->watches;
+  dirty_ = true;
+  lock.unlock();
+  cv_.notify_all();
+  return s;
+}
+
+void WatchHub::Close(Stream* s) {
+  bool free_now = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (streams_.erase(s) == 1) {
+      if (--by_caller_[s->key_] == 0) by_caller_.erase(s->key_);
+      if (counters_ != nullptr) --counters_->watches;
+    }
+    s->done_ = true;
+    free_now = s->pins_ == 0;
+  }
+  if (free_now) delete s;
+}
+
+void WatchHub::Pump() {
+  // What one round decided, done after the lock is released.
+  struct Act {
+    Stream* s;
+    bool write;  // Else Finish with `status`.
+    grpc::Status status;
+  };
+  std::vector<Act> acts;
+  std::vector<Stream*> freed;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    dirty_ = false;
+    const std::shared_ptr<const Snapshot> current = store_->Current();
+    const bool shutting_down = store_->shutting_down();
+    const absl::Time now = absl::Now();
+    absl::Time next = absl::InfiniteFuture();
+    // Streams mostly stand at the same generation: one event per starting point per round.
+    std::map<const Snapshot*, std::string> events;
+    for (Stream* s : streams_) {
+      if (s->finished_) continue;
+      if (shutting_down) {
+        s->finished_ = true;
+        ++s->pins_;
+        acts.push_back(
+            {s, false,
+             grpc::Status(grpc::StatusCode::UNAVAILABLE, "fabric-agent is shutting down")});
+        continue;
+      }
+      if (s->writing_) {
+        // A write waits while the client does not read (flow control). TryCancel is safe under
+        // the lock: gRPC runs OnCancel of an application reactor on its own threads.
+        if (now - s->write_started_ >= opt_.timeout) {
+          if (!s->timed_out_) {
+            Log(LogLevel::kWarning, "dropping watch client ", s->ctx_->peer(),
+                ": it took no event for ", absl::FormatDuration(now - s->write_started_));
+            s->timed_out_ = true;
+            s->ctx_->TryCancel();
+          }
+        } else {
+          next = std::min(next, s->write_started_ + opt_.timeout);
+        }
+        continue;
+      }
+      if (s->cancelled_ || current == nullptr) continue;
+      if (s->last_ != nullptr && s->last_->generation >= current->generation) continue;
+      auto [ev, fresh] = events.try_emplace(s->last_.get());
+      if (fresh) ev->second = WatchEventBytes(s->last_.get(), *current);
+      s->buffer_ = BytesToBuffer(ev->second);
+      s->last_ = current;
+      s->writing_ = true;
+      s->write_started_ = now;
+      ++s->pins_;
+      acts.push_back({s, true, grpc::Status::OK});
+    }
+    events.clear();
+    if (!acts.empty()) {
+      lock.unlock();
+      for (Act& a : acts) {
+        if (a.write) {
+          a.s->StartWrite(&a.s->buffer_);
+        } else {
+          a.s->Finish(std::move(a.status));
+        }
+      }
+      lock.lock();
+      for (Act& a : acts) {
+        if (--a.s->pins_ == 0 && a.s->done_) freed.push_back(a.s);
+      }
+      acts.clear();
+      for (Stream* s : freed) delete s;
+      freed.clear();
+    }
+    if (dirty_ || stop_) continue;
+    // Sleeps without a timeout while no write is in progress: an idle agent does not wake.
+    if (next == absl::InfiniteFuture()) {
+      cv_.wait(lock, [this] { return dirty_ || stop_; });
+    } else {
+      cv_.wait_until(lock, absl::ToChronoTime(next), [this] { return dirty_ || stop_; });
+    }
+  }
+}
+
+}  // namespace fabric

@@ -1,0 +1,35 @@
+// What a hostile or bursty client does to a server, and what it costs the server: for the tests
+// and benchmarks that hold the agent to its bounds (agent/daemon/access_test.cc,
+// tests/bench/soak_bench.cc).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace fabric::testing {
+
+// A process's cost as /proc tells it; -1 where unreadable.
+struct ProcStats {
+  int64_t rss_kb = -1;  // VmRSS
+  int64_t hwm_kb = -1;  // VmHWM: the peak RSS so far
+  int threads = -1;
+  int fds = -1;
+  double cpu_s = -1;  // user + system
+};
+ProcStats ReadProcStats(pid_t pid);
+
+// A connected stream socket to "unix:PATH" or "HOST:PORT"; -1 when it could not connect.
+int ConnectTo(const std::string& target);
+
+// Opens and at once closes `n` connections, unpaced. Returns how many connected.
+int ChurnConnections(const std::string& target, int n);
+
+// The HTTP/2 rapid reset (CVE-2023-44487) on one plaintext connection: `n` requests for
+// `path`, each cancelled (RST_STREAM) right after its HEADERS. Returns how many were sent before
+// the server closed the connection (n when it did not); an error when it could not connect.
+absl::StatusOr<int> RapidReset(const std::string& target, int n, const std::string& path);
+
+}  // namespace fabric::testing
