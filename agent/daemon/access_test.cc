@@ -44,18 +44,6 @@ std::shared_ptr<grpc::Channel> OwnChannel(const std::string& target) {
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
-int ConnectUnix(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  std::memcpy(sa.sun_path, path.data(), path.size());
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 class AccessTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -194,7 +182,7 @@ TEST_F(AccessTest, ConnectionsOverTheLimitAreToldWhy) {
   Start({"--max-connections=4"});
   std::vector<int> held;
   for (int i = 0; i < 4; ++i) {
-    int fd = ConnectUnix(socket_);
+    int fd = testing::ConnectTo("unix:" + socket_);
     ASSERT_GE(fd, 0);
     held.push_back(fd);
   }
@@ -253,7 +241,7 @@ TEST_F(AccessTest, FileDescriptorExhaustionNeitherStopsServingNorEmptiesTheInven
   ASSERT_EQ(before.host().rdma_devices_size(), 9);
   std::vector<int> held;
   for (int i = 0; i < 120; ++i) {
-    int fd = ConnectUnix(socket_);
+    int fd = testing::ConnectTo("unix:" + socket_);
     if (fd >= 0) held.push_back(fd);
   }
   ASSERT_TRUE(testing::WaitFor(

@@ -121,6 +121,17 @@ absl::StatusOr<std::shared_ptr<const Snapshot>> FabricAgentService::Ready() cons
   return s;
 }
 
+template <typename Req, typename Resp, typename Fn>
+FabricAgentService::Reactor* FabricAgentService::Control(Ctx* ctx, const Bytes* in, Bytes* out,
+                                                         std::string_view method, Fn fn) {
+  if (grpc::Status a = AuthorizeControl(*ctx, method); !a.ok()) {
+    Reactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(a);
+    return reactor;
+  }
+  return Unary<Req, Resp>(ctx, in, out, std::move(fn), /*blocking=*/true);
+}
+
 FabricAgentService::Reactor* FabricAgentService::GetInventory(Ctx* ctx, const Bytes* in,
                                                               Bytes* out) {
   return Unary<v1::GetInventoryRequest, v1::Inventory>(
@@ -208,22 +219,15 @@ FabricAgentService::Reactor* FabricAgentService::Ping(Ctx* ctx, const Bytes* in,
 }
 
 FabricAgentService::Reactor* FabricAgentService::Announce(Ctx* ctx, const Bytes* in, Bytes* out) {
-  if (grpc::Status a = AuthorizeControl(*ctx, "Announce"); !a.ok()) {
-    Reactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(a);
-    return reactor;
-  }
-  // Sends frames and waits for their repeats: on a thread of its own.
-  return Unary<v1::AnnounceRequest, v1::AnnounceResponse>(
-      ctx, in, out,
-      [this](const v1::AnnounceRequest& req, v1::AnnounceResponse* resp) {
+  // Sends frames and waits for their repeats.
+  return Control<v1::AnnounceRequest, v1::AnnounceResponse>(
+      ctx, in, out, "Announce", [this](const v1::AnnounceRequest& req, v1::AnnounceResponse* resp) {
         if (announcer_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "announcing is off");
         auto done = announcer_->Announce(req);
         if (!done.ok()) return ToGrpc(done.status());
         for (auto& a : *done) *resp->add_announcements() = std::move(a);
         return grpc::Status::OK;
-      },
-      /*blocking=*/true);
+      });
 }
 
 FabricAgentService::Reactor* FabricAgentService::ListAnnouncements(Ctx* ctx, const Bytes* in,
@@ -240,22 +244,15 @@ FabricAgentService::Reactor* FabricAgentService::ListAnnouncements(Ctx* ctx, con
 }
 
 FabricAgentService::Reactor* FabricAgentService::RunProbe(Ctx* ctx, const Bytes* in, Bytes* out) {
-  if (grpc::Status a = AuthorizeControl(*ctx, "RunProbe"); !a.ok()) {
-    Reactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(a);
-    return reactor;
-  }
-  // A probe runs for seconds: on a thread of its own.
-  return Unary<v1::RunProbeRequest, v1::ProbeResult>(
-      ctx, in, out,
-      [this](const v1::RunProbeRequest& req, v1::ProbeResult* resp) {
+  // A probe runs for seconds.
+  return Control<v1::RunProbeRequest, v1::ProbeResult>(
+      ctx, in, out, "RunProbe", [this](const v1::RunProbeRequest& req, v1::ProbeResult* resp) {
         if (prober_ == nullptr) return grpc::Status(grpc::UNAVAILABLE, "probing is off");
         auto r = prober_->Run(req);
         if (!r.ok()) return ToGrpc(r.status());
         *resp = *std::move(r);
         return grpc::Status::OK;
-      },
-      /*blocking=*/true);
+      });
 }
 
 FabricAgentService::Reactor* FabricAgentService::ListProbeResults(Ctx* ctx, const Bytes* in,

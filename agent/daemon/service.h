@@ -105,6 +105,9 @@ class FabricAgentService final : public FabricAgentBase {
   // `blocking`), encodes the answer.
   template <typename Req, typename Resp, typename Fn>
   Reactor* Unary(Ctx* ctx, const Bytes* in, Bytes* out, Fn fn, bool blocking = false);
+  // A control call: authorized, then run as a blocking Unary (it sends or probes).
+  template <typename Req, typename Resp, typename Fn>
+  Reactor* Control(Ctx* ctx, const Bytes* in, Bytes* out, std::string_view method, Fn fn);
   // Runs `fn` on a new thread; false when max_blocking_calls are already running.
   bool Offload(std::function<void()> fn);
 
