@@ -158,7 +158,7 @@ TEST_F(AccessTest, PlaintextTcpServesReadsOnly) {
   Start({"--listen=127.0.0.1:0"});
   std::optional<std::string> logged = testing::WaitForLogged(*agent_, "(port ", absl::Seconds(5));
   ASSERT_TRUE(logged.has_value()) << agent_->Stderr();
-  const std::string port = logged->substr(0, logged->find(')'));
+  const std::string port = logged->substr(0, logged->find_first_not_of("0123456789"));
   auto tcp = v1::FabricAgent::NewStub(OwnChannel("127.0.0.1:" + port));
   v1::Inventory inv;
   auto ctx = Ctx();

@@ -100,6 +100,7 @@ struct AgentState {
   EventLog events;         // Loop thread only; each snapshot gets a copy.
   AgentCounters counters;  // Read by scrapes.
   HeapTrimmer trimmer;
+  std::unique_ptr<TlsContext> tls;
 };
 
 // Which kernel event sources work, for health and metrics.
@@ -414,10 +415,12 @@ absl::Status StepProbes(AgentState& st) {
 }
 void StopProbes(AgentState& st) { st.prober.reset(); }
 
-// A burst of clients must not run the agent out of descriptors: take the hard limit.
-absl::Status StepFileLimit(AgentState&) {
-  RaiseFileLimit();
-  return absl::OkStatus();
+// Certificates that do not load are a configuration error (exit 2), before anything serves.
+absl::Status StepTls(AgentState& st) {
+  if (st.opt.tls.cert.empty() && st.opt.tls.key.empty()) return absl::OkStatus();
+  auto tls = TlsContext::Load(st.opt.tls);
+  if (tls.ok()) st.tls = *std::move(tls);
+  return tls.status();
 }
 
 absl::Status StepServe(AgentState& st) {
@@ -445,17 +448,13 @@ absl::Status StepServe(AgentState& st) {
   ao.max_connections = st.opt.max_connections;
   ao.max_streams = st.opt.max_streams;
   ao.max_threads = st.opt.max_threads;
+  ao.tls = st.tls.get();
   auto api = ApiServer::Start(ao, {st.service.get()}, &st.callers);
   if (!api.ok()) return api.status();
   st.api = *std::move(api);
   st.own_socket = true;
   st.api->server()->GetHealthCheckService()->SetServingStatus(kServiceName, false);
-  Log(LogLevel::kInfo, "serving on unix:", st.opt.socket,
-      st.opt.listen.empty() ? ""
-                            : absl::StrCat(" and, for reads only, ", st.opt.listen, " (port ",
-                                           st.api->tcp_port(), ")"),
-      "; control calls: root, uid ", ao.policy.agent_uid,
-      ao.policy.control_gid ? absl::StrCat(" and group ", st.opt.control_group) : "");
+  Log(LogLevel::kInfo, st.api->Describe(ao));
   return absl::OkStatus();
 }
 void StopServe(AgentState& st) {
@@ -533,8 +532,11 @@ struct Step {
 
 constexpr Step kSteps[] = {
     {"block signals", StepSignals, StopSignals, kAgentFailed},
-    {"raise the file limit", StepFileLimit, nullptr, kAgentFailed},
+    // A burst of clients must not run the agent out of descriptors: take the hard limit.
+    {"raise the file limit", [](AgentState&) { return RaiseFileLimit(), absl::OkStatus(); },
+     nullptr, kAgentFailed},
     {"load config", StepConfig, nullptr, kAgentBadConfig},
+    {"load TLS certificates", StepTls, nullptr, kAgentBadConfig},
     {"lock the socket", StepSocketLock, StopSocketLock, kAgentFailed},
     {"first inventory", StepFirstInventory, nullptr, kAgentFailed},
     {"watch netlink and uevents", StepEvents, StopEvents, kAgentFailed},

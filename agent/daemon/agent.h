@@ -6,13 +6,15 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "agent/daemon/tls.h"
 
 namespace fabric {
 
 struct AgentOptions {
   std::string socket = "/run/fabric-agent/agent.sock";
   std::string socket_group;  // Empty: the process's group.
-  std::string listen;        // "HOST:PORT" for TCP (reads only), empty for none; port 0 picks one.
+  std::string listen;        // "HOST:PORT" for TCP, empty for none; port 0 picks one.
+  TlsOptions tls;            // TLS on `listen`; without it, TCP serves reads only.
   // Besides root and the agent's own user, members of this group may make control calls
   // (Announce, RunProbe) over the Unix socket. Empty: none.
   std::string control_group;

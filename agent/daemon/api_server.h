@@ -14,6 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "agent/daemon/listener.h"
+#include "agent/daemon/relay.h"
+#include "agent/daemon/tls.h"
 
 namespace fabric {
 
@@ -25,6 +27,8 @@ struct ApiServerOptions {
   int max_streams = 32;           // Concurrent calls per connection (HTTP/2 streams).
   int max_threads = 256;          // The synchronous server's thread pool.
   int max_request_bytes = 1 << 20;
+  RelayOptions relay;
+  TlsContext* tls = nullptr;  // TLS on `listen`; must outlive the server.
 };
 
 class ApiServer {
@@ -42,6 +46,9 @@ class ApiServer {
   uint16_t tcp_port() const { return tcp_port_; }
   // One entry per listener (unix, then tcp).
   std::vector<std::pair<std::string, ListenerStats>> Stats() const;
+  RelayStats relay_stats() const { return relay_->Stats(); }
+  // One line for the log: where it serves, and who may make control calls over which channel.
+  std::string Describe(const ApiServerOptions& options) const;
 
  private:
   ApiServer() = default;
@@ -49,6 +56,7 @@ class ApiServer {
   std::unique_ptr<grpc::CallbackGenericService> refusals_;
   std::unique_ptr<grpc::Server> refusal_server_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Relay> relay_;  // After the servers: destroyed (connections closed) first.
   std::vector<std::unique_ptr<Listener>> listeners_;
   uint16_t tcp_port_ = 0;
   bool shut_down_ = false;

@@ -412,10 +412,10 @@ TEST_F(AgentTest, BadConfigAndUnreadableSysfsFailStartup) {
 
 TEST_F(AgentTest, ServesTcpWhenAsked) {
   StartAgent({"--listen=127.0.0.1:0"});
-  // The agent logs the port it got: "... and 127.0.0.1:0 (port 41234)".
+  // The agent logs the port it got: "... and 127.0.0.1:0 (port 41234; ...)".
   std::optional<std::string> logged = testing::WaitForLogged(*agent_, "(port ", absl::Seconds(5));
   ASSERT_TRUE(logged.has_value()) << agent_->Stderr();
-  const std::string port = logged->substr(0, logged->find(')'));
+  const std::string port = logged->substr(0, logged->find_first_not_of("0123456789"));
   auto tcp = v1::FabricAgent::NewStub(
       grpc::CreateChannel("127.0.0.1:" + port, grpc::InsecureChannelCredentials()));
   v1::Inventory inv;

@@ -46,11 +46,15 @@ std::vector<gid_t> PeerGroups(int fd, gid_t primary) {
 }  // namespace
 
 std::string Caller::Name() const {
-  if (channel == Channel::kTcp) return absl::StrCat("tcp ", address);
+  if (channel == Channel::kTcp) {
+    return certificate.empty() ? absl::StrCat("tcp ", address)
+                               : absl::StrCat("tcp ", address, " (", certificate, ")");
+  }
   return absl::StrCat("uid ", uid, " (pid ", pid, ")");
 }
 
 std::string Caller::Key() const {
+  if (!certificate.empty()) return absl::StrCat("cert:", certificate);
   if (channel == Channel::kTcp) return absl::StrCat("ip:", address);
   return absl::StrCat("uid:", uid);
 }

@@ -31,16 +31,17 @@ struct Caller {
   uid_t uid = static_cast<uid_t>(-1);  // Unix only.
   gid_t gid = static_cast<gid_t>(-1);
   pid_t pid = 0;
-  std::string address;  // TCP: the peer's numeric address.
+  std::string address;      // TCP: the peer's numeric address.
+  std::string certificate;  // TLS: the verified client certificate's subject ("CN=ops").
   bool control = false;
   // When `control` is false: why, for the refusal (PERMISSION_DENIED) ...
   std::string denied;
   // ... or UNAUTHENTICATED where the connection carries no identity at all (plaintext TCP).
   bool anonymous = false;
 
-  // "uid 1000 (pid 42)" or "tcp 10.0.0.5".
+  // "uid 1000 (pid 42)", "tcp 10.0.0.5" or "tcp 10.0.0.5 (CN=ops)".
   std::string Name() const;
-  // What per-caller limits count by: "uid:1000" or "ip:10.0.0.5".
+  // What per-caller limits count by: "uid:1000", "cert:CN=ops" or "ip:10.0.0.5".
   std::string Key() const;
 };
 

@@ -26,9 +26,25 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--socket-group", opt.socket_group,
                  "group (name or number) that owns the socket; default: the process's group");
-  app.add_option("--listen", opt.listen,
-                 "also serve on TCP HOST:PORT (plaintext, reads only; bind to a management "
-                 "network); off by default");
+  auto* listen = app.add_option("--listen", opt.listen,
+                                "also serve on TCP HOST:PORT: reads only, unless TLS with client "
+                                "certificates (--tls-client-ca) is on; off by default");
+  auto* tls_cert = app.add_option("--tls-cert", opt.tls.cert,
+                                  "PEM certificate chain: --listen serves TLS (re-read on change)")
+                       ->needs(listen);
+  app.add_option("--tls-key", opt.tls.key, "PEM private key of --tls-cert (re-read on change)")
+      ->needs(tls_cert);
+  tls_cert->needs("--tls-key");
+  auto* client_ca =
+      app.add_option("--tls-client-ca", opt.tls.client_ca,
+                     "PEM CA: TLS clients must present a certificate from it, and only they may "
+                     "make control calls over TCP")
+          ->needs(tls_cert);
+  app.add_option("--tls-control-names", opt.tls.control_names,
+                 "only client certificates with one of these CN or SAN names may make control "
+                 "calls (comma-separated)")
+      ->delimiter(',')
+      ->needs(client_ca);
   app.add_option("--control-group", opt.control_group,
                  "group (name or number) whose members may make control calls (Announce, "
                  "RunProbe) over the Unix socket, besides root and the agent's own user");

@@ -211,6 +211,19 @@ void ApiMetrics(const MetricsSources& src, Exposition* out) {
                    "descriptors.",
                    l, s.shed);
     }
+    const RelayStats r = src.api->relay_stats();
+    out->Gauge("fabric_api_relayed_connections",
+               "TCP API connections relayed by the agent now (TLS, rapid-reset guard).", {},
+               r.open);
+    out->Counter("fabric_api_connections_closed_total",
+                 "TCP API connections the relay closed, by reason: reset_flood (an HTTP/2 rapid "
+                 "reset), not_http2 (a TLS client on a plaintext port, a scanner).",
+                 {{"reason", "reset_flood"}}, r.reset_floods);
+    out->Counter("fabric_api_connections_closed_total", "", {{"reason", "not_http2"}}, r.not_http2);
+    out->Counter("fabric_api_tls_handshake_failures_total",
+                 "TLS handshakes on --listen that failed or timed out (a certificate from another "
+                 "CA, none, a plaintext client).",
+                 {}, r.tls_failures);
   }
   if (src.api_counters != nullptr) {
     out->Gauge("fabric_api_watch_streams", "Open WatchInventory streams.", {},

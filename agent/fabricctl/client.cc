@@ -2,7 +2,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -23,10 +27,35 @@ absl::StatusOr<std::string> GrpcTarget(std::string_view target) {
   return std::string(target);
 }
 
-AgentClient::AgentClient(const std::string& grpc_target, absl::Duration timeout)
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentialsFor(
+    const ClientTls& tls) {
+  if (!tls.on()) return grpc::InsecureChannelCredentials();
+  if (tls.cert.empty() != tls.key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  grpc::SslCredentialsOptions o;
+  for (auto [flag, path, into] : {std::tuple{"--tls-ca", &tls.ca, &o.pem_root_certs},
+                                  std::tuple{"--tls-cert", &tls.cert, &o.pem_cert_chain},
+                                  std::tuple{"--tls-key", &tls.key, &o.pem_private_key}}) {
+    if (path->empty()) continue;  // No --tls-ca: the system's roots.
+    std::ifstream in(*path, std::ios::binary);
+    if (!in.is_open()) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, "=", *path, ": ", std::strerror(errno)));
+    }
+    std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (pem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, "=", *path, ": missing or empty"));
+    }
+    *into = std::move(pem);
+  }
+  return grpc::SslCredentials(o);
+}
+
+AgentClient::AgentClient(const std::string& grpc_target, absl::Duration timeout,
+                         std::shared_ptr<grpc::ChannelCredentials> credentials)
     : target_(grpc_target),
       timeout_(timeout),
-      channel_(grpc::CreateChannel(grpc_target, grpc::InsecureChannelCredentials())),
+      channel_(grpc::CreateChannel(grpc_target, std::move(credentials))),
       stub_(v1::FabricAgent::NewStub(channel_)) {}
 
 std::unique_ptr<grpc::ClientContext> AgentClient::Context(absl::Duration timeout) const {

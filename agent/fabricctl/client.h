@@ -1,6 +1,8 @@
 // fabricctl's side of the gRPC API: one call per subcommand against a running fabric-agent.
 #pragma once
 
+#include <grpcpp/security/credentials.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,11 +23,22 @@ inline constexpr char kDefaultTarget[] = "unix:///run/fabric-agent/agent.sock";
 // anything else is HOST:PORT (or any gRPC target URI). Empty is InvalidArgument.
 absl::StatusOr<std::string> GrpcTarget(std::string_view target);
 
+// TLS to a TCP target (--tls-ca, and --tls-cert/--tls-key for a client certificate): PEM paths.
+struct ClientTls {
+  std::string ca, cert, key;
+  bool on() const { return !ca.empty() || !cert.empty() || !key.empty(); }
+};
+// The channel credentials for `tls`: insecure when it is off; an error names the unreadable flag.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentialsFor(
+    const ClientTls& tls);
+
 class AgentClient {
  public:
   // Every call is bounded by `timeout`. Connection failures come back as Unavailable or
   // DeadlineExceeded with the target in the message.
-  AgentClient(const std::string& grpc_target, absl::Duration timeout);
+  AgentClient(
+      const std::string& grpc_target, absl::Duration timeout,
+      std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials());
 
   absl::StatusOr<v1::Inventory> GetInventory();
   absl::StatusOr<v1::Selection> SelectNics(const std::vector<std::string>& gpus,

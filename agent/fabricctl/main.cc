@@ -57,6 +57,7 @@ struct Options {
   bool is_export = false;
   std::string target = kDefaultTarget;
   double timeout_s = 5;
+  ClientTls tls;
   bool local = false;  // --sysfs or --procfs given: discover here instead of asking the agent.
   std::string fail_on = "unknown";
   bool liveness = false;
@@ -87,7 +88,9 @@ struct Options {
 absl::StatusOr<std::unique_ptr<AgentClient>> Client(const Options& opt) {
   auto target = GrpcTarget(opt.target);
   if (!target.ok()) return target.status();
-  return std::make_unique<AgentClient>(*target, absl::Seconds(opt.timeout_s));
+  auto creds = ChannelCredentialsFor(opt.tls);
+  if (!creds.ok()) return creds.status();
+  return std::make_unique<AgentClient>(*target, absl::Seconds(opt.timeout_s), *std::move(creds));
 }
 
 // The exit code for an error from the agent: the agent's verdict on the request (bad input,
@@ -595,19 +598,25 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", "fabricctl 0.1.0");
   // Flags shared by every subcommand; accepted before or after it.
   app.option_defaults()->always_capture_default();
+  // How to reach the agent: every command that may ask it has these.
+  auto agent_flags = [&](CLI::App* cmd, const char* target_help) {
+    cmd->add_option("--target", opt.target, target_help)->capture_default_str();
+    cmd->add_option("--timeout", opt.timeout_s, "seconds to wait for the agent")
+        ->check(CLI::Range(0.01, 3600.0))
+        ->capture_default_str();
+    cmd->add_option("--tls-ca", opt.tls.ca, "PEM CA of a TLS agent (HOST:PORT targets)");
+    cmd->add_option("--tls-cert", opt.tls.cert, "PEM client certificate for a TLS agent");
+    cmd->add_option("--tls-key", opt.tls.key, "PEM private key of --tls-cert");
+  };
   auto global = [&](CLI::App* cmd) {
     cmd->add_option("--sysfs", opt.sysfs, "sysfs root to discover from")->capture_default_str();
     cmd->add_option("--procfs", opt.procfs, "procfs root to discover from")->capture_default_str();
     cmd->add_option("--config", opt.config,
                     "agent config file (JSON: selection policy, static env)");
     cmd->add_flag("--json", opt.json, "print the proto3 JSON mapping of the result");
-    cmd->add_option("--target", opt.target,
-                    "fabric-agent to ask: unix:///PATH, /PATH or HOST:PORT (ignored with "
-                    "--sysfs/--procfs)")
-        ->capture_default_str();
-    cmd->add_option("--timeout", opt.timeout_s, "seconds to wait for the agent")
-        ->check(CLI::Range(0.01, 3600.0))
-        ->capture_default_str();
+    agent_flags(cmd,
+                "fabric-agent to ask: unix:///PATH, /PATH or HOST:PORT (ignored with "
+                "--sysfs/--procfs)");
   };
   CLI::App* inventory = app.add_subcommand("inventory", "everything discovered on this host");
   CLI::App* topo = app.add_subcommand("topo", "GPU x NIC matrix of PCIe distance classes");
@@ -633,11 +642,7 @@ int Main(int argc, char** argv) {
   bool via_agent = false;
   for (CLI::App* cmd : {announce_cmd, announcements, probe, probes_cmd, watch}) {
     cmd->add_flag("--json", opt.json, "print the proto3 JSON mapping of the result");
-    cmd->add_option("--target", opt.target, "fabric-agent to ask (with --via-agent)")
-        ->capture_default_str();
-    cmd->add_option("--timeout", opt.timeout_s, "seconds to wait for the agent")
-        ->check(CLI::Range(0.01, 3600.0))
-        ->capture_default_str();
+    agent_flags(cmd, "fabric-agent to ask (with --via-agent)");
   }
   announcements->add_option("--container", opt.container, "only this CNI container ID");
   announce_cmd->add_option("--ifname", opt.ifname, "the interface to announce");

@@ -3,7 +3,10 @@
 // first, over --idle seconds after start, then RSS again after the load).
 //
 //   select_rpc_bench [--seconds=2] [--rounds=3] [--callers=1,8,64] [--gpus=8] [--idle=60]
-//                    [--agent=PATH] [--mkhost=PATH]
+//                    [--transport=unix|tcp|tls] [--agent=PATH] [--mkhost=PATH]
+//
+// --transport=tcp serves on 127.0.0.1 in plaintext (through the agent's relay), tls the same
+// with mutual TLS (certificates made for the run; each caller keeps its connection).
 //
 // It writes the roce-9port example host to tmpfs, starts the real fabric-agent on it, and runs
 // Ping and SelectNics in alternating rounds (so drift hits both alike). Each caller has its own
@@ -30,6 +33,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "fabric/v1/agent.grpc.pb.h"
+#include "tests/testing/certs.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric {
@@ -46,6 +50,7 @@ struct Flags {
   double idle = 60;
   std::string agent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
   std::string mkhost = FABRIC_BINARY_DIR "/tests/hosts/fabric-mkhost";
+  std::string transport = "unix";
 };
 
 bool Flag(const char* arg, const char* name, std::string* value) {
@@ -71,6 +76,9 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->agent = v;
     } else if (Flag(argv[i], "--mkhost", &v)) {
       f->mkhost = v;
+    } else if (Flag(argv[i], "--transport", &v)) {
+      f->transport = v;
+      ok = v == "unix" || v == "tcp" || v == "tls";
     } else if (Flag(argv[i], "--callers", &v)) {
       f->callers.clear();
       for (absl::string_view c : absl::StrSplit(v, ',')) {
@@ -103,15 +111,15 @@ double Pct(std::vector<double>& v, double p) {
 }
 
 // `callers` threads, each with its own channel, calling `select` (else Ping) for `seconds`.
-Result RunOnce(const std::string& socket, int callers, bool select, int gpus, double seconds) {
+Result RunOnce(const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
+               int callers, bool select, int gpus, double seconds) {
   static const char* kGpus[] = {"0000:1a:00.0", "0000:1e:00.0", "0000:3c:00.0", "0000:40:00.0",
                                 "0000:9c:00.0", "0000:a0:00.0", "0000:bc:00.0", "0000:c0:00.0"};
   std::vector<std::unique_ptr<v1::FabricAgent::Stub>> stubs;
   for (int i = 0; i < callers; ++i) {
     grpc::ChannelArguments args;
     args.SetInt("grpc.use_local_subchannel_pool", 1);  // A connection per caller.
-    stubs.push_back(v1::FabricAgent::NewStub(
-        grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args)));
+    stubs.push_back(v1::FabricAgent::NewStub(grpc::CreateCustomChannel(target, creds, args)));
     v1::PingResponse pr;
     grpc::ClientContext ctx;  // Connect before timing.
     (void)stubs.back()->Ping(&ctx, v1::PingRequest(), &pr);
@@ -198,9 +206,27 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const std::string socket = dir + "/agent.sock";
-  auto agent =
-      testing::Subprocess::Start({f.agent, "--socket=" + socket, "--sysfs=" + dir + "/host/sys",
-                                  "--procfs=" + dir + "/host/proc"});
+  std::vector<std::string> cmd = {f.agent, "--socket=" + socket, "--sysfs=" + dir + "/host/sys",
+                                  "--procfs=" + dir + "/host/proc"};
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (f.transport != "unix") cmd.push_back("--listen=127.0.0.1:0");
+  if (f.transport == "tls") {
+    const testing::Cert ca = testing::MakeCert(dir, "ca", "bench CA", nullptr);
+    const testing::Cert server = testing::MakeCert(dir, "server", "agent", &ca, "IP:127.0.0.1");
+    const testing::Cert client = testing::MakeCert(dir, "client", "bench", &ca);
+    cmd.insert(cmd.end(), {"--tls-cert=" + server.cert_path, "--tls-key=" + server.key_path,
+                           "--tls-client-ca=" + ca.cert_path});
+    auto slurp = [](const std::string& path) {
+      std::ifstream in(path);
+      return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = slurp(ca.cert_path);
+    o.pem_cert_chain = slurp(client.cert_path);
+    o.pem_private_key = slurp(client.key_path);
+    creds = grpc::SslCredentials(o);
+  }
+  auto agent = testing::Subprocess::Start(cmd);
   if (!agent.ok() ||
       !testing::WaitFor([&] { return testing::UnixSocketAccepts(socket) || !(*agent)->running(); },
                         absl::Seconds(30)) ||
@@ -211,10 +237,19 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const pid_t pid = (*agent)->pid();
+  std::string target = "unix:" + socket;
+  if (f.transport != "unix") {
+    auto port = testing::WaitForLogged(**agent, "(port ", absl::Seconds(30));
+    if (!port) {
+      std::fprintf(stderr, "select_rpc_bench: no TCP port: %s\n", (*agent)->Stderr().c_str());
+      return 1;
+    }
+    target = "127.0.0.1:" + port->substr(0, port->find_first_not_of("0123456789"));
+  }
   std::printf(
-      "fabric-agent on roce-9port; SelectNics for %d GPUs; %d rounds x %.1f s per run; "
+      "fabric-agent on roce-9port over %s; SelectNics for %d GPUs; %d rounds x %.1f s per run; "
       "%u CPUs\n",
-      f.gpus, f.rounds, f.seconds, std::thread::hardware_concurrency());
+      f.transport.c_str(), f.gpus, f.rounds, f.seconds, std::thread::hardware_concurrency());
   if (f.idle > 0) {
     // Idle from start: no calls; CPU over the window and memory at its end.
     const int64_t before = CpuTicks(pid);
@@ -235,7 +270,7 @@ int Main(int argc, char** argv) {
     Result ping, sel;
     for (int r = 0; r < f.rounds; ++r) {
       for (bool select : {false, true}) {
-        Result one = RunOnce(socket, callers, select, f.gpus, f.seconds);
+        Result one = RunOnce(target, creds, callers, select, f.gpus, f.seconds);
         Result& into = select ? sel : ping;
         into.lat_us.insert(into.lat_us.end(), one.lat_us.begin(), one.lat_us.end());
         into.seconds += one.seconds;

@@ -114,7 +114,7 @@ std::unique_ptr<Agent> StartAgent(std::vector<std::string> extra) {
     std::fprintf(stderr, "soak_bench: the agent did not start: %s\n", a->proc->Stderr().c_str());
     return nullptr;
   }
-  a->tcp = absl::StrCat("127.0.0.1:", port->substr(0, port->find(')')));
+  a->tcp = absl::StrCat("127.0.0.1:", port->substr(0, port->find_first_not_of("0123456789")));
   // Serving: a first inventory answers.
   auto stub = v1::FabricAgent::NewStub(
       grpc::CreateChannel("unix:" + a->socket, grpc::InsecureChannelCredentials()));
