@@ -263,13 +263,16 @@ constexpr bool kSanitized = true;  // Quarantine and shadow memory: sizes are no
 constexpr bool kSanitized = false;
 #endif
 
-TEST_F(AccessTest, UndecodableRequestsAreInvalidArgumentForEveryMethod) {
+TEST_F(AccessTest, UndecodableAndOversizeRequestsAreRefusedForEveryMethod) {
   Start({});
   auto channel = OwnChannel("unix:" + socket_);
   // Field 0 with wire type 7: no protobuf message parses it.
   const std::string junk("\x07\xff\xff\xff", 4);
   grpc::Slice slice(junk.data(), junk.size());
   const grpc::ByteBuffer in(&slice, 1);
+  const std::string huge((1 << 20) + 1, '\0');
+  grpc::Slice huge_slice(huge.data(), huge.size());
+  const grpc::ByteBuffer oversize(&huge_slice, 1);
   for (const char* m : {"GetInventory", "SelectNics", "Place", "GetHealth", "Ping", "Announce",
                         "ListAnnouncements", "RunProbe", "ListProbeResults"}) {
     const std::string path = absl::StrCat("/fabric.v1.FabricAgent/", m);
@@ -280,6 +283,13 @@ TEST_F(AccessTest, UndecodableRequestsAreInvalidArgumentForEveryMethod) {
         channel.get(), method, ctx.get(), in, &out);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << m << ": " << s.error_message();
     EXPECT_TRUE(absl::StrContains(s.error_message(), "is not a valid fabric.v1."))
+        << m << ": " << s.error_message();
+    // Over the 1 MiB bound: refused before it is decoded.
+    grpc::ByteBuffer big_out;
+    auto big_ctx = Ctx();
+    s = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+        channel.get(), method, big_ctx.get(), oversize, &big_out);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
         << m << ": " << s.error_message();
   }
   grpc::internal::RpcMethod watch("/fabric.v1.FabricAgent/WatchInventory",
