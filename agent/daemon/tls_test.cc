@@ -15,6 +15,7 @@
 #include "tests/hosts/hosts.h"
 #include "tests/testing/certs.h"
 #include "tests/testing/hostile.h"
+#include "tests/testing/scrape.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric {
@@ -241,7 +242,7 @@ TEST_F(TlsTest, BadCertificatesAtStartAreExitTwoWithTheReason) {
 }
 
 TEST_F(TlsTest, RapidResetOverTcpIsCutShortByTheRelay) {
-  const std::string port = Start({});
+  const std::string port = Start({"--metrics=127.0.0.1:0"});
   ASSERT_FALSE(port.empty());
   const testing::ProcStats before = testing::ReadProcStats(agent_->pid());
   auto sent = testing::RapidReset("127.0.0.1:" + port, 100000, "/fabric.v1.FabricAgent/Ping");
@@ -257,6 +258,15 @@ TEST_F(TlsTest, RapidResetOverTcpIsCutShortByTheRelay) {
   EXPECT_LT(after.hwm_kb, before.rss_kb + 64 * 1024);
 #endif
   EXPECT_TRUE(Inventory(Plain("127.0.0.1:" + port).get()).ok());
+  // Counted, by reason; a TLS client on this plaintext port is another.
+  EXPECT_FALSE(Inventory(Tls(port, ca_, nullptr).get()).ok());
+  auto logged = testing::WaitForLogged(*agent_, "metrics on http://127.0.0.1:", absl::Seconds(5));
+  ASSERT_TRUE(logged.has_value()) << agent_->Stderr();
+  auto [status, text] = testing::HttpGet(std::stoi(*logged), "/metrics");
+  ASSERT_EQ(status, "200 OK");
+  EXPECT_EQ(testing::Sample(text, R"(fabric_api_connections_closed_total{reason="reset_flood"})"),
+            1);
+  EXPECT_GE(testing::Sample(text, R"(fabric_api_connections_closed_total{reason="not_http2"})"), 1);
 }
 
 }  // namespace
