@@ -18,6 +18,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/hostile.h"
+#include "tests/testing/scrape.h"
 #include "tests/testing/soak.h"
 #include "tests/testing/subprocess.h"
 
@@ -236,7 +237,11 @@ TEST_F(AccessTest, FileDescriptorExhaustionNeitherStopsServingNorEmptiesTheInven
   GTEST_SKIP() << "UBSan's vptr check cannot run without file descriptors";
 #endif
   // A hard limit the agent cannot raise, and rescans twice a second while descriptors run out.
-  Start({"--rescan-interval=0.5"}, {"/usr/bin/prlimit", "--nofile=64:64", "--"});
+  Start({"--rescan-interval=0.5", "--metrics=127.0.0.1:0"},
+        {"/usr/bin/prlimit", "--nofile=64:64", "--"});
+  auto metrics = testing::WaitForLogged(*agent_, "metrics on http://127.0.0.1:", absl::Seconds(5));
+  ASSERT_TRUE(metrics.has_value()) << agent_->Stderr();
+  const int metrics_port = std::stoi(*metrics);
   const v1::Inventory before = Inventory();
   ASSERT_EQ(before.host().rdma_devices_size(), 9);
   std::vector<int> held;
@@ -249,12 +254,15 @@ TEST_F(AccessTest, FileDescriptorExhaustionNeitherStopsServingNorEmptiesTheInven
       absl::Seconds(10)))
       << agent_->Stderr();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // Rescans while exhausted.
+  (void)testing::HttpGet(metrics_port, "/metrics");  // The metrics listener meets EMFILE too.
   for (int fd : held) close(fd);
   ASSERT_TRUE(Serving(absl::Seconds(20))) << agent_->Stderr();
   const v1::Inventory after = Inventory();
   EXPECT_EQ(after.host().rdma_devices_size(), 9);
   EXPECT_EQ(after.generation(), before.generation()) << "a failed scan was published";
   EXPECT_FALSE(absl::StrContains(agent_->Stderr(), "DEVICE_REMOVED")) << agent_->Stderr();
+  // Every listener accepts again: the metrics endpoint (libmicrohttpd) too.
+  EXPECT_EQ(testing::HttpGet(metrics_port, "/metrics").first, "200 OK");
 }
 
 #if defined(__SANITIZE_ADDRESS__)
