@@ -13,21 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
+#include "agent/daemon/tls.h"
 
 namespace fabric {
 namespace {
 
 constexpr size_t kChunk = 16 * 1024;
-
-// The last OpenSSL error of this thread, for a log line.
-std::string SslError() {
-  const unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "the connection closed";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof(buf));
-  return buf;
-}
 
 }  // namespace
 
@@ -97,7 +88,8 @@ void Relay::Add(int client_fd, std::shared_ptr<SSL_CTX> tls, std::string who, Re
   if (tls != nullptr) {
     c->ssl = SSL_new(tls.get());  // Holds its own reference to the context.
     if (c->ssl == nullptr || SSL_set_fd(c->ssl, client_fd) != 1) {
-      Log(LogLevel::kWarning, "TLS: cannot set up a session for ", c->who, ": ", SslError());
+      Log(LogLevel::kWarning, "TLS: cannot set up a session for ", c->who, ": ",
+          OpenSslError("the connection closed"));
       ++tls_failures_;
       return;  // `c` closes the connection.
     }
@@ -153,7 +145,8 @@ bool Relay::Handshake(Conn* c) {
         return false;
       }
       ++tls_failures_;
-      Log(LogLevel::kInfo, "TLS handshake with ", c->who, " failed: ", SslError());
+      Log(LogLevel::kInfo, "TLS handshake with ", c->who,
+          " failed: ", OpenSslError("the connection closed"));
       Close(c, nullptr);
       return false;
     }

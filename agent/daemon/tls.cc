@@ -17,15 +17,6 @@
 namespace fabric {
 namespace {
 
-std::string SslError() {
-  const unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "unknown error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof(buf));
-  return buf;
-}
-
 // gRPC clients only talk HTTP/2 and insist that the server selects it.
 int SelectH2(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
              unsigned int inlen, void*) {
@@ -58,6 +49,15 @@ std::string Subject(X509* cert) {
 }
 
 }  // namespace
+
+std::string OpenSslError(std::string_view if_none) {
+  const unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return std::string(if_none);
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof(buf));
+  return buf;
+}
 
 std::vector<std::string> CertificateNames(X509* cert) {
   std::vector<std::string> out;
@@ -128,13 +128,14 @@ absl::StatusOr<std::shared_ptr<SSL_CTX>> TlsContext::Build() const {
     if (absl::Status s = Readable(flag, *path); !s.ok()) return s;
   }
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
-  if (ctx == nullptr) return absl::InternalError(absl::StrCat("TLS: ", SslError()));
+  if (ctx == nullptr)
+    return absl::InternalError(absl::StrCat("TLS: ", OpenSslError("unknown error")));
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   // The relay writes from a buffer that may move between a short write and its retry.
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), opt_.cert.c_str()) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tls-cert=", opt_.cert, ": not a PEM certificate: ", SslError()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls-cert=", opt_.cert, ": not a PEM certificate: ", OpenSslError("unknown error")));
   }
   if (SSL_CTX_use_PrivateKey_file(ctx.get(), opt_.key.c_str(), SSL_FILETYPE_PEM) != 1) {
     if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
@@ -142,8 +143,8 @@ absl::StatusOr<std::shared_ptr<SSL_CTX>> TlsContext::Build() const {
       return absl::InvalidArgumentError(
           absl::StrCat("--tls-key=", opt_.key, " is not the key of --tls-cert=", opt_.cert));
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tls-key=", opt_.key, ": not a PEM private key: ", SslError()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls-key=", opt_.key, ": not a PEM private key: ", OpenSslError("unknown error")));
   }
   if (SSL_CTX_check_private_key(ctx.get()) != 1) {
     return absl::InvalidArgumentError(
@@ -158,8 +159,9 @@ absl::StatusOr<std::shared_ptr<SSL_CTX>> TlsContext::Build() const {
   }
   if (!opt_.client_ca.empty()) {
     if (SSL_CTX_load_verify_locations(ctx.get(), opt_.client_ca.c_str(), nullptr) != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("--tls-client-ca=", opt_.client_ca,
-                                                     ": not a PEM certificate: ", SslError()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tls-client-ca=", opt_.client_ca,
+                       ": not a PEM certificate: ", OpenSslError("unknown error")));
     }
     STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(opt_.client_ca.c_str());
     if (names != nullptr) SSL_CTX_set_client_CA_list(ctx.get(), names);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -52,6 +53,9 @@ class TlsContext {
 
 // The caller behind a finished TLS session on the TCP listener, from its plaintext identity.
 Caller IdentifyTlsPeer(Caller tcp, SSL* ssl, const TlsOptions& options);
+
+// The first queued OpenSSL error of this thread as text (the queue is cleared), or `if_none`.
+std::string OpenSslError(std::string_view if_none);
 
 // Every name a certificate answers to: its subject CN and its DNS, URI, email and IP SANs.
 std::vector<std::string> CertificateNames(X509* cert);
