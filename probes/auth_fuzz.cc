@@ -6,16 +6,15 @@
 //   even: the responder (ProbeServer::Authenticate). It reads a hello, answers a challenge over
 //         kServerNonce, reads a proof and accepts it when MacEqual(proof, ClientMac(...)).
 //   odd:  the client (ProveSecret). Its hello carries kClientNonce; it reads a challenge and
-//   accepts
-//         it when MacEqual(challenge.mac, ServerMac(...)).
+//         accepts it when MacEqual(challenge.mac, ServerMac(...)).
 //
 // It aborts on a crash (ASan/UBSan in the fuzz build), a body allocation over kMaxBody, a hello
 // that does not re-encode to the bytes received (the two sides MAC their own encodings, so they
-// must agree), a proof equal to the challenge's MAC (a reflected MAC), a rejection text with
-// control characters (forged log lines), a MAC of auth.cc that differs from an HMAC-SHA256
-// computed here without it over the labelled nonce and the hello bytes (one that missed a field,
-// the label or the nonce would let a replay through), and an accepted forgery: anything accepted
-// must equal that MAC byte for byte (a compare that stopped early fails it). Corpus
+// must agree), a responder's MAC that would pass as the client's proof (reflection), a rejection
+// text with control characters (forged log lines), a MAC of auth.cc that differs from an
+// HMAC-SHA256 computed here without it over the labelled nonce and the hello bytes (one that missed
+// a field, the label or the nonce would let a replay through), and an accepted forgery: anything
+// accepted must equal that MAC byte for byte (a compare that stopped early fails it). Corpus
 // (probes/testdata/auth_fuzz, made with auth.cc and wire.cc): for the responder, a valid hello
 // and proof for kServerNonce, the same with the proof's last byte wrong, truncated, recorded under
 // another nonce (a replay) and with the challenge's MAC reflected; for the client, a valid

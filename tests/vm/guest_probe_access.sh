@@ -11,14 +11,9 @@ set -uo pipefail
 
 agent="${1:?usage: guest_probe_access.sh FABRIC_AGENT FABRIC_PROBE}"
 probe="${2:?usage: guest_probe_access.sh FABRIC_AGENT FABRIC_PROBE}"
-dev="${FABRIC_VM_RDMA_DEV:-rxe0}"
-ip="${FABRIC_VM_IP:-10.77.0.1}"
-out="${FABRIC_VM_OUT:-/tmp}"
+# shellcheck source-path=SCRIPTDIR source=guest_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 port=18515
-
-failures=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
 # start_agent NAME ARGS...: an agent serving probes on $port with ARGS; waits (at most 60 s) until
 # it says so. Sets $apid.
