@@ -7,15 +7,9 @@ set -uo pipefail
 
 agent="${1:?usage: guest_agent.sh FABRIC_AGENT FABRICCTL}"
 ctl="${2:?usage: guest_agent.sh FABRIC_AGENT FABRICCTL}"
-dev="${FABRIC_VM_RDMA_DEV:-rxe0}"
-netdev="${FABRIC_VM_NETDEV:-veth0}"
-ip="${FABRIC_VM_IP:-10.77.0.1}"
-out="${FABRIC_VM_OUT:-/tmp}"
+# shellcheck source-path=SCRIPTDIR source=guest_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 sock=/run/fabric-agent-test/agent.sock
-
-failures=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
 "$agent" --socket="$sock" --rescan-interval=3600 --log-level=debug 2>"$out/agent.log" &
 pid=$!

@@ -9,19 +9,14 @@ set -uo pipefail
 
 agent="${1:?usage: guest_agent_hotplug.sh FABRIC_AGENT FABRICCTL}"
 ctl="${2:?usage: guest_agent_hotplug.sh FABRIC_AGENT FABRICCTL}"
-dev="${FABRIC_VM_RDMA_DEV:-rxe0}"
-netdev="${FABRIC_VM_NETDEV:-veth0}"
-ip="${FABRIC_VM_IP:-10.77.0.1}"
-out="${FABRIC_VM_OUT:-/tmp}"
+# shellcheck source-path=SCRIPTDIR source=guest_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 sock=/run/fabric-agent-test/agent.sock
 cycles=5
 # Under software emulation a rescan alone takes about half a second; on a real host the agent
 # answers within the 50 ms debounce plus one rescan.
 bound_ms=${FABRIC_VM_HOTPLUG_BOUND_MS:-3000}
 
-failures=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 ctl_() { "$ctl" "$@" --target="unix://$sock" --timeout=10; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 

@@ -9,14 +9,9 @@ set -uo pipefail
 
 agent="${1:?usage: guest_agent_probes.sh FABRIC_AGENT FABRICCTL}"
 ctl="${2:?usage: guest_agent_probes.sh FABRIC_AGENT FABRICCTL}"
-dev="${FABRIC_VM_RDMA_DEV:-rxe0}"
-ip="${FABRIC_VM_IP:-10.77.0.1}"
-out="${FABRIC_VM_OUT:-/tmp}"
+# shellcheck source-path=SCRIPTDIR source=guest_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 port=18515
-
-failures=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
 cat >"$out/a.json" <<EOF
 {"probes": {"peers": ["$ip:$port"], "intervalSeconds": 2, "tests": ["write_bw", "write_lat"],

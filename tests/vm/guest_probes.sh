@@ -7,14 +7,9 @@
 set -uo pipefail
 
 probe="${1:?usage: guest_probes.sh FABRIC_PROBE}"
-dev="${FABRIC_VM_RDMA_DEV:-rxe0}"
-ip="${FABRIC_VM_IP:-10.77.0.1}"
-out="${FABRIC_VM_OUT:-/tmp}"
+# shellcheck source-path=SCRIPTDIR source=guest_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 port=18515
-
-failures=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
 # check_json TEST FILE: one JSON object with the keys of TEST, over rdma on $dev.
 check_json() {

@@ -13,18 +13,15 @@
 set -uo pipefail
 
 probe="${1:?usage: guest_probes_two_vms.sh FABRIC_PROBE}"
-dev="${FABRIC_VM_RDMA_DEV:-rxe0}"
+# shellcheck source-path=SCRIPTDIR source=guest_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 index="${FABRIC_VM_INDEX:?run me under rig.sh run --vms 2}"
 [[ "${FABRIC_VM_COUNT:-1}" == 2 ]] || { echo "FAIL needs two VMs (rig.sh run --vms 2)"; exit 1; }
 ip="${FABRIC_VM_IP:?}"
 peer="${FABRIC_VM_PEER:?}"
 shared="${FABRIC_VM_SHARED:?}"
-out="${FABRIC_VM_OUT:-/tmp}"
 base_port=18520
 
-failures=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
 # wait_file SECONDS FILE...: 0 as soon as one of FILEs exists, 1 after SECONDS.

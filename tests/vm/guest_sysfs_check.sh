@@ -3,17 +3,12 @@
 # sysfs shows for a Soft-RoCE device, the facts the discovery code relies on.
 set -uo pipefail
 
-dev="${FABRIC_VM_RDMA_DEV:-rxe0}"
-netdev="${FABRIC_VM_NETDEV:-veth0}"
-ip="${FABRIC_VM_IP:-10.77.0.1}"
+# shellcheck source-path=SCRIPTDIR source=guest_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 port="/sys/class/infiniband/$dev/ports/1"
-failures=0
-
-pass() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
 expect_eq() {  # name actual expected
-  if [[ "$2" == "$3" ]]; then pass "$1 = '$2'"; else fail "$1 = '$2', expected '$3'"; fi
+  if [[ "$2" == "$3" ]]; then ok "$1 = '$2'"; else fail "$1 = '$2', expected '$3'"; fi
 }
 
 read_file() { cat "$1" 2>&1; }
@@ -37,7 +32,7 @@ expect_eq "port 1 link_layer" "$(read_file "$port/link_layer")" "Ethernet"
 expect_eq "parent netdev" "$(read_file "/sys/class/infiniband/$dev/parent")" "$netdev"
 
 gid0="$(read_file "$port/gids/0")"
-if [[ "$gid0" == fe80:0000:0000:0000:* ]]; then pass "gid 0 = $gid0 (link-local)"; else fail "gid 0 = '$gid0', expected fe80:..."; fi
+if [[ "$gid0" == fe80:0000:0000:0000:* ]]; then ok "gid 0 = $gid0 (link-local)"; else fail "gid 0 = '$gid0', expected fe80:..."; fi
 expect_eq "gid 0 type" "$(read_file "$port/gid_attrs/types/0")" "RoCE v2"
 expect_eq "gid 0 ndev" "$(read_file "$port/gid_attrs/ndevs/0")" "$netdev"
 
@@ -51,7 +46,7 @@ for attr in types ndevs; do
   out="$(cat "$port/gid_attrs/$attr/5" 2>&1)"
   rc=$?
   if ((rc != 0)) && [[ "$out" == *"Invalid argument"* ]]; then
-    pass "gid_attrs/$attr/5 fails with EINVAL ($out)"
+    ok "gid_attrs/$attr/5 fails with EINVAL ($out)"
   else
     fail "gid_attrs/$attr/5: exit $rc, '$out'; expected EINVAL"
   fi
@@ -62,14 +57,14 @@ for u in /sys/class/infiniband_verbs/uverbs*; do
   [[ "$(cat "$u/ibdev" 2>/dev/null)" == "$dev" ]] && uverbs="$(basename "$u")"
 done
 if [[ -n "$uverbs" && -c "/dev/infiniband/$uverbs" ]]; then
-  pass "uverbs device $uverbs with node /dev/infiniband/$uverbs"
+  ok "uverbs device $uverbs with node /dev/infiniband/$uverbs"
 else
   fail "no uverbs device node for $dev (found '$uverbs')"
 fi
 
 if devinfo="$(timeout 30 ibv_devinfo -v -d "$dev" 2>&1)"; then
   if grep -q 'PORT_ACTIVE' <<<"$devinfo" && grep -q 'link_layer:.*Ethernet' <<<"$devinfo"; then
-    pass "ibv_devinfo -v -d $dev: PORT_ACTIVE, Ethernet"
+    ok "ibv_devinfo -v -d $dev: PORT_ACTIVE, Ethernet"
   else
     fail "ibv_devinfo -v -d $dev output lacks PORT_ACTIVE/Ethernet"
   fi
