@@ -11,7 +11,9 @@
   * components/tls renders: a kustomize Component whose JSON patch (applied here, and compared
     with `kubectl kustomize` where kubectl exists) adds --listen on a named port, the --tls-*
     flags (each in `fabric-agent --help`), their files on a read-only, non-optional Secret mount
-    with the keys of a kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt);
+    with the keys of a kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt); the real agent with
+    those flags and certificates made by openssl serves mutual TLS (a client certificate from
+    ca.crt is answered, none is refused; a key of another certificate is exit 2);
   * README.md's cert-manager example: a server Certificate into that Secret and a client
     Certificate whose commonName is one of --tls-control-names, from the same issuer (whose CA is
     the Secret's ca.crt, the agent's --tls-client-ca).
@@ -22,8 +24,11 @@ import ipaddress
 import os
 import re
 import shutil
+import socket
+import ssl
 import subprocess
 import tempfile
+import time
 
 import yaml
 
@@ -307,8 +312,100 @@ def check_tls_component(t, base_ds, args, directory):
                                                f"container {key}")
         t.check(pod_of(real).get("volumes") == pod_of(ds).get("volumes"),
                 "tls: kubectl kustomize renders the same volumes")
+    check_tls_agent(t, args, flags)
     return {"secret": next(iter(secrets)) if len(secrets) == 1 else None,
             "control_names": names}
+
+
+def make_certificates(d):
+    """A CA, a server certificate for localhost and a client certificate in `d`, with
+    openssl; the agent's files get the Secret volume's mode (0400)."""
+    def run(*cmd):
+        subprocess.run(["openssl", *cmd], cwd=d, check=True, capture_output=True, timeout=60)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=test-ca",
+        "-days", "1")
+    for name, ext in (("tls", "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+                              "extendedKeyUsage=serverAuth\n"),
+                      ("client", "extendedKeyUsage=clientAuth\n")):
+        with open(os.path.join(d, f"{name}.ext"), "w", encoding="utf-8") as fh:
+            fh.write(ext)
+        run("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", f"{name}.crt", "-days", "1", "-extfile", f"{name}.ext")
+    for f in TLS_KEYS:
+        os.chmod(os.path.join(d, f), 0o400)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tls_answers(port, d, client):
+    """Whether the agent on `port` completes TLS and speaks HTTP/2 to a client verifying it
+    against ca.crt, with the client certificate or none."""
+    ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.crt"))
+    ctx.set_alpn_protocols(["h2"])
+    if client:
+        ctx.load_cert_chain(os.path.join(d, "client.crt"), os.path.join(d, "client.key"))
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                # The server's SETTINGS frame; with TLS 1.3 a refused client certificate
+                # arrives as an alert here, after the handshake.
+                return len(s.recv(9)) > 0
+    except (OSError, ssl.SSLError):
+        return False
+
+
+def check_tls_agent(t, args, flags):
+    """The real agent with the component's TLS flags (files made now, where the Secret would
+    put them) serves mutual TLS; the same flags with a key of another certificate are exit 2."""
+    if not (args.agent and args.mkhost and shutil.which("openssl")):
+        print("SKIPPED PART: the TLS flags are not run through fabric-agent (needs --agent, "
+              "--mkhost and openssl)")
+        return
+    mount = os.path.dirname(flags.get("--tls-cert", ""))
+    with tempfile.TemporaryDirectory() as tmp:
+        d = os.path.join(tmp, "tls")
+        os.mkdir(d)
+        make_certificates(d)
+        host = os.path.join(tmp, "host")
+        subprocess.run([args.mkhost, "roce-9port", host], check=True, capture_output=True,
+                       timeout=60)
+        port = free_port()
+        tls_args = [f"{f}={v.replace(mount, d)}" for f, v in sorted(flags.items())
+                    if f.startswith("--tls-")]
+        argv = [args.agent, f"--sysfs={host}/sys", f"--procfs={host}/proc",
+                f"--socket={tmp}/agent.sock", f"--listen=127.0.0.1:{port}", *tls_args]
+        log = os.path.join(tmp, "agent.log")
+        with open(log, "w", encoding="utf-8") as out:
+            agent = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 30
+            with_cert = False
+            while time.monotonic() < deadline and agent.poll() is None and not with_cert:
+                with_cert = tls_answers(port, d, True)
+                time.sleep(0.2 if not with_cert else 0)
+            without = tls_answers(port, d, False) if with_cert else None
+        finally:
+            agent.terminate()
+            agent.wait(timeout=10)
+        with open(log, encoding="utf-8") as fh:
+            text = " ".join(fh.read().split())[-300:]
+        t.check(with_cert, "tls: the agent with the component's flags serves TLS to a client "
+                           "certificate from ca.crt" + ("" if with_cert else f" (log: {text})"))
+        t.check(without is False, "tls: ... and refuses a client without a certificate")
+        # Control: the agent does read those files (a key of another certificate is exit 2).
+        bad = [a.replace(os.path.join(d, "tls.key"), os.path.join(d, "client.key"))
+               for a in argv]
+        r = subprocess.run(bad, capture_output=True, text=True, timeout=30)
+        t.check(r.returncode == 2, f"control: --tls-key of another certificate is exit 2 "
+                                   f"(rc {r.returncode})")
 
 
 def check_cert_manager_example(t, readme, namespace, tls):
