@@ -5,7 +5,11 @@
 #   3. every flag the unit and the shipped /etc/default file pass is one `fabric-agent --help`
 #      lists (skipped, with a message, until the daemon target exists);
 #   4. the socket lies in the unit's RuntimeDirectory; the sysusers.d file creates the
-#      User=/Group= the unit runs as.
+#      User=/Group= the unit runs as;
+#   5. access: LimitNOFILE= at least 65536; the flags in force (ExecStart and the shipped
+#      FABRIC_AGENT_ARGS) open no TCP listener without client certificates and no probe
+#      responder without an allow-list, and name no --control-group; the defaults file documents
+#      --control-group, --probe-allow, --probe-secret-file and the --tls-* flags.
 # Exit 0 pass, 1 fail, 77 skip (no systemd-analyze here; ctest's SKIP_RETURN_CODE).
 #
 # usage: unit_test.sh --dir=SYSTEMD_SOURCE_DIR [--agent=PATH_TO_FABRIC_AGENT]
@@ -137,6 +141,42 @@ if command -v systemd-sysusers >/dev/null 2>&1; then
 else
   echo "SKIPPED PART: systemd-sysusers not installed; sysusers.d file not checked"
 fi
+
+# --- 5. access --------------------------------------------------------------------------------
+nofile=$(sed -n 's/^LimitNOFILE=//p' "$unit")
+if [[ "$nofile" =~ ^[0-9]+$ ]] && ((nofile >= 65536)); then
+  pass "LimitNOFILE=$nofile (>= 65536: one descriptor per API connection)"
+else
+  fail "LimitNOFILE=$nofile is not a number >= 65536"
+fi
+# The flags in force: ExecStart's and the uncommented FABRIC_AGENT_ARGS= of the defaults file.
+shipped=$(sed -n 's/^FABRIC_AGENT_ARGS="\(.*\)"$/\1/p' "$defaults")
+in_force=$(flags_of <<<"$execstart $shipped" | sort -u)
+has() { grep -qxF -- "$1" <<<"$in_force"; }
+if has --listen && ! has --tls-client-ca; then
+  fail "--listen is on without --tls-client-ca in the shipped flags"
+else
+  pass "no TCP listener without client certificates in the shipped flags"
+fi
+if has --probe-listen && ! has --probe-allow; then
+  fail "--probe-listen is on without --probe-allow in the shipped flags"
+else
+  pass "no probe responder without an allow-list in the shipped flags"
+fi
+if has --control-group; then
+  fail "the shipped flags set --control-group (control calls are opt-in per host)"
+else
+  pass "no --control-group in the shipped flags"
+fi
+documented=$(flags_of <"$defaults" | sort -u)
+for f in --control-group --probe-allow --probe-secret-file --tls-cert --tls-key \
+  --tls-client-ca --tls-control-names; do
+  if grep -qxF -- "$f" <<<"$documented"; then
+    pass "$(basename "$defaults") documents $f"
+  else
+    fail "$(basename "$defaults") does not document $f"
+  fi
+done
 
 if ((failures > 0)); then
   echo "unit_test: $failures failure(s)"

@@ -23,7 +23,9 @@ Run with Debian's /usr/bin/python3 (python3-yaml); exits 77 (ctest SKIP_RETURN_C
     cniVersion and settings (DEL with the example's entry exits 0; a control with a wrong type is
     refused with code 7); fabric-cni's default agentSocket is the agent's hand-off socket;
   * the ConfigMap's config.json is accepted by the real loader: fabricctl on an example host
-    (fabric-mkhost roce-9port) exits 0 with it and 2 with a config the loader must reject.
+    (fabric-mkhost roce-9port) exits 0 with it and 2 with a config the loader must reject;
+  * who may do what over which channel (the socket's group, the probe responder's allow-list
+    and Secret, the TLS component and README.md's cert-manager example): manifests_security.py.
 
 usage: manifests_test.py --dir=deploy/kubernetes --fabricctl=PATH --mkhost=PATH
                          [--agent=PATH] [--unit=systemd/fabric-agent.service]
@@ -47,6 +49,10 @@ try:
 except ImportError:
     print("SKIP: /usr/bin/python3 has no yaml module (Debian package python3-yaml)")
     sys.exit(77)
+
+# No __pycache__ in the source tree, where ctest runs this.
+sys.dont_write_bytecode = True
+import manifests_security  # noqa: E402 (needs yaml, like this file)
 
 ALLOWED_CAPS = {"NET_RAW", "NET_ADMIN", "IPC_LOCK"}
 # The CNI plugin: its conflist "type" is the file name in the CNI bin directory.
@@ -195,13 +201,22 @@ def check_objects(docs, namespace):
     return objects
 
 
+def volume_key(volume, kind, rel):
+    """The key of a configMap or secret volume (kind) that the container sees as file `rel`
+    below the mount: `items` map keys to paths; without items every key is a file of its name."""
+    items = dig(volume, kind, "items")
+    if items is None:
+        return rel
+    return next((i.get("key") for i in items if i.get("path") == rel), None)
+
+
 def check_config(objects, volume, config_path, mount_path, fabricctl, mkhost):
     cm_name = dig(volume, "configMap", "name")
     cm = objects.get(("ConfigMap", cm_name))
     if not check(cm is not None, f"--config: ConfigMap {cm_name} is defined"):
         return
-    key = os.path.relpath(config_path, mount_path)
-    text = dig(cm, "data", key)
+    key = volume_key(volume, "configMap", os.path.relpath(config_path, mount_path))
+    text = dig(cm, "data", key) if key else None
     if not check(isinstance(text, str), f"--config: ConfigMap {cm_name} has key {key}"):
         return
     try:
@@ -564,6 +579,7 @@ def check_daemonset(objects, images, args):
 
     check_probe_responder(objects, ds, c, flags, volumes, mount_of)
     check_metrics(ds, c, flags)
+    manifests_security.check(sys.modules[__name__], objects, ds, args, socket)
     return handoff
 
 
@@ -608,7 +624,8 @@ def check_probe_responder(objects, ds, container, flags, volumes, mount_of):
     config = flags.get("--config")
     m, v = mount_of(config) if config else (None, None)
     cm = objects.get(("ConfigMap", dig(v, "configMap", "name")))
-    text = dig(cm, "data", os.path.relpath(config, m["mountPath"])) if cm and m else None
+    key = volume_key(v, "configMap", os.path.relpath(config, m["mountPath"])) if m else None
+    text = dig(cm, "data", key) if cm and key else None
     try:
         probes = (json.loads(text) if text else {}).get("probes")
     except json.JSONDecodeError:
