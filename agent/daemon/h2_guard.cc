@@ -10,8 +10,7 @@ constexpr unsigned char kRstStream = 0x3;
 
 }  // namespace
 
-H2Guard::H2Guard(double per_second, double burst)
-    : per_second_(per_second), burst_(burst), tokens_(burst) {}
+H2Guard::H2Guard(double per_second, double burst) : resets_allowed_(per_second, burst) {}
 
 H2Guard::Verdict H2Guard::Feed(std::string_view bytes, absl::Time now) {
   while (!bytes.empty() && verdict_ == Verdict::kOk) {
@@ -41,15 +40,10 @@ H2Guard::Verdict H2Guard::Feed(std::string_view bytes, absl::Time now) {
     skip_ = (uint64_t{header_[0]} << 16) | (uint64_t{header_[1]} << 8) | header_[2];
     if (header_[3] != kRstStream) continue;
     ++resets_;
-    if (last_ != absl::InfinitePast()) {
-      tokens_ = std::min(burst_, tokens_ + per_second_ * absl::ToDoubleSeconds(now - last_));
-    }
-    last_ = now;
-    if (tokens_ < 1) {
+    if (!resets_allowed_.Take(now)) {
       verdict_ = Verdict::kResetFlood;
       break;
     }
-    tokens_ -= 1;
   }
   return verdict_;
 }

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "absl/time/time.h"
+#include "agent/common/token_bucket.h"
 
 namespace fabric {
 
@@ -27,10 +28,7 @@ class H2Guard {
   uint64_t frames() const { return frames_; }
 
  private:
-  const double per_second_;
-  const double burst_;
-  double tokens_;
-  absl::Time last_ = absl::InfinitePast();
+  TokenBucket resets_allowed_;
   size_t preface_seen_ = 0;  // Of the 24-byte client connection preface.
   unsigned char header_[9] = {};
   size_t header_len_ = 0;
