@@ -362,5 +362,33 @@ TEST_F(AccessTest, ConnectionChurnAndRapidResetLeaveTheAgentServingAndBounded) {
               static_cast<long long>(after.rss_kb), after.cpu_s);
 }
 
+TEST_F(AccessTest, RelayedSocketKeepsEachCallersIdentityAndCutsARapidResetShort) {
+  Start({"--socket-group=65534", "--relay-unix"});
+  EXPECT_TRUE(absl::StrContains(agent_->Stderr(), "(relayed)")) << agent_->Stderr();
+  testing::RunResult read = Ctl({"inventory"}, kNobody);
+  EXPECT_EQ(read.status, 0) << read.err;
+  testing::RunResult denied = Ctl({"announce", "--container=c0ffee"}, kNobody);
+  EXPECT_TRUE(absl::StrContains(denied.err, "uid 65534 is not root")) << denied.err;
+  testing::RunResult root = Ctl({"announce", "--container=c0ffee"});
+  EXPECT_FALSE(absl::StrContains(root.err, "control call")) << root.err;
+  EXPECT_TRUE(absl::StrContains(root.err, "c0ffee")) << root.err;
+
+  const testing::ProcStats before = testing::ReadProcStats(agent_->pid());
+  auto sent = testing::RapidReset("unix:" + socket_, 100000, "/fabric.v1.FabricAgent/Ping");
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_LT(*sent, 100000) << "the connection was not closed";
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return absl::StrContains(agent_->Stderr(), "rapid-reset budget"); }, absl::Seconds(5)))
+      << agent_->Stderr();
+  const testing::ProcStats after = testing::ReadProcStats(agent_->pid());
+  std::printf(
+      "rapid reset over the relayed socket: %d of 100000 streams; RSS %lld -> peak %lld kB\n",
+      *sent, static_cast<long long>(before.rss_kb), static_cast<long long>(after.hwm_kb));
+  if (!kSanitized) {
+    EXPECT_LT(after.hwm_kb, before.rss_kb + 64 * 1024);
+  }
+  EXPECT_EQ(Inventory().host().rdma_devices_size(), 9);
+}
+
 }  // namespace
 }  // namespace fabric

@@ -449,6 +449,7 @@ absl::Status StepServe(AgentState& st) {
   ao.max_streams = st.opt.max_streams;
   ao.max_threads = st.opt.max_threads;
   ao.tls = st.tls.get();
+  ao.relay_unix = st.opt.relay_unix;
   auto api = ApiServer::Start(ao, {st.service.get()}, &st.callers);
   if (!api.ok()) return api.status();
   st.api = *std::move(api);

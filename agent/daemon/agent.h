@@ -15,6 +15,7 @@ struct AgentOptions {
   std::string socket_group;  // Empty: the process's group.
   std::string listen;        // "HOST:PORT" for TCP, empty for none; port 0 picks one.
   TlsOptions tls;            // TLS on `listen`; without it, TCP serves reads only.
+  bool relay_unix = false;   // The socket through the rapid-reset guard too (--relay-unix).
   // Besides root and the agent's own user, members of this group may make control calls
   // (Announce, RunProbe) over the Unix socket. Empty: none.
   std::string control_group;

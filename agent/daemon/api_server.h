@@ -28,6 +28,9 @@ struct ApiServerOptions {
   int max_threads = 256;          // The synchronous server's thread pool.
   int max_request_bytes = 1 << 20;
   RelayOptions relay;
+  // The Unix socket through the relay too (the rapid-reset guard for local clients), at the cost
+  // of a hop per message; TCP always goes through it.
+  bool relay_unix = false;
   TlsContext* tls = nullptr;  // TLS on `listen`; must outlive the server.
 };
 

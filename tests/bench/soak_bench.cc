@@ -3,6 +3,7 @@
 //
 //   soak_bench [--seconds=60] [--transports=unix,tcp] [--bursts=churn,reset,watches]
 //              [--settle=60] [--churn=10000] [--reset-streams=100000] [--watches=1000]
+//              [--relay-unix]
 //
 // The soak (tests/testing/soak.h): 64 SelectNics callers and 16 watch streams per transport for
 // --seconds while a port goes down and up twice a second; prints calls, errors, RSS and
@@ -43,13 +44,16 @@ struct Flags {
   int watches = 1000;
   std::vector<std::string> transports = {"unix", "tcp"};
   std::vector<std::string> bursts = {"churn", "reset", "watches"};
+  bool relay_unix = false;  // --relay-unix on every agent
 };
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
   for (int i = 1; i < argc; ++i) {
     std::vector<std::string> kv = absl::StrSplit(argv[i], absl::MaxSplits('=', 1));
     bool ok = kv.size() == 2;
-    if (!ok) {
+    if (kv.size() == 1 && kv[0] == "--relay-unix") {
+      f->relay_unix = ok = true;
+    } else if (!ok) {
     } else if (kv[0] == "--seconds") {
       ok = absl::SimpleAtod(kv[1], &f->seconds) && f->seconds > 0;
     } else if (kv[0] == "--settle") {
@@ -95,7 +99,8 @@ struct Agent {
   }
 };
 
-std::unique_ptr<Agent> StartAgent(std::vector<std::string> extra) {
+std::unique_ptr<Agent> StartAgent(std::vector<std::string> extra, const Flags& f) {
+  if (f.relay_unix) extra.push_back("--relay-unix");
   auto a = std::make_unique<Agent>();
   a->dir = testing::MakeTempDir("soak_bench");
   if (a->dir.empty() || !testing::WriteExampleHost("roce-9port", a->dir + "/host").ok()) {
@@ -132,7 +137,7 @@ std::unique_ptr<Agent> StartAgent(std::vector<std::string> extra) {
 }
 
 bool Soak(const Flags& f, const std::string& transport) {
-  auto a = StartAgent({});
+  auto a = StartAgent({}, f);
   if (a == nullptr) return false;
   testing::SoakOptions opt;
   opt.target = transport == "tcp" ? a->tcp : "unix:" + a->socket;
@@ -165,8 +170,8 @@ bool Soak(const Flags& f, const std::string& transport) {
 
 bool Burst(const Flags& f, const std::string& burst) {
   const int n = f.watches + 16;
-  auto a =
-      StartAgent({absl::StrCat("--max-watches=", n), absl::StrCat("--max-watches-per-caller=", n)});
+  auto a = StartAgent(
+      {absl::StrCat("--max-watches=", n), absl::StrCat("--max-watches-per-caller=", n)}, f);
   if (a == nullptr) return false;
   const testing::ProcStats before = testing::ReadProcStats(a->pid());
   std::string what;
