@@ -373,19 +373,16 @@ TEST_F(AccessTest, RelayedSocketKeepsEachCallersIdentityAndCutsARapidResetShort)
   EXPECT_FALSE(absl::StrContains(root.err, "control call")) << root.err;
   EXPECT_TRUE(absl::StrContains(root.err, "c0ffee")) << root.err;
 
-  const testing::ProcStats before = testing::ReadProcStats(agent_->pid());
-  auto sent = testing::RapidReset("unix:" + socket_, 100000, "/fabric.v1.FabricAgent/Ping");
-  ASSERT_TRUE(sent.ok()) << sent.status();
-  EXPECT_LT(*sent, 100000) << "the connection was not closed";
+  const auto r = testing::RapidResetAgainst(agent_->pid(), "unix:" + socket_, 100000);
+  ASSERT_TRUE(r.sent.ok()) << r.sent.status();
+  EXPECT_LT(*r.sent, 100000) << "the connection was not closed";
   EXPECT_TRUE(testing::WaitFor(
       [&] { return absl::StrContains(agent_->Stderr(), "rapid-reset budget"); }, absl::Seconds(5)))
       << agent_->Stderr();
-  const testing::ProcStats after = testing::ReadProcStats(agent_->pid());
-  std::printf(
-      "rapid reset over the relayed socket: %d of 100000 streams; RSS %lld -> peak %lld kB\n",
-      *sent, static_cast<long long>(before.rss_kb), static_cast<long long>(after.hwm_kb));
+  std::printf("rapid reset over the relayed socket: %d of 100000 streams; peak RSS %lld kB\n",
+              *r.sent, static_cast<long long>(r.after.hwm_kb));
   if (!kSanitized) {
-    EXPECT_LT(after.hwm_kb, before.rss_kb + 64 * 1024);
+    EXPECT_LT(r.after.hwm_kb, r.before.rss_kb + 64 * 1024);
   }
   EXPECT_EQ(Inventory().host().rdma_devices_size(), 9);
 }

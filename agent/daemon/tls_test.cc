@@ -244,18 +244,16 @@ TEST_F(TlsTest, BadCertificatesAtStartAreExitTwoWithTheReason) {
 TEST_F(TlsTest, RapidResetOverTcpIsCutShortByTheRelay) {
   const std::string port = Start({"--metrics=127.0.0.1:0"});
   ASSERT_FALSE(port.empty());
-  const testing::ProcStats before = testing::ReadProcStats(agent_->pid());
-  auto sent = testing::RapidReset("127.0.0.1:" + port, 100000, "/fabric.v1.FabricAgent/Ping");
-  ASSERT_TRUE(sent.ok()) << sent.status();
-  EXPECT_LT(*sent, 100000) << "the connection was not closed";
+  const auto r = testing::RapidResetAgainst(agent_->pid(), "127.0.0.1:" + port, 100000);
+  ASSERT_TRUE(r.sent.ok()) << r.sent.status();
+  EXPECT_LT(*r.sent, 100000) << "the connection was not closed";
   EXPECT_TRUE(testing::WaitFor(
       [&] { return absl::StrContains(agent_->Stderr(), "rapid-reset budget"); }, absl::Seconds(5)))
       << agent_->Stderr();
-  const testing::ProcStats after = testing::ReadProcStats(agent_->pid());
-  std::printf("rapid reset over TCP: %d of 100000 streams sent; RSS %lld -> peak %lld kB\n", *sent,
-              static_cast<long long>(before.rss_kb), static_cast<long long>(after.hwm_kb));
+  std::printf("rapid reset over TCP: %d of 100000 streams sent; peak RSS %lld kB\n", *r.sent,
+              static_cast<long long>(r.after.hwm_kb));
 #if !defined(__SANITIZE_ADDRESS__)
-  EXPECT_LT(after.hwm_kb, before.rss_kb + 64 * 1024);
+  EXPECT_LT(r.after.hwm_kb, r.before.rss_kb + 64 * 1024);
 #endif
   EXPECT_TRUE(Inventory(Plain("127.0.0.1:" + port).get()).ok());
   // Counted, by reason; a TLS client on this plaintext port is another.

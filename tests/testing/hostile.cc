@@ -165,4 +165,12 @@ absl::StatusOr<int> RapidReset(const std::string& target, int n, const std::stri
   return sent;
 }
 
+ResetOutcome RapidResetAgainst(pid_t agent, const std::string& target, int n) {
+  ResetOutcome o;
+  o.before = ReadProcStats(agent);
+  o.sent = RapidReset(target, n, "/fabric.v1.FabricAgent/Ping");
+  o.after = ReadProcStats(agent);
+  return o;
+}
+
 }  // namespace fabric::testing

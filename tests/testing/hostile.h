@@ -32,4 +32,12 @@ int ChurnConnections(const std::string& target, int n);
 // the server closed the connection (n when it did not); an error when it could not connect.
 absl::StatusOr<int> RapidReset(const std::string& target, int n, const std::string& path);
 
+// One rapid-reset connection of `n` Ping streams against the agent `pid` at `target`, and what
+// it cost the agent: `sent` as RapidReset returns it, /proc before and after (hwm: the peak).
+struct ResetOutcome {
+  absl::StatusOr<int> sent;
+  ProcStats before, after;
+};
+ResetOutcome RapidResetAgainst(pid_t agent, const std::string& target, int n);
+
 }  // namespace fabric::testing
