@@ -23,6 +23,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -63,7 +64,7 @@ class Stream {
     Check(h->length <= wire::kMaxBody);
     std::vector<uint8_t> body(h->length);
     if (in_.size() - wire::kHeaderSize < body.size()) return std::nullopt;
-    std::memcpy(body.data(), in_.data() + wire::kHeaderSize, body.size());
+    std::copy_n(in_.data() + wire::kHeaderSize, body.size(), body.data());  // Empty: no-op.
     const std::span<const uint8_t> whole = in_.first(wire::kHeaderSize + body.size());
     in_ = in_.subspan(whole.size());
     absl::StatusOr<wire::Message> m = wire::DecodeBody(h->type, body);
