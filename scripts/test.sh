@@ -48,7 +48,9 @@ if has fuzz; then
     while read -r target corpus; do
       work=$(mktemp -d)
       echo "-- $target"
-      if ! "$dir/$target" -max_total_time="${FABRIC_FUZZ_SECONDS:-20}" -timeout=10 \
+      # Undefined behaviour fails the run, as a crash does (UBSan only reports by default).
+      if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+          "$dir/$target" -max_total_time="${FABRIC_FUZZ_SECONDS:-20}" -timeout=10 \
             -artifact_prefix="$dir/crash-$(basename "$target")-" "$work" "$corpus"; then
         failed+=("fuzz-$(basename "$target")")
       fi
