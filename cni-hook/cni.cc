@@ -12,12 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "agent/announce/handoff.h"
-#include "agent/announce/validate.h"
 #include "agent/common/excerpt.h"
 #include "agent/common/json_depth.h"
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
+#include "agent/fabric/announce/handoff.h"
+#include "agent/fabric/announce/validate.h"
 
 namespace fabric::cni {
 namespace {

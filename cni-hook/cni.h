@@ -14,8 +14,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/announce/announce.h"
 #include "agent/common/log.h"
+#include "agent/fabric/announce/announce.h"
 #include "nlohmann/json.hpp"
 
 namespace fabric::cni {

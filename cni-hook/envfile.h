@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/announce/announce.h"
+#include "agent/fabric/announce/announce.h"
 
 namespace fabric::cni {
 

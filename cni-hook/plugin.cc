@@ -32,10 +32,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "agent/announce/handoff.h"
-#include "agent/announce/link.h"
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
+#include "agent/fabric/announce/handoff.h"
+#include "agent/fabric/announce/link.h"
 #include "cni-hook/envfile.h"
 
 namespace fabric::cni {

@@ -20,14 +20,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "agent/announce/handoff.h"
-#include "agent/announce/link.h"
-#include "agent/announce/to_proto.h"
-#include "agent/announce/validate.h"
 #include "agent/common/excerpt.h"
 #include "agent/common/log.h"
 #include "agent/common/status.h"
-#include "probes/net.h"
+#include "agent/fabric/announce/handoff.h"
+#include "agent/fabric/announce/link.h"
+#include "agent/fabric/announce/to_proto.h"
+#include "agent/fabric/announce/validate.h"
+#include "agent/fabric/probes/net.h"
 
 namespace fabric {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/announce/announce.h"
+#include "agent/fabric/announce/announce.h"
 #include "fabric/v1/agent.pb.h"
 
 namespace fabric {

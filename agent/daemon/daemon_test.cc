@@ -23,7 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "agent/select/select.h"
+#include "agent/policy/select/select.h"
 #include "fabric/v1/agent.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/hosts/hosts.h"
@@ -459,9 +459,9 @@ TEST_F(AgentTest, MetricsFollowCountersEventsAndVanishedDevices) {
   EXPECT_EQ(Sample(text, "fabric_scrape_dropped_samples"), 0);
   EXPECT_GE(Sample(text, "fabric_inventory_age_seconds"), 0);
   // Another implementation of the format accepts the whole scrape.
-  auto checked =
-      testing::Run({"/usr/bin/python3", FABRIC_SOURCE_DIR "/agent/metrics/exposition_check.py"},
-                   absl::Seconds(30), {}, text);
+  auto checked = testing::Run(
+      {"/usr/bin/python3", FABRIC_SOURCE_DIR "/agent/publish/metrics/exposition_check.py"},
+      absl::Seconds(30), {}, text);
   ASSERT_TRUE(checked.ok());
   EXPECT_EQ(checked->status, 0) << checked->out << checked->err;
   EXPECT_EQ(HttpGet(port, "/nope").first, "404 Not Found");

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "probes/net.h"
+#include "agent/fabric/probes/net.h"
 
 namespace fabric {
 

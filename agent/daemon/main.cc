@@ -8,8 +8,8 @@
 #include "agent/common/log.h"
 #include "agent/daemon/agent.h"
 #include "agent/daemon/prober.h"
-#include "probes/access.h"
-#include "probes/auth.h"
+#include "agent/fabric/probes/access.h"
+#include "agent/fabric/probes/auth.h"
 
 int main(int argc, char** argv) {
   // gRPC serves on many threads; glibc would give each busy one its own arena and keep the

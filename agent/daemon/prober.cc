@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
-#include "agent/health/health.h"
+#include "agent/fabric/probes/wire.h"
+#include "agent/policy/health/health.h"
 #include "google/protobuf/util/time_util.h"
-#include "probes/wire.h"
 
 namespace fabric {
 namespace {

@@ -16,9 +16,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/daemon/snapshot.h"
+#include "agent/fabric/probes/probe.h"
+#include "agent/fabric/probes/schedule.h"
 #include "fabric/v1/agent.pb.h"
-#include "probes/probe.h"
-#include "probes/schedule.h"
 
 namespace fabric {
 
@@ -30,7 +30,8 @@ struct ProberOptions {
   uint32_t responder_clients = 4;  // Tests served at once (each on its own device).
   // The peers the responder serves, "CIDR[,CIDR...]"; empty: this host's subnets.
   std::string allow;
-  // Shared secret file (probes/auth.h) for the responder and this agent's own tests; empty: none.
+  // Shared secret file (agent/fabric/probes/auth.h) for the responder and this agent's own tests;
+  // empty: none.
   std::string secret_file;
   // Responder: tests a minute per peer address; 0: no limit.
   uint32_t rate_per_minute = probes::kDefaultRatePerMinute;

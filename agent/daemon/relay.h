@@ -21,7 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/daemon/h2_guard.h"
-#include "probes/net.h"
+#include "agent/fabric/probes/net.h"
 
 namespace fabric {
 

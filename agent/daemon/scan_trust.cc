@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "agent/discovery/discovery.h"
+#include "agent/inventory/discovery/discovery.h"
 
 namespace fabric {
 

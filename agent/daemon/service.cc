@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "agent/changes/changes.h"
 #include "agent/common/log.h"
 #include "agent/daemon/raw_call.h"
-#include "agent/place/place.h"
-#include "agent/select/select.h"
+#include "agent/inventory/changes/changes.h"
+#include "agent/policy/place/place.h"
+#include "agent/policy/select/select.h"
 
 namespace fabric {
 grpc::Status ToGrpc(const absl::Status& s) {

@@ -13,7 +13,7 @@
 #include <unordered_map>
 
 #include "absl/time/time.h"
-#include "agent/changes/events.h"
+#include "agent/inventory/changes/event_log.h"
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"

@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "agent/changes/changes.h"
 #include "agent/common/log.h"
 #include "agent/daemon/raw_call.h"
 #include "agent/daemon/service.h"
+#include "agent/inventory/changes/changes.h"
 
 namespace fabric {
 

@@ -20,22 +20,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "agent/announce/announce.h"
-#include "agent/announce/link.h"
-#include "agent/announce/to_proto.h"
-#include "agent/announce/validate.h"
-#include "agent/discovery/discovery.h"
-#include "agent/discovery/parse.h"
+#include "agent/fabric/announce/announce.h"
+#include "agent/fabric/announce/link.h"
+#include "agent/fabric/announce/to_proto.h"
+#include "agent/fabric/announce/validate.h"
+#include "agent/fabric/probes/report.h"
+#include "agent/fabric/probes/schedule.h"
 #include "agent/fabricctl/client.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/render.h"
-#include "agent/health/health.h"
-#include "agent/hostfs/host_fs.h"
-#include "agent/select/config.h"
-#include "agent/select/env.h"
-#include "agent/select/select.h"
-#include "probes/report.h"
-#include "probes/schedule.h"
+#include "agent/inventory/discovery/discovery.h"
+#include "agent/inventory/discovery/parse.h"
+#include "agent/inventory/hostfs/host_fs.h"
+#include "agent/policy/health/health.h"
+#include "agent/policy/select/config.h"
+#include "agent/policy/select/env.h"
+#include "agent/policy/select/select.h"
 
 namespace fabric::ctl {
 
@@ -54,7 +54,7 @@ int RunAnnounceLocal(const Options& opt) {
   }
   auto target = announce::DescribeInterface(opt.ifname);
   if (!target.ok()) return Fail(kFailed, std::string(target.status().message()));
-  // The agent's rules (agent/announce/validate.h): only the interface's own addresses.
+  // The agent's rules (agent/fabric/announce/validate.h): only the interface's own addresses.
   auto chosen = announce::ChooseOwnAddresses(*target, opt.ips);
   if (!chosen.ok()) {
     return Fail(absl::IsFailedPrecondition(chosen.status()) ? kFailed : kUsage,

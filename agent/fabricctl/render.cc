@@ -10,9 +10,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "agent/discovery/discovery.h"
-#include "agent/select/select.h"
-#include "agent/topology/topology.h"
+#include "agent/inventory/discovery/discovery.h"
+#include "agent/inventory/topology/topology.h"
+#include "agent/policy/select/select.h"
 
 namespace fabric {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "agent/discovery/discovery.h"
+#include "agent/inventory/discovery/discovery.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
 

@@ -17,9 +17,9 @@
 #include <map>
 #include <string>
 
-#include "agent/changes/changes.h"
-#include "agent/discovery/discovery.h"
-#include "agent/place/place.h"
+#include "agent/inventory/changes/changes.h"
+#include "agent/inventory/discovery/discovery.h"
+#include "agent/policy/place/place.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
 

@@ -29,7 +29,7 @@ using testing::Subprocess;
 
 const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
 const std::string kCtl = FABRIC_BINARY_DIR "/agent/fabricctl/fabricctl";
-const std::string kProbe = FABRIC_BINARY_DIR "/probes/fabric-probe";
+const std::string kProbe = FABRIC_BINARY_DIR "/agent/fabric/probes/fabric-probe";
 
 class DaemonCliTest : public ::testing::Test {
  protected:

@@ -1,0 +1,50 @@
+// What a scrape of fabric-agent --metrics returns: the host's metrics (agent/publish/metrics:
+// ports, counters read now, PCIe links) plus the agent's own: inventory age and rescans, health,
+// the GPU-NIC distance of each GPU's chosen NIC, link flaps and GID table changes, absent
+// devices, probe results and announcements. Everything is read from thread-safe sources, so
+// the HTTP server's thread renders without touching the agent's loop.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "agent/daemon/announcer.h"
+#include "agent/daemon/api_server.h"
+#include "agent/daemon/prober.h"
+#include "agent/daemon/service.h"
+#include "agent/daemon/snapshot.h"
+#include "agent/inventory/hostfs/host_fs.h"
+
+namespace fabric {
+
+// The agent loop's counters; written on the loop, read by scrapes.
+struct AgentCounters {
+  std::atomic<uint64_t> rescans{0};
+  std::atomic<uint64_t> rescan_errors{0};
+  std::atomic<uint64_t> netlink_resyncs{0};
+  std::atomic<int64_t> last_scan_ok_unix_ns{0};
+  // Rescans not published for transient read failures; since when the inventory is stale (0:
+  // it is not).
+  std::atomic<uint64_t> stale_scans{0};
+  std::atomic<int64_t> stale_since_unix_ns{0};
+  std::atomic<bool> route_events{false};
+  std::atomic<bool> uevents{false};
+  absl::Time started = absl::Now();
+};
+
+struct MetricsSources {
+  const SnapshotStore* store = nullptr;
+  const HostFs* sysfs = nullptr;
+  const AgentCounters* counters = nullptr;
+  const Prober* prober = nullptr;             // Optional.
+  const Announcer* announcer = nullptr;       // Optional.
+  const ApiServer* api = nullptr;             // Optional.
+  const ApiCounters* api_counters = nullptr;  // Optional.
+};
+
+// The whole exposition, as of `now`.
+std::string RenderAgentMetrics(const MetricsSources& src, absl::Time now);
+
+}  // namespace fabric

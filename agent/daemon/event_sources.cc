@@ -1,0 +1,229 @@
+#include "agent/daemon/event_sources.h"
+
+#include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "agent/daemon/uevent.h"
+
+namespace fabric {
+namespace {
+
+// At most this many reads per Drain: under a storm the loop still gets to rescan and ping the
+// watchdog; the rest is read on the next turn.
+constexpr int kMaxReads = 4096;
+
+class RouteEvents final : public EventSource {
+ public:
+  ~RouteEvents() override {
+    if (sk_ != nullptr) nl_socket_free(sk_);  // Closes the fd too.
+  }
+
+  static absl::StatusOr<std::unique_ptr<EventSource>> Open(int rcvbuf) {
+    auto self = std::unique_ptr<RouteEvents>(new RouteEvents());
+    self->sk_ = nl_socket_alloc();
+    if (self->sk_ == nullptr) return absl::ResourceExhaustedError("nl_socket_alloc failed");
+    nl_socket_disable_seq_check(self->sk_);
+    nl_socket_modify_cb(self->sk_, NL_CB_VALID, NL_CB_CUSTOM, &RouteEvents::OnMessage, self.get());
+    if (int err = nl_connect(self->sk_, NETLINK_ROUTE); err < 0) {
+      return absl::UnavailableError(absl::StrCat("route netlink socket: ", nl_geterror(err)));
+    }
+    if (int err = nl_socket_add_memberships(self->sk_, RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR,
+                                            RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE,
+                                            RTNLGRP_IPV6_ROUTE, 0);
+        err < 0) {
+      return absl::UnavailableError(
+          absl::StrCat("route netlink multicast groups: ", nl_geterror(err)));
+    }
+    if (rcvbuf > 0) (void)nl_socket_set_buffer_size(self->sk_, rcvbuf, 0);
+    if (int err = nl_socket_set_nonblocking(self->sk_); err < 0) {
+      return absl::InternalError(absl::StrCat("route netlink non-blocking: ", nl_geterror(err)));
+    }
+    return std::unique_ptr<EventSource>(std::move(self));
+  }
+
+  const char* name() const override { return "route netlink"; }
+  int fd() const override { return nl_socket_get_fd(sk_); }
+
+  absl::StatusOr<Drained> Drain() override {
+    drained_ = Drained{};
+    for (int i = 0; i < kMaxReads; ++i) {
+      int r = nl_recvmsgs_default(sk_);
+      if (r == -NLE_AGAIN) break;
+      // libnl maps ENOBUFS to NLE_NOMEM: the socket overran and events were lost.
+      if (r == -NLE_NOMEM) {
+        drained_.overflow = true;
+        continue;
+      }
+      if (r < 0) return absl::InternalError(absl::StrCat("route netlink: ", nl_geterror(r)));
+      if (r == 0) break;  // Nothing read (level-triggered poll brings us back).
+    }
+    return drained_;
+  }
+
+ private:
+  RouteEvents() = default;
+
+  static int OnMessage(nl_msg* msg, void* arg) {
+    auto* self = static_cast<RouteEvents*>(arg);
+    const nlmsghdr* h = nlmsg_hdr(msg);
+    const char* what = nullptr;
+    switch (h->nlmsg_type) {
+      case RTM_NEWLINK:
+        what = "link added or changed";
+        break;
+      case RTM_DELLINK:
+        what = "link removed";
+        break;
+      case RTM_NEWADDR:
+        what = "address added";
+        break;
+      case RTM_DELADDR:
+        what = "address removed";
+        break;
+      case RTM_NEWROUTE:
+        what = "route added";
+        break;
+      case RTM_DELROUTE:
+        what = "route removed";
+        break;
+      default:
+        return NL_SKIP;
+    }
+    ++self->drained_.relevant;
+    int ifindex = 0;
+    if ((h->nlmsg_type == RTM_NEWLINK || h->nlmsg_type == RTM_DELLINK) &&
+        h->nlmsg_len >= NLMSG_LENGTH(sizeof(ifinfomsg))) {
+      ifindex = static_cast<const ifinfomsg*>(nlmsg_data(h))->ifi_index;
+    } else if ((h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) &&
+               h->nlmsg_len >= NLMSG_LENGTH(sizeof(ifaddrmsg))) {
+      ifindex = static_cast<int>(static_cast<const ifaddrmsg*>(nlmsg_data(h))->ifa_index);
+    }
+    self->drained_.last = ifindex > 0 ? absl::StrCat(what, " (ifindex ", ifindex, ")") : what;
+    return NL_OK;
+  }
+
+  nl_sock* sk_ = nullptr;
+  Drained drained_;
+};
+
+class Uevents final : public EventSource {
+ public:
+  explicit Uevents(int fd) : fd_(fd) {}
+  ~Uevents() override { close(fd_); }
+
+  const char* name() const override { return "uevent"; }
+  int fd() const override { return fd_; }
+
+  absl::StatusOr<Drained> Drain() override {
+    Drained d;
+    char buf[8192];
+    for (int i = 0; i < kMaxReads; ++i) {
+      ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) break;
+        if (errno == ENOBUFS) {
+          d.overflow = true;
+          continue;
+        }
+        return absl::InternalError(absl::StrCat("uevent recv: ", std::strerror(errno)));
+      }
+      auto e = ParseUevent(std::string_view(buf, static_cast<size_t>(n)));
+      if (!e.ok() || !AffectsInventory(*e)) continue;
+      ++d.relevant;
+      d.last = absl::StrCat(e->subsystem, " ", e->action, " ", e->devpath);
+    }
+    return d;
+  }
+
+ private:
+  int fd_;
+};
+
+class FileWatch final : public EventSource {
+ public:
+  FileWatch(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+  ~FileWatch() override { close(fd_); }
+
+  const char* name() const override { return "config file"; }
+  int fd() const override { return fd_; }
+
+  absl::StatusOr<Drained> Drain() override {
+    Drained d;
+    alignas(inotify_event) char buf[4096];
+    for (int i = 0; i < kMaxReads; ++i) {
+      ssize_t n = read(fd_, buf, sizeof(buf));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) break;
+        return absl::InternalError(absl::StrCat("inotify read: ", std::strerror(errno)));
+      }
+      for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+        const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+        off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+        if ((ev->mask & IN_Q_OVERFLOW) != 0) d.overflow = true;
+        if (ev->len == 0) continue;
+        const std::string file(ev->name);
+        if (file == name_ || file == "..data") {
+          ++d.relevant;
+          d.last = absl::StrCat(file, " changed");
+        }
+      }
+    }
+    return d;
+  }
+
+ private:
+  int fd_;
+  std::string name_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EventSource>> OpenFileWatch(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("inotify: ", std::strerror(errno)));
+  if (inotify_add_watch(fd, dir.c_str(),
+                        IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ONLYDIR) < 0) {
+    int err = errno;
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("inotify on ", dir, ": ", std::strerror(err)));
+  }
+  return std::unique_ptr<EventSource>(new FileWatch(fd, name));
+}
+
+absl::StatusOr<std::unique_ptr<EventSource>> OpenRouteEvents(int rcvbuf) {
+  return RouteEvents::Open(rcvbuf);
+}
+
+absl::StatusOr<std::unique_ptr<EventSource>> OpenUevents(int rcvbuf) {
+  int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("uevent socket: ", std::strerror(errno)));
+  if (rcvbuf > 0) (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  sockaddr_nl addr{};
+  addr.nl_family = AF_NETLINK;
+  addr.nl_groups = 1;  // The kernel's group; udev re-broadcasts on group 2.
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) {
+    int err = errno;
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("uevent bind: ", std::strerror(err)));
+  }
+  return std::unique_ptr<EventSource>(new Uevents(fd));
+}
+
+}  // namespace fabric

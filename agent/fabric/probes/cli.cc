@@ -1,0 +1,233 @@
+#include "agent/fabric/probes/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "agent/fabric/probes/auth.h"
+#include "agent/fabric/probes/wire.h"
+
+namespace fabric::probes {
+namespace {
+
+CliParse Usage(std::string message) {
+  CliParse r;
+  r.exit = true;
+  r.exit_code = kExitUsage;
+  r.output = absl::StrCat("fabric-probe: ", message, "\nRun with --help for more information.\n");
+  return r;
+}
+
+}  // namespace
+
+CliParse ParseCli(const std::vector<std::string>& args) {
+  CLI::App app{
+      "fabric-probe: perftest-grade RDMA bandwidth and latency tests (RC write/send/read).\n"
+      "Without HOST it serves one test (the responder) and exits; with HOST it runs the test "
+      "against that responder. Exit codes: 0 ok, 1 runtime failure, 2 usage error."};
+  app.set_version_flag("--version", "fabric-probe 0.1.0");
+  std::string test_name, host, device, remote_device, transport = "auto", bind, sysfs = "/sys";
+  int ib_port = 1, gid_index = -1;
+  uint64_t size = 0, iters = 0;
+  double duration_s = 0, margin_s = 2, timeout_s = 10;
+  int port = kDefaultPort;
+  uint32_t qps = 1, tx_depth = 0, inline_size = 0, cq_mod = 0, post_list = 1;
+  bool rdma_cm = false, json = false, forever = false;
+  std::string allow, secret_file;
+  uint32_t rate = kDefaultRatePerMinute;
+
+  app.add_option("TEST", test_name, "write_bw, write_lat, send_bw, send_lat, read_bw or read_lat")
+      ->required()
+      ->check(
+          CLI::IsMember({"write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "read_lat"}));
+  app.add_option("HOST", host, "the responder to test against; none: be the responder");
+  auto* o_dev = app.add_option("-d,--ib-dev", device, "RDMA device (default: the first one)");
+  auto* o_rdev = app.add_option("--remote-dev", remote_device,
+                                "client: the responder's RDMA device to test against (default: "
+                                "the responder's choice)");
+  app.add_option("-i,--ib-port", ib_port, "port of the device")
+      ->check(CLI::Range(1, 254))
+      ->capture_default_str();
+  auto* o_gid = app.add_option("-x,--gid-index", gid_index,
+                               "GID index (default: the port's RoCE v2 IPv4 GID; 0 on "
+                               "InfiniBand)")
+                    ->check(CLI::Range(0, 65535));
+  auto* o_size = app.add_option("-s,--size", size,
+                                "message size in bytes (default 65536 for bandwidth, 2 for "
+                                "latency)");
+  auto* o_iters = app.add_option("-n,--iters", iters,
+                                 "iterations (default 5000 for bandwidth, 1000 for latency)");
+  auto* o_dur = app.add_option("-D,--duration", duration_s,
+                               "run for this many seconds instead of -n (measured after a "
+                               "warm-up --margin)");
+  auto* o_margin = app.add_option("--margin", margin_s,
+                                  "warm-up seconds before the -D window (default 2, as perftest)");
+  app.add_option("-p,--port", port, "TCP port of the exchange (0: any, server)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  auto* o_qps = app.add_option("-q,--qp", qps, "number of QPs (bandwidth tests)");
+  auto* o_tx = app.add_option("-t,--tx-depth", tx_depth,
+                              "work requests in flight per QP (default 128; 1 for latency)");
+  auto* o_inline = app.add_option("-I,--inline_size", inline_size,
+                                  "inline messages up to this size (default 0; 220 for "
+                                  "write/send latency)");
+  auto* o_cm = app.add_flag("-R,--rdma_cm", rdma_cm, "connect the QPs with rdma_cm");
+  auto* o_cqmod = app.add_option("--cq-mod", cq_mod,
+                                 "one signalled completion per this many messages (default 100, "
+                                 "at most the tx depth)");
+  auto* o_pl = app.add_option("-l,--post_list", post_list, "post this many messages per call");
+  auto* o_transport = app.add_option("--transport", transport,
+                                     "rdma, tcp, or auto (rdma when this host has an RDMA "
+                                     "device)")
+                          ->check(CLI::IsMember({"rdma", "tcp", "auto"}))
+                          ->capture_default_str();
+  app.add_option("--timeout", timeout_s,
+                 "seconds any one step may take (connect, exchange, each completion)")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  auto* o_bind = app.add_option("--bind", bind, "server: listen on this address only");
+  app.add_option("--sysfs", sysfs, "sysfs root for the GID table")->capture_default_str();
+  auto* o_allow = app.add_option("--allow", allow,
+                                 "server: serve only peers in these networks (CIDR[,CIDR...]; "
+                                 "default: the subnets this host has addresses in)");
+  app.add_option("--secret-file", secret_file,
+                 "a file holding a secret both sides must prove they know (HMAC over fresh "
+                 "nonces; the secret never crosses the wire); read on every connection");
+  auto* o_rate =
+      app.add_option("--rate", rate, "server: tests a minute per peer address (0: no limit)")
+          ->check(CLI::Range(0, 100000))
+          ->capture_default_str();
+  app.add_flag("--json", json, "print one JSON object per result");
+  app.add_flag("--forever", forever, "server: keep serving tests");
+
+  std::vector<std::string> rev(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
+  try {
+    app.parse(rev);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream out, err;
+    const int rc = app.exit(e, out, err);
+    CliParse r;
+    r.exit = true;
+    r.exit_code = rc == 0 ? kExitOk : kExitUsage;
+    r.output = rc == 0 ? out.str() : err.str();
+    return r;
+  }
+
+  CliConfig c;
+  c.server = host.empty();
+  c.forever = forever;
+  c.json = json;
+  c.device_given = o_dev->count() > 0;
+  const TestKind test = *ParseTestName(test_name);
+  ProbeParams p = DefaultParams(test);
+  uint32_t fields = 0;
+  if (o_size->count() > 0) {
+    p.size = size;
+    fields |= kFieldSize;
+  }
+  if (o_iters->count() > 0 && o_dur->count() > 0) {
+    return Usage("-n/--iters and -D/--duration exclude each other");
+  }
+  if (o_iters->count() > 0) {
+    p.iterations = iters;
+    fields |= kFieldIterations;
+  }
+  if (o_dur->count() > 0) {
+    if (!(duration_s > 0) || duration_s > kMaxDurationMs / 1000.0) {
+      return Usage("-D/--duration must be above 0 seconds and at most a day");
+    }
+    p.duration = absl::Milliseconds(std::llround(duration_s * 1000));
+    p.iterations = 0;
+    fields |= kFieldDuration | kFieldIterations;
+  }
+  if (o_margin->count() > 0) {
+    if (!(margin_s >= 0) || margin_s > 600) return Usage("--margin must be within 0..600 seconds");
+    p.margin = absl::Milliseconds(std::llround(margin_s * 1000));
+    fields |= kFieldMargin;
+  }
+  if (o_qps->count() > 0) {
+    p.num_qps = qps;
+    fields |= kFieldQps;
+  }
+  if (o_tx->count() > 0) {
+    p.tx_depth = tx_depth;
+    fields |= kFieldTxDepth;
+  }
+  if (o_inline->count() > 0) {
+    p.inline_size = inline_size;
+    fields |= kFieldInline;
+  }
+  if (o_cqmod->count() > 0) {
+    p.cq_mod = cq_mod;
+    fields |= kFieldCqMod;
+  } else if (p.cq_mod > p.tx_depth) {
+    // As perftest: the default moderation shrinks to a smaller tx depth.
+    p.cq_mod = p.tx_depth;
+  }
+  if (o_pl->count() > 0) {
+    p.post_list = post_list;
+    fields |= kFieldPostList;
+  }
+  if (o_cm->count() > 0) fields |= kFieldRdmaCm;
+  p.rdma_cm = rdma_cm;
+  c.transport_given = o_transport->count() > 0 && transport != "auto";
+  if (transport == "tcp") {
+    if (rdma_cm) return Usage("-R/--rdma_cm needs the rdma transport");
+    p.transport = Transport::kTcp;
+    fields |= kFieldTransport;
+  } else if (transport == "rdma") {
+    fields |= kFieldTransport;
+  }
+  if (absl::Status s = ValidateParams(p); !s.ok()) return Usage(std::string(s.message()));
+
+  if (!c.server) {
+    if (forever) return Usage("--forever is for the server (no HOST)");
+    if (o_bind->count() > 0) return Usage("--bind is for the server (no HOST)");
+    if (port == 0) return Usage("the client needs the server's port (-p 1..65535)");
+    if (o_allow->count() > 0) return Usage("--allow is for the server (no HOST)");
+    if (o_rate->count() > 0) return Usage("--rate is for the server (no HOST)");
+  } else if (o_rdev->count() > 0) {
+    return Usage("--remote-dev is for the client (with HOST); the responder uses -d");
+  }
+  if (!remote_device.empty() && !wire::IsValidDeviceName(remote_device)) {
+    return Usage(absl::StrCat("--remote-dev=", remote_device, " is not an RDMA device name"));
+  }
+  if (o_allow->count() > 0) {
+    absl::StatusOr<AllowList> a = AllowList::Parse(allow);
+    if (!a.ok()) return Usage(absl::StrCat("--allow: ", a.status().message()));
+    c.server_options.allow = *std::move(a);
+  }
+  if (!secret_file.empty()) {
+    // Checked now so that a bad file is a usage error, not a failure after connecting.
+    if (absl::StatusOr<std::string> s = LoadSecret(secret_file); !s.ok()) {
+      return Usage(absl::StrCat("--secret-file: ", s.status().message()));
+    }
+  }
+  Endpoint local;
+  local.device = device;
+  local.ib_port = static_cast<uint8_t>(ib_port);
+  if (o_gid->count() > 0) local.gid_index = gid_index;
+  local.sysfs = sysfs;
+  local.timeout = absl::Milliseconds(std::llround(timeout_s * 1000));
+
+  c.client.params = p;
+  c.client.host = host;
+  c.client.port = static_cast<uint16_t>(port);
+  c.client.local = local;
+  c.client.remote_device = remote_device;
+  c.client.secret_file = secret_file;
+  c.server_options.secret_file = secret_file;
+  c.server_options.rate_per_minute = rate;
+  c.server_options.test = test;
+  c.server_options.expect = p;
+  c.server_options.explicit_fields = fields;
+  c.server_options.bind = bind;
+  c.server_options.port = static_cast<uint16_t>(port);
+  c.server_options.local = local;
+  CliParse r;
+  r.config = std::move(c);
+  return r;
+}
+
+}  // namespace fabric::probes

@@ -1,0 +1,38 @@
+// fabric-probe's command line, parsed apart from main() so tests can check every rejection.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/fabric/probes/probe.h"
+
+namespace fabric::probes {
+
+// Exit codes: 0 the test ran (server: every test served ran), 1 runtime failure (device
+// missing, peer unreachable or gone, time-out, the peer refused), 2 usage error.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+struct CliConfig {
+  bool server = false;   // no HOST
+  bool forever = false;  // server: keep serving
+  bool json = false;
+  bool transport_given = false;  // --transport rdma|tcp (else: rdma when a device exists)
+  bool device_given = false;
+  ProbeSpec client;  // params, host, port, local
+  ServerOptions server_options;
+};
+
+struct CliParse {
+  // Set when the program should exit now (help, version, usage error) with `exit_code`,
+  // printing `output` (stdout for help, stderr for errors).
+  bool exit = false;
+  int exit_code = kExitOk;
+  std::string output;
+  CliConfig config;
+};
+
+CliParse ParseCli(const std::vector<std::string>& args);  // args[0] is the program name
+
+}  // namespace fabric::probes

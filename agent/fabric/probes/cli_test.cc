@@ -1,0 +1,147 @@
+#include "agent/fabric/probes/cli.h"
+
+#include <gtest/gtest.h>
+
+namespace fabric::probes {
+namespace {
+
+CliParse Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "fabric-probe");
+  return ParseCli(args);
+}
+
+void ExpectUsage(std::vector<std::string> args, std::string_view mention) {
+  CliParse r = Parse(args);
+  std::string joined;
+  for (const auto& a : args) joined += a + " ";
+  ASSERT_TRUE(r.exit) << joined;
+  EXPECT_EQ(r.exit_code, kExitUsage) << joined;
+  EXPECT_NE(r.output.find(mention), std::string::npos) << joined << ": " << r.output;
+}
+
+TEST(ParseCli, ServerWithDefaults) {
+  CliParse r = Parse({"write_bw"});
+  ASSERT_FALSE(r.exit) << r.output;
+  EXPECT_TRUE(r.config.server);
+  EXPECT_EQ(r.config.server_options.port, 18515);
+  EXPECT_EQ(r.config.server_options.explicit_fields, 0u);
+  EXPECT_EQ(r.config.client.params, DefaultParams(TestKind::kWriteBw));
+}
+
+TEST(ParseCli, ClientWithPerftestFlags) {
+  CliParse r = Parse({"read_bw", "10.0.0.2", "-d",       "mlx5_0",    "-i",  "2",  "-x",
+                      "3",       "-s",       "4096",     "-n",        "100", "-q", "4",
+                      "-t",      "64",       "--cq-mod", "8",         "-l",  "4",  "-R",
+                      "-p",      "9000",     "--json",   "--timeout", "2.5"});
+  ASSERT_FALSE(r.exit) << r.output;
+  const CliConfig& c = r.config;
+  EXPECT_FALSE(c.server);
+  EXPECT_TRUE(c.json);
+  EXPECT_EQ(c.client.host, "10.0.0.2");
+  EXPECT_EQ(c.client.port, 9000);
+  EXPECT_EQ(c.client.local.device, "mlx5_0");
+  EXPECT_EQ(c.client.local.ib_port, 2);
+  EXPECT_EQ(c.client.local.gid_index, 3);
+  EXPECT_EQ(c.client.local.timeout, absl::Milliseconds(2500));
+  const ProbeParams& p = c.client.params;
+  EXPECT_EQ(p.test, TestKind::kReadBw);
+  EXPECT_EQ(p.size, 4096u);
+  EXPECT_EQ(p.iterations, 100u);
+  EXPECT_EQ(p.num_qps, 4u);
+  EXPECT_EQ(p.tx_depth, 64u);
+  EXPECT_EQ(p.cq_mod, 8u);
+  EXPECT_EQ(p.post_list, 4u);
+  EXPECT_TRUE(p.rdma_cm);
+}
+
+TEST(ParseCli, RemoteDeviceIsTheClients) {
+  CliParse r = Parse({"write_bw", "10.0.0.2", "-d", "mlx5_1", "--remote-dev", "mlx5_3"});
+  ASSERT_FALSE(r.exit) << r.output;
+  EXPECT_EQ(r.config.client.remote_device, "mlx5_3");
+  EXPECT_EQ(Parse({"write_bw", "10.0.0.2"}).config.client.remote_device, "");
+  ExpectUsage({"write_bw", "--remote-dev", "mlx5_3"}, "--remote-dev is for the client");
+  ExpectUsage({"write_bw", "h", "--remote-dev", "mlx5/3"}, "not an RDMA device name");
+}
+
+TEST(ParseCli, AllowRateAndSecret) {
+  CliParse r = Parse({"write_bw", "--allow", "10.0.0.0/24,fd00::/64", "--rate", "10"});
+  ASSERT_FALSE(r.exit) << r.output;
+  ASSERT_TRUE(r.config.server_options.allow.has_value());
+  EXPECT_EQ(r.config.server_options.allow->ToString(), "10.0.0.0/24, fd00::/64");
+  EXPECT_EQ(r.config.server_options.rate_per_minute, 10u);
+  r = Parse({"write_bw"});
+  ASSERT_FALSE(r.exit) << r.output;
+  EXPECT_FALSE(r.config.server_options.allow.has_value());  // this host's subnets
+  EXPECT_EQ(r.config.server_options.rate_per_minute, kDefaultRatePerMinute);
+  EXPECT_EQ(r.config.server_options.secret_file, "");
+  ExpectUsage({"write_bw", "--allow", "10.0.0.0/24,bogus"}, "bogus");
+  ExpectUsage({"write_bw", "h", "--allow", "10.0.0.0/24"}, "--allow is for the server");
+  ExpectUsage({"write_bw", "h", "--rate", "3"}, "--rate is for the server");
+  ExpectUsage({"write_bw", "h", "--secret-file", "/nonexistent/secret"}, "/nonexistent/secret");
+}
+
+TEST(ParseCli, LatencyDefaultsAndDuration) {
+  CliParse r = Parse({"write_lat", "h", "-D", "3", "--margin", "0.5"});
+  ASSERT_FALSE(r.exit) << r.output;
+  const ProbeParams& p = r.config.client.params;
+  EXPECT_EQ(p.size, 2u);
+  EXPECT_EQ(p.tx_depth, 1u);
+  EXPECT_EQ(p.inline_size, 220u);
+  EXPECT_EQ(p.iterations, 0u);
+  EXPECT_EQ(p.duration, absl::Seconds(3));
+  EXPECT_EQ(p.margin, absl::Milliseconds(500));
+}
+
+TEST(ParseCli, SmallTxDepthShrinksDefaultModeration) {
+  CliParse r = Parse({"write_bw", "h", "-t", "16"});
+  ASSERT_FALSE(r.exit) << r.output;
+  EXPECT_EQ(r.config.client.params.cq_mod, 16u);
+  // Given explicitly it must fit.
+  ExpectUsage({"write_bw", "h", "-t", "16", "--cq-mod", "32"}, "cq moderation");
+}
+
+TEST(ParseCli, ServerRecordsExplicitFields) {
+  CliParse r = Parse({"send_bw", "-s", "1024", "--transport", "tcp", "-p", "0"});
+  ASSERT_FALSE(r.exit) << r.output;
+  EXPECT_EQ(r.config.server_options.explicit_fields, kFieldSize | kFieldTransport);
+  EXPECT_EQ(r.config.server_options.port, 0);
+  EXPECT_EQ(r.config.server_options.expect.transport, Transport::kTcp);
+}
+
+TEST(ParseCli, RejectsInvalidCombinations) {
+  ExpectUsage({}, "TEST");
+  ExpectUsage({"atomic_bw"}, "atomic_bw");
+  ExpectUsage({"write_bw", "h", "-n", "10", "-D", "2"}, "exclude");
+  ExpectUsage({"write_bw", "h", "-D", "0"}, "duration");
+  ExpectUsage({"write_bw", "h", "-R", "--transport", "tcp"}, "rdma_cm");
+  ExpectUsage({"write_lat", "h", "-q", "2"}, "one QP");
+  ExpectUsage({"write_lat", "h", "-l", "2", "-t", "4"}, "one message");
+  ExpectUsage({"read_lat", "h", "-I", "64"}, "inlined");
+  ExpectUsage({"write_bw", "h", "-s", "0"}, "size");
+  ExpectUsage({"write_bw", "h", "-s", "4294967296"}, "size");
+  ExpectUsage({"write_bw", "h", "-q", "0"}, "QPs");
+  ExpectUsage({"write_bw", "h", "-q", "100000"}, "QPs");
+  ExpectUsage({"write_bw", "h", "-t", "0"}, "tx depth");
+  ExpectUsage({"write_bw", "h", "-l", "200"}, "post list");
+  ExpectUsage({"write_lat", "h", "-n", "2"}, "iterations");
+  ExpectUsage({"write_bw", "h", "-i", "0"}, "ib-port");
+  ExpectUsage({"write_bw", "h", "-p", "70000"}, "port");
+  ExpectUsage({"write_bw", "h", "-p", "0"}, "port");
+  ExpectUsage({"write_bw", "h", "--forever"}, "--forever");
+  ExpectUsage({"write_bw", "h", "--bind", "0.0.0.0"}, "--bind");
+  ExpectUsage({"write_bw", "h", "--transport", "udp"}, "transport");
+  ExpectUsage({"write_bw", "h", "--timeout", "0"}, "timeout");
+  ExpectUsage({"write_bw", "h", "-s", "abc"}, "size");
+  ExpectUsage({"write_bw", "h", "extra"}, "extra");
+  ExpectUsage({"write_bw", "--no-such-flag"}, "no-such-flag");
+}
+
+TEST(ParseCli, HelpExitsZero) {
+  CliParse r = Parse({"--help"});
+  EXPECT_TRUE(r.exit);
+  EXPECT_EQ(r.exit_code, kExitOk);
+  EXPECT_NE(r.output.find("--rdma_cm"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fabric::probes

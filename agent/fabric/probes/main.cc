@@ -1,0 +1,128 @@
+// fabric-probe: perftest-grade RDMA bandwidth and latency tests, client and responder.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/common/log.h"
+#include "agent/common/strings.h"
+#include "agent/fabric/probes/cli.h"
+#include "agent/fabric/probes/engine.h"
+#include "agent/fabric/probes/probe.h"
+#include "agent/fabric/probes/report.h"
+
+namespace fabric::probes {
+namespace {
+
+void Print(const std::string& s, FILE* f) {
+  std::fwrite(s.data(), 1, s.size(), f);
+  std::fflush(f);
+}
+
+void Error(absl::string_view message) {
+  Print(absl::StrCat("fabric-probe: error: ", message, "\n"), stderr);
+}
+
+// SIGINT and SIGTERM stop the probe through its canceller (the server's Stop()), so resources
+// are released in order and the exit code says what happened.
+void StopOnSignals(std::function<void()> stop) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set, stop = std::move(stop)] {
+    int sig = 0;
+    if (sigwait(&set, &sig) == 0) stop();
+  }).detach();
+}
+
+int RunServer(const CliConfig& c) {
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(c.server_options);
+  if (!server.ok()) {
+    Error(server.status().message());
+    return kExitFailure;
+  }
+  ProbeServer* s = server->get();
+  StopOnSignals([s] { s->Stop(); });
+  Print(
+      absl::StrCat(
+          "fabric-probe: serving ", s->allow().ToString(),
+          c.server_options.allow.has_value() ? "" : " (this host's subnets; set --allow to change)",
+          "\n"),
+      stderr);
+  // Tests and scripts read the port from here when they asked for port 0.
+  Print(absl::StrCat("fabric-probe: waiting for a client on port ", s->port(), "\n"), stderr);
+  int rc = kExitOk;
+  for (;;) {
+    absl::StatusOr<ServedTest> t = s->ServeOne();
+    if (!t.ok()) {
+      if (absl::IsCancelled(t.status())) return rc;
+      Error(t.status().message());
+      return kExitFailure;
+    }
+    if (t->status.ok()) {
+      Print(absl::StrCat("fabric-probe: served ", Av(TestName(t->params.test)), " over ",
+                         Av(TransportName(t->params.transport)),
+                         t->device.empty() ? "" : absl::StrCat(" on ", t->device), " to ", t->peer,
+                         "\n"),
+            stderr);
+    } else {
+      Error(
+          absl::StrCat(Av(TestName(t->params.test)), " from ", t->peer, ": ", t->status.message()));
+      rc = kExitFailure;
+    }
+    if (!c.forever) return rc;
+  }
+}
+
+int RunClient(CliConfig c) {
+  absl::StatusOr<std::unique_ptr<Canceller>> cancel = Canceller::Create();
+  if (!cancel.ok()) {
+    Error(cancel.status().message());
+    return kExitFailure;
+  }
+  Canceller* k = cancel->get();
+  StopOnSignals([k] { k->Cancel(); });
+  c.client.cancel = k;
+  absl::StatusOr<ProbeResult> r = RunProbe(c.client);
+  if (!r.ok()) {
+    Error(absl::StrCat(Av(TestName(c.client.params.test)), " with ", c.client.host, " port ",
+                       c.client.port, ": ", r.status().message()));
+    return kExitFailure;
+  }
+  Print(c.json ? FormatJson(*r) + "\n" : FormatTable(*r), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace fabric::probes
+
+int main(int argc, char** argv) {
+  using namespace fabric::probes;
+  fabric::InitLog("fabric-probe", fabric::LogLevel::kInfo);
+  CliParse parse = ParseCli(std::vector<std::string>(argv, argv + argc));
+  if (parse.exit) {
+    Print(parse.output, parse.exit_code == kExitOk ? stdout : stderr);
+    return parse.exit_code;
+  }
+  CliConfig& c = parse.config;
+  // No RDMA device here and no transport asked for: run over TCP, and say so. A device named
+  // with -d or -R still means RDMA, so that its absence is an error, not a silent fallback.
+  if (!c.transport_given && !c.device_given && !c.client.params.rdma_cm &&
+      c.client.params.transport == Transport::kRdma && !HaveRdmaDevice()) {
+    if (!c.server) {
+      Print(
+          "fabric-probe: no RDMA device on this host: running over TCP (results are labelled "
+          "tcp)\n",
+          stderr);
+      c.client.params.transport = Transport::kTcp;
+    }
+  }
+  return c.server ? RunServer(c) : RunClient(std::move(c));
+}

@@ -1,0 +1,108 @@
+// The agent's probe schedule, as pure functions: the config section's checks and defaults, which
+// local ports probe which peers with which parameters, when the next round starts, the results
+// as the API's messages, their bounded history, and the health findings they imply. The threads,
+// sockets and DNS are the daemon's (agent/daemon/prober.h).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/fabric/probes/params.h"
+#include "fabric/v1/health.pb.h"
+#include "fabric/v1/host.pb.h"
+#include "fabric/v1/probe.pb.h"
+#include "fabric/v1/select.pb.h"
+
+namespace fabric::probes {
+
+inline constexpr uint32_t kDefaultHistory = 512;
+inline constexpr uint32_t kMaxHistory = 100000;
+
+// "HOST", "HOST:PORT", "[V6]:PORT" or a bare IPv6 address. `name` keeps the text as given.
+struct Peer {
+  std::string name;
+  std::string host;
+  uint16_t port = 0;
+  bool operator==(const Peer&) const = default;
+};
+absl::StatusOr<Peer> ParsePeer(std::string_view text, uint16_t default_port);
+
+// InvalidArgument naming the bad key ("probes.tests[1]: ...").
+absl::Status ValidateSchedule(const v1::ProbeSchedule& s);
+
+// The agent's whole config file: LoadConfig (the selection policy) and the `probes` section's
+// checks; every error names the path. The agent and fabricctl --config both load through it.
+absl::StatusOr<v1::AgentConfig> LoadAgentConfig(const std::string& path);
+
+// Whether the schedule has anything to probe (static peers or a DNS name).
+bool ScheduleEnabled(const v1::ProbeSchedule& s);
+
+uint16_t PeerPort(const v1::ProbeSchedule& s);
+absl::Duration Interval(const v1::ProbeSchedule& s);
+double Jitter(const v1::ProbeSchedule& s);
+absl::Duration StepTimeout(const v1::ProbeSchedule& s);
+uint32_t HistorySize(const v1::ProbeSchedule& s);
+std::vector<TestKind> Tests(const v1::ProbeSchedule& s);
+
+// The time from one round's start to the next: interval x (1 + (2u - 1) x jitter), `u` uniform
+// in [0, 1) (the caller's random draw, so tests choose it).
+absl::Duration NextRoundDelay(const v1::ProbeSchedule& s, double u);
+
+// Parameters for one scheduled test: perftest's defaults, bounded for a background schedule
+// (bandwidth 1000 iterations), with the schedule's size, iterations or duration.
+ProbeParams ScheduledParams(const v1::ProbeSchedule& s, TestKind test, Transport transport);
+
+// A local port the schedule probes from.
+struct ProbeSource {
+  std::string device;  // Empty: the TCP transport (no RDMA device on this host).
+  uint32_t port = 0;
+  bool operator==(const ProbeSource&) const = default;
+};
+// schedule.devices (port 1 of each, or the first ACTIVE port), else the ports BackendPorts()
+// returns, one per device; no RDMA device at all: one TCP source.
+std::vector<ProbeSource> ProbeSources(const v1::Host& host, const v1::SelectionPolicy& policy,
+                                      const v1::ProbeSchedule& s);
+
+// The peer's device to ask for: "same" (default) gives `local_device`, "" or "any" nothing.
+std::string RemoteDevice(const v1::ProbeSchedule& s, const std::string& local_device);
+
+// The result message of a finished test (ok) ...
+v1::ProbeResult ResultProto(const ProbeResult& r);
+// ... or of a failed one.
+v1::ProbeResult FailedResultProto(const ProbeParams& p, const absl::Status& error);
+// Back to the engine's form, for the perftest-like table and JSON lines (fabricctl).
+ProbeResult ResultFromProto(const v1::ProbeResult& r);
+
+// Fills port_rate_gbps, fraction_of_rate and degraded for an RDMA bandwidth result, from the
+// local port in `host`; a `degraded_fraction` of 0 never marks a port degraded.
+void RateShare(const v1::Host& host, double degraded_fraction, v1::ProbeResult* r);
+
+// The latest successful RDMA bandwidth result of each (device, port, peer, test), newest first
+// in `results`: a "probe" WARNING for every port whose latest result is degraded.
+std::vector<v1::Finding> DegradedFindings(const std::vector<v1::ProbeResult>& newest_first);
+
+// The results kept, newest first, bounded. Thread-safe.
+class ResultHistory {
+ public:
+  explicit ResultHistory(uint32_t capacity = kDefaultHistory) : capacity_(capacity) {}
+  // Assigns the id; returns the stored result.
+  v1::ProbeResult Add(v1::ProbeResult r);
+  void SetCapacity(uint32_t capacity);
+  // Newest first; empty filter fields match everything; limit 0: all.
+  std::vector<v1::ProbeResult> List(std::string_view peer = {}, std::string_view device = {},
+                                    std::string_view test = {}, uint32_t limit = 0) const;
+
+ private:
+  mutable std::mutex mu_;
+  uint32_t capacity_;
+  uint64_t next_id_ = 1;
+  std::deque<v1::ProbeResult> results_;  // Newest first.
+};
+
+}  // namespace fabric::probes

@@ -1,0 +1,361 @@
+#include "agent/fabric/probes/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <limits>
+#include <thread>
+
+#include "tests/hosts/discovered.h"
+
+namespace fabric::probes {
+namespace {
+
+using testing::DiscoveredExampleHost;
+
+TEST(Schedule, ParsePeer) {
+  struct Case {
+    std::string text;
+    bool ok;
+    std::string host;
+    uint16_t port;
+  };
+  const Case cases[] = {
+      {"10.0.0.2", true, "10.0.0.2", 18515},
+      {"10.0.0.2:7000", true, "10.0.0.2", 7000},
+      {"node-b.example", true, "node-b.example", 18515},
+      {"node-b:1", true, "node-b", 1},
+      {"[fd00::2]:9000", true, "fd00::2", 9000},
+      {"[fd00::2]", true, "fd00::2", 18515},
+      {"fd00::2", true, "fd00::2", 18515},  // a bare IPv6 address: no port
+      {"fe80::1%eth0", true, "fe80::1%eth0", 18515},
+      {"", false, "", 0},
+      {":7000", false, "", 0},
+      {"host:", false, "", 0},
+      {"host:0", false, "", 0},
+      {"host:65536", false, "", 0},
+      {"host:http", false, "", 0},
+      {"[fd00::2", false, "", 0},
+      {"[fd00::2]x", false, "", 0},
+      {"[fd00::2]:", false, "", 0},
+      {"a b", false, "", 0},
+      {"host/24", false, "", 0},
+      {std::string(254, 'a'), false, "", 0},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<Peer> p = ParsePeer(c.text, 18515);
+    ASSERT_EQ(p.ok(), c.ok) << "\"" << c.text << "\": " << p.status();
+    if (!c.ok) continue;
+    EXPECT_EQ(p->host, c.host) << c.text;
+    EXPECT_EQ(p->port, c.port) << c.text;
+    EXPECT_EQ(p->name, c.text);
+  }
+}
+
+TEST(Schedule, Validation) {
+  struct Case {
+    std::string what;
+    std::function<void(v1::ProbeSchedule*)> set;
+    std::string error;  // Empty: valid.
+  };
+  const Case cases[] = {
+      {"empty", [](v1::ProbeSchedule*) {}, ""},
+      {"peers", [](v1::ProbeSchedule* s) { s->add_peers("10.0.0.2:7000"); }, ""},
+      {"bad peer", [](v1::ProbeSchedule* s) { s->add_peers("x:y"); }, "probes.peers[0]"},
+      {"dns", [](v1::ProbeSchedule* s) { s->set_peer_dns("agents.fabric.svc"); }, ""},
+      {"dns with port", [](v1::ProbeSchedule* s) { s->set_peer_dns("agents:80"); },
+       "probes.peerDns"},
+      {"port", [](v1::ProbeSchedule* s) { s->set_port(70000); }, "probes.port"},
+      {"test", [](v1::ProbeSchedule* s) { s->add_tests("write_lat"); }, ""},
+      {"unknown test",
+       [](v1::ProbeSchedule* s) {
+         s->add_tests("read_lat");
+         s->add_tests("atomic_bw");
+       },
+       "probes.tests[1]"},
+      {"interval", [](v1::ProbeSchedule* s) { s->set_interval_seconds(8 * 24 * 3600); },
+       "probes.intervalSeconds"},
+      {"jitter 0", [](v1::ProbeSchedule* s) { s->set_jitter(0); }, ""},
+      {"jitter", [](v1::ProbeSchedule* s) { s->set_jitter(0.95); }, "probes.jitter"},
+      {"negative jitter", [](v1::ProbeSchedule* s) { s->set_jitter(-0.1); }, "probes.jitter"},
+      {"devices", [](v1::ProbeSchedule* s) { s->add_devices("mlx5_1"); }, ""},
+      {"bad device", [](v1::ProbeSchedule* s) { s->add_devices("../mlx5"); }, "probes.devices[0]"},
+      {"remote same", [](v1::ProbeSchedule* s) { s->set_remote_device("same"); }, ""},
+      {"remote any", [](v1::ProbeSchedule* s) { s->set_remote_device("any"); }, ""},
+      {"remote name", [](v1::ProbeSchedule* s) { s->set_remote_device("mlx5_3"); }, ""},
+      {"remote bad", [](v1::ProbeSchedule* s) { s->set_remote_device("mlx5 3"); },
+       "probes.remoteDevice"},
+      {"both counts",
+       [](v1::ProbeSchedule* s) {
+         s->set_iterations(10);
+         s->set_duration_seconds(1);
+       },
+       "probes.iterations"},
+      {"size 0 is the default", [](v1::ProbeSchedule* s) { s->set_size(0); }, ""},
+      {"huge size", [](v1::ProbeSchedule* s) { s->set_size(uint64_t{1} << 40); },
+       "probes.write_bw"},
+      {"timeout", [](v1::ProbeSchedule* s) { s->set_timeout_seconds(301); },
+       "probes.timeoutSeconds"},
+      {"fraction", [](v1::ProbeSchedule* s) { s->set_degraded_fraction(0.9); }, ""},
+      {"fraction > 1", [](v1::ProbeSchedule* s) { s->set_degraded_fraction(1.5); },
+       "probes.degradedFraction"},
+      {"fraction NaN",
+       [](v1::ProbeSchedule* s) {
+         s->set_degraded_fraction(std::numeric_limits<double>::quiet_NaN());
+       },
+       "probes.degradedFraction"},
+      {"history", [](v1::ProbeSchedule* s) { s->set_history(kMaxHistory + 1); }, "probes.history"},
+  };
+  for (const Case& c : cases) {
+    v1::ProbeSchedule s;
+    c.set(&s);
+    absl::Status st = ValidateSchedule(s);
+    if (c.error.empty()) {
+      EXPECT_TRUE(st.ok()) << c.what << ": " << st;
+    } else {
+      EXPECT_FALSE(st.ok()) << c.what;
+      EXPECT_NE(st.message().find(c.error), std::string::npos) << c.what << ": " << st;
+    }
+  }
+}
+
+TEST(Schedule, Defaults) {
+  v1::ProbeSchedule s;
+  EXPECT_FALSE(ScheduleEnabled(s));
+  EXPECT_EQ(PeerPort(s), 18515);
+  EXPECT_EQ(Interval(s), absl::Seconds(300));
+  EXPECT_EQ(Jitter(s), 0.1);
+  EXPECT_EQ(StepTimeout(s), absl::Seconds(10));
+  EXPECT_EQ(HistorySize(s), kDefaultHistory);
+  EXPECT_EQ(Tests(s), (std::vector<TestKind>{TestKind::kWriteBw, TestKind::kWriteLat}));
+  s.set_peer_dns("agents");
+  EXPECT_TRUE(ScheduleEnabled(s));
+  s.set_jitter(0);
+  EXPECT_EQ(Jitter(s), 0);  // explicitly none, not the default
+  s.add_tests("read_lat");
+  EXPECT_EQ(Tests(s), std::vector<TestKind>{TestKind::kReadLat});
+}
+
+TEST(Schedule, NextRoundDelayStaysWithinTheJitter) {
+  v1::ProbeSchedule s;
+  s.set_interval_seconds(100);
+  s.set_jitter(0.2);
+  EXPECT_EQ(NextRoundDelay(s, 0), absl::Seconds(80));
+  EXPECT_EQ(NextRoundDelay(s, 0.5), absl::Seconds(100));
+  EXPECT_EQ(NextRoundDelay(s, 1), absl::Seconds(120));
+  EXPECT_EQ(NextRoundDelay(s, 7), absl::Seconds(120));  // clamped
+  s.set_jitter(0);
+  EXPECT_EQ(NextRoundDelay(s, 0.9), absl::Seconds(100));
+}
+
+TEST(Schedule, ScheduledParamsAreBoundedAndOverridable) {
+  v1::ProbeSchedule s;
+  ProbeParams bw = ScheduledParams(s, TestKind::kWriteBw, Transport::kRdma);
+  EXPECT_EQ(bw.size, 65536u);
+  EXPECT_EQ(bw.iterations, 1000u);  // not perftest's 5000 in the background
+  ProbeParams lat = ScheduledParams(s, TestKind::kSendLat, Transport::kTcp);
+  EXPECT_EQ(lat.size, 2u);
+  EXPECT_EQ(lat.iterations, 1000u);
+  EXPECT_EQ(lat.transport, Transport::kTcp);
+  EXPECT_LE(lat.inline_size, lat.size);
+  EXPECT_TRUE(ValidateParams(lat).ok());
+  s.set_size(4096);
+  s.set_duration_seconds(3);
+  s.set_rdma_cm(true);
+  ProbeParams d = ScheduledParams(s, TestKind::kReadBw, Transport::kRdma);
+  EXPECT_EQ(d.size, 4096u);
+  EXPECT_EQ(d.iterations, 0u);
+  EXPECT_EQ(d.duration, absl::Seconds(3));
+  EXPECT_TRUE(d.rdma_cm);
+  EXPECT_FALSE(ScheduledParams(s, TestKind::kReadBw, Transport::kTcp).rdma_cm);
+}
+
+TEST(Schedule, SourcesAreTheBackEndPortsOfTheHost) {
+  const v1::Host& host = DiscoveredExampleHost("roce-9port");
+  ASSERT_GT(host.rdma_devices_size(), 0);
+  v1::SelectionPolicy policy;
+  v1::ProbeSchedule s;
+  std::vector<ProbeSource> src = ProbeSources(host, policy, s);
+  // mlx5_0 carries the default route (front-end): mlx5_1..mlx5_8, in natural order.
+  ASSERT_EQ(src.size(), 8u);
+  for (size_t i = 0; i < src.size(); ++i) {
+    EXPECT_EQ(src[i].device, "mlx5_" + std::to_string(i + 1));
+    EXPECT_EQ(src[i].port, 1u);
+  }
+  policy.add_deny("mlx5_2");
+  policy.add_deny("eth8");  // mlx5_8's netdev
+  src = ProbeSources(host, policy, s);
+  EXPECT_EQ(src.size(), 6u);
+  for (const ProbeSource& p : src) {
+    EXPECT_NE(p.device, "mlx5_2");
+    EXPECT_NE(p.device, "mlx5_8");
+  }
+  s.add_devices("mlx5_0");
+  s.add_devices("mlx5_99");  // not on this host: the test then says so
+  src = ProbeSources(host, policy, s);
+  EXPECT_EQ(src, (std::vector<ProbeSource>{{"mlx5_0", 1}, {"mlx5_99", 1}}));
+
+  v1::Host none;
+  EXPECT_EQ(ProbeSources(none, policy, s), std::vector<ProbeSource>{ProbeSource{}});
+}
+
+TEST(Schedule, SourcesLeaveOutVfs) {
+  const v1::Host& host = DiscoveredExampleHost("dgx-h100-ib");
+  std::vector<ProbeSource> src = ProbeSources(host, {}, {});
+  ASSERT_FALSE(src.empty());
+  for (const ProbeSource& p : src) {
+    for (const v1::RdmaDevice& d : host.rdma_devices()) {
+      if (d.name() == p.device) {
+        EXPECT_NE(d.pci().sriov().role(), v1::SRIOV_ROLE_VF) << p.device;
+      }
+    }
+  }
+}
+
+TEST(Schedule, RemoteDevice) {
+  v1::ProbeSchedule s;
+  EXPECT_EQ(RemoteDevice(s, "mlx5_3"), "mlx5_3");
+  s.set_remote_device("any");
+  EXPECT_EQ(RemoteDevice(s, "mlx5_3"), "");
+  s.set_remote_device("");
+  EXPECT_EQ(RemoteDevice(s, "mlx5_3"), "");
+  s.set_remote_device("mlx5_1");
+  EXPECT_EQ(RemoteDevice(s, "mlx5_3"), "mlx5_1");
+}
+
+ProbeResult BwResult(double avg) {
+  ProbeResult r;
+  r.params = DefaultParams(TestKind::kWriteBw);
+  r.device = "mlx5_1";
+  r.ib_port = 1;
+  r.gid_index = 3;
+  r.peer = "10.0.0.2";
+  r.iterations = 5000;
+  r.bw = BandwidthResult{std::optional<double>(avg + 1), avg, avg / 0.524288};
+  return r;
+}
+
+TEST(Schedule, ResultProtoRoundTrips) {
+  ProbeResult bw = BwResult(350);
+  v1::ProbeResult p = ResultProto(bw);
+  EXPECT_TRUE(p.ok());
+  EXPECT_EQ(p.test(), "write_bw");
+  EXPECT_EQ(p.transport(), "rdma");
+  EXPECT_EQ(p.gid_index(), 3u);
+  EXPECT_EQ(p.bw_avg_gbps(), 350);
+  EXPECT_FALSE(p.has_t_typical_us());
+  ProbeResult back = ResultFromProto(p);
+  EXPECT_EQ(back.params.test, bw.params.test);
+  EXPECT_EQ(back.params.size, bw.params.size);
+  EXPECT_EQ(back.device, "mlx5_1");
+  EXPECT_EQ(back.gid_index, 3);
+  ASSERT_TRUE(back.bw.has_value());
+  EXPECT_EQ(*back.bw->peak_gbps, 351);
+  EXPECT_FALSE(back.lat.has_value());
+
+  ProbeResult lat;
+  lat.params = DefaultParams(TestKind::kReadLat);
+  lat.params.transport = Transport::kTcp;
+  lat.peer = "10.0.0.3";
+  lat.iterations = 998;
+  lat.lat = LatencyResult{998, 1, 9, 2, 2.5, 0.75, 8, 9};
+  p = ResultProto(lat);
+  EXPECT_EQ(p.transport(), "tcp");
+  EXPECT_FALSE(p.has_gid_index());  // no GID over TCP
+  EXPECT_FALSE(p.has_bw_avg_gbps());
+  back = ResultFromProto(p);
+  ASSERT_TRUE(back.lat.has_value());
+  EXPECT_EQ(back.lat->typical_us, 2);
+  EXPECT_EQ(back.lat->stdev_us, 0.75);
+  EXPECT_EQ(back.params.transport, Transport::kTcp);
+
+  v1::ProbeResult failed =
+      FailedResultProto(DefaultParams(TestKind::kSendBw), absl::UnavailableError("peer closed"));
+  EXPECT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error_code(), "UNAVAILABLE");
+  EXPECT_EQ(failed.error(), "peer closed");
+  EXPECT_EQ(failed.test(), "send_bw");
+}
+
+TEST(Schedule, RateShareAndDegradedFindings) {
+  const v1::Host& host = DiscoveredExampleHost("roce-9port");  // 400 Gb/s back-end ports
+  auto result = [&](const std::string& dev, const std::string& peer, double avg, double fraction) {
+    ProbeResult r = BwResult(avg);
+    r.device = dev;
+    v1::ProbeResult p = ResultProto(r);
+    p.set_peer(peer);
+    RateShare(host, fraction, &p);
+    return p;
+  };
+  v1::ProbeResult good = result("mlx5_1", "b", 380, 0.9);
+  EXPECT_EQ(good.port_rate_gbps(), 400);
+  EXPECT_DOUBLE_EQ(good.fraction_of_rate(), 0.95);
+  EXPECT_FALSE(good.degraded());
+  v1::ProbeResult bad = result("mlx5_1", "c", 200, 0.9);
+  EXPECT_TRUE(bad.degraded());
+  EXPECT_FALSE(result("mlx5_1", "c", 200, 0).degraded());  // 0: never degraded
+
+  // TCP and latency results have no share of the rate.
+  ProbeResult tcp = BwResult(1);
+  tcp.params.transport = Transport::kTcp;
+  v1::ProbeResult t = ResultProto(tcp);
+  RateShare(host, 0.9, &t);
+  EXPECT_FALSE(t.has_fraction_of_rate());
+
+  // Newest first: mlx5_1's latest result for c is bad, mlx5_2's bad one was followed by a good.
+  std::vector<v1::ProbeResult> newest_first = {
+      bad, good, result("mlx5_2", "b", 390, 0.9), result("mlx5_2", "b", 100, 0.9),
+      FailedResultProto(DefaultParams(TestKind::kWriteBw), absl::UnavailableError("x"))};
+  std::vector<v1::Finding> f = DegradedFindings(newest_first);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].check(), "probe");
+  EXPECT_EQ(f[0].severity(), v1::SEVERITY_WARNING);
+  EXPECT_EQ(f[0].subject(), "mlx5_1:1");
+  EXPECT_NE(f[0].message().find("write_bw to c: 200 Gb/s, 50% of the port's 400 Gb/s"),
+            std::string::npos)
+      << f[0].message();
+  // The good result is newer now: no finding.
+  std::swap(newest_first[0], newest_first[1]);
+  newest_first[0].set_peer("c");
+  EXPECT_TRUE(DegradedFindings(newest_first).empty());
+}
+
+TEST(Schedule, HistoryIsBoundedNewestFirstAndFiltered) {
+  ResultHistory h(3);
+  for (int i = 0; i < 5; ++i) {
+    v1::ProbeResult r;
+    r.set_peer(i % 2 == 0 ? "a" : "b");
+    r.set_test("write_bw");
+    r.set_device("mlx5_1");
+    EXPECT_EQ(h.Add(r).id(), static_cast<uint64_t>(i + 1));
+  }
+  std::vector<v1::ProbeResult> all = h.List();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].id(), 5u);
+  EXPECT_EQ(all[2].id(), 3u);
+  EXPECT_EQ(h.List("a").size(), 2u);
+  EXPECT_EQ(h.List("", "mlx5_2").size(), 0u);
+  EXPECT_EQ(h.List("", "", "write_bw", 1).size(), 1u);
+  h.SetCapacity(1);
+  ASSERT_EQ(h.List().size(), 1u);
+  EXPECT_EQ(h.List()[0].id(), 5u);
+
+  // Concurrent writers and readers: ids stay unique and the bound holds.
+  ResultHistory c(100);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        c.Add({});
+        (void)c.List();
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  std::vector<v1::ProbeResult> l = c.List();
+  ASSERT_EQ(l.size(), 100u);
+  EXPECT_EQ(l[0].id(), 800u);
+}
+
+}  // namespace
+}  // namespace fabric::probes

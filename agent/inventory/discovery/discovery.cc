@@ -1,0 +1,938 @@
+#include "agent/inventory/discovery/discovery.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "agent/common/natural_order.h"
+#include "agent/common/strings.h"
+#include "agent/inventory/discovery/parse.h"
+#include "agent/inventory/topology/topology.h"
+
+namespace fabric {
+namespace {
+
+using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
+using Problems = google::protobuf::RepeatedPtrField<FieldProblem>;
+
+void AddProblem(Problems* problems, std::string_view field, std::string_view path,
+                absl::string_view reason) {
+  FieldProblem* p = problems->Add();
+  p->set_field(std::string(field));
+  p->set_path(std::string(path));
+  p->set_reason(std::string(reason));
+}
+
+// A failed read or parse: the status's message, and whether the read may succeed next time.
+void AddProblem(Problems* problems, std::string_view field, std::string_view path,
+                const absl::Status& why) {
+  AddProblem(problems, field, path, why.message());
+  if (IsTransientReadError(why)) problems->rbegin()->set_transient(true);
+}
+
+// For reads whose failure is normally no problem (an optional file, a module not loaded): only a
+// transient failure is recorded, so that a rescan under pressure is not taken for the truth.
+void NoteTransient(Problems* problems, std::string_view field, std::string_view path,
+                   const absl::Status& why) {
+  if (IsTransientReadError(why)) AddProblem(problems, field, path, why);
+}
+
+// gid_attrs of an unused GID entry fail with EINVAL on a real kernel and may be absent in a
+// container: both mean "no attributes".
+bool NoAttributes(const absl::Status& s) {
+  return absl::IsInvalidArgument(s) || absl::IsNotFound(s);
+}
+
+std::string Basename(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+std::string Dirname(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? std::string() : std::string(path.substr(0, slash));
+}
+
+// Reads one attribute and parses it; on failure records why and returns nullopt.
+template <typename Parser>
+auto ReadField(const HostDir& dir, std::string_view file, std::string_view field,
+               Problems* problems, Parser parse)
+    -> std::optional<typename decltype(parse(std::string_view()))::value_type> {
+  absl::StatusOr<std::string> text = dir.ReadFile(file);
+  if (!text.ok()) {
+    AddProblem(problems, field, JoinPath(dir.path(), file), text.status());
+    return std::nullopt;
+  }
+  auto value = parse(*text);
+  if (!value.ok()) {
+    AddProblem(problems, field, JoinPath(dir.path(), file), value.status());
+    return std::nullopt;
+  }
+  return *std::move(value);
+}
+
+absl::StatusOr<std::string> ParseText(std::string_view s) {
+  std::string_view t = Trim(s);
+  if (t.empty()) return absl::InvalidArgumentError("empty");
+  return std::string(t);
+}
+
+struct VendorInfo {
+  uint32_t id;
+  AcceleratorVendor vendor;
+  const char* name;
+  bool management_display;
+};
+constexpr VendorInfo kVendors[] = {
+    {0x10de, ACCELERATOR_VENDOR_NVIDIA, "NVIDIA", false},
+    {0x1002, ACCELERATOR_VENDOR_AMD, "AMD", false},
+    {0x1022, ACCELERATOR_VENDOR_AMD, "AMD", false},
+    {0x8086, ACCELERATOR_VENDOR_INTEL, "Intel", false},
+    {0x1da3, ACCELERATOR_VENDOR_INTEL, "Habana Labs", false},
+    {0x1e52, ACCELERATOR_VENDOR_OTHER, "Tenstorrent", false},
+    {0x1ed5, ACCELERATOR_VENDOR_OTHER, "Moore Threads", false},
+    {0x1dbf, ACCELERATOR_VENDOR_OTHER, "Graphcore", false},
+    // BMC display controllers: present on every server, never a compute device.
+    {0x1a03, ACCELERATOR_VENDOR_OTHER, "ASPEED", true},
+    {0x102b, ACCELERATOR_VENDOR_OTHER, "Matrox", true},
+};
+
+std::optional<AcceleratorKind> KindOf(uint32_t class_code) {
+  switch (class_code >> 8) {
+    case 0x0300:
+      return ACCELERATOR_KIND_VGA;
+    case 0x0301:
+      return ACCELERATOR_KIND_XGA;
+    case 0x0302:
+      return ACCELERATOR_KIND_3D;
+  }
+  if ((class_code >> 16) == 0x03) return ACCELERATOR_KIND_DISPLAY_OTHER;
+  if ((class_code >> 16) == 0x12) return ACCELERATOR_KIND_PROCESSING_ACCELERATOR;
+  return std::nullopt;
+}
+
+// "6.1.0-18-amd64" -> {6, 1}.
+std::optional<std::pair<int, int>> KernelVersion(std::string_view release) {
+  std::vector<absl::string_view> parts = absl::StrSplit(Av(release), absl::MaxSplits('.', 2));
+  int major, minor;
+  if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &major)) return std::nullopt;
+  absl::string_view m = parts[1];
+  size_t end = 0;
+  while (end < m.size() && absl::ascii_isdigit(static_cast<unsigned char>(m[end]))) ++end;
+  if (!absl::SimpleAtoi(m.substr(0, end), &minor)) return std::nullopt;
+  return std::make_pair(major, minor);
+}
+
+class Discovery {
+ public:
+  Discovery(const HostFs& sys, const HostFs& proc) : sys_(sys), proc_(proc) {}
+
+  absl::StatusOr<Host> Run() {
+    if (!sys_.Exists("")) {
+      return absl::NotFoundError(absl::StrCat("sysfs root ", sys_.root(), " does not exist"));
+    }
+    if (!sys_.Exists("devices") && !sys_.Exists("class")) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(sys_.root(), " is not a sysfs root: it has no class/ or devices/"));
+    }
+    host_.set_sysfs_root(sys_.root());
+    host_.set_procfs_root(proc_.root());
+    ReadProcfs();
+    ReadNumaNodes();
+    ReadUverbs();
+    ReadRdmaDevices();
+    ReadGidTables();
+    ReadNetdevs();
+    ReadAccelerators();
+    ReadGpuDirect();
+    BuildTopology(&host_);
+    return std::move(host_);
+  }
+
+ private:
+  // --- procfs: identity, routes, modules -------------------------------------------------
+  void ReadProcfs() {
+    if (auto name = proc_.ReadFile("sys/kernel/hostname"); name.ok()) {
+      host_.set_hostname(std::string(Trim(*name)));
+    } else {
+      AddProblem(host_.mutable_problems(), "hostname", "sys/kernel/hostname", name.status());
+    }
+    if (auto rel = proc_.ReadFile("sys/kernel/osrelease"); rel.ok()) {
+      host_.set_kernel_release(std::string(Trim(*rel)));
+    } else {
+      AddProblem(host_.mutable_problems(), "kernel_release", "sys/kernel/osrelease", rel.status());
+    }
+    std::set<std::string> defaults;
+    if (auto text = proc_.ReadFile("net/route"); text.ok()) {
+      std::vector<std::string> bad;
+      auto routes = ParseProcNetRoute(*text, &bad);
+      for (const std::string& b : bad)
+        AddProblem(host_.mutable_problems(), "routes", "net/route", b);
+      if (routes.ok()) {
+        routes_ = *std::move(routes);
+        for (const Ipv4Route& r : routes_) {
+          if (r.destination == 0 && r.mask == 0) defaults.insert(r.iface);
+        }
+      } else {
+        AddProblem(host_.mutable_problems(), "routes", "net/route", routes.status());
+      }
+    } else {
+      AddProblem(host_.mutable_problems(), "routes", "net/route", text.status());
+    }
+    // IPv6 may be disabled: a missing file is no problem.
+    if (auto text = proc_.ReadFile("net/ipv6_route"); text.ok()) {
+      std::vector<std::string> bad;
+      auto ifaces = ParseIpv6DefaultRouteIfaces(*text, &bad);
+      for (const std::string& b : bad) {
+        AddProblem(host_.mutable_problems(), "routes", "net/ipv6_route", b);
+      }
+      if (ifaces.ok()) defaults.insert(ifaces->begin(), ifaces->end());
+    } else {
+      NoteTransient(host_.mutable_problems(), "routes", "net/ipv6_route", text.status());
+    }
+    for (const std::string& d : defaults) host_.add_default_route_netdevs(d);
+
+    if (auto list = sys_.ListDir("module"); list.ok()) {
+      modules_.insert(list->begin(), list->end());
+    } else {
+      NoteTransient(host_.mutable_problems(), "gpudirect", "module", list.status());
+    }
+    if (auto text = proc_.ReadFile("modules"); text.ok()) {
+      if (auto names = ParseProcModules(*text); names.ok()) {
+        modules_.insert(names->begin(), names->end());
+      } else {
+        AddProblem(host_.mutable_problems(), "gpudirect", "modules", names.status());
+      }
+    } else {
+      NoteTransient(host_.mutable_problems(), "gpudirect", "modules", text.status());
+    }
+  }
+
+  void ReadNumaNodes() {
+    auto text = sys_.ReadFile("devices/system/node/online");
+    if (!text.ok()) {
+      AddProblem(host_.mutable_problems(), "numa_nodes", "devices/system/node/online",
+                 text.status());
+      return;
+    }
+    auto ids = ParseIdList(*text);
+    if (!ids.ok()) {
+      AddProblem(host_.mutable_problems(), "numa_nodes", "devices/system/node/online",
+                 ids.status());
+      return;
+    }
+    for (int32_t id : *ids) host_.add_numa_nodes(id);
+  }
+
+  void ReadUverbs() {
+    auto names = sys_.ListDir("class/infiniband_verbs");
+    if (!names.ok()) {  // no uverbs module: devices simply have no uverbs node
+      NoteTransient(host_.mutable_problems(), "uverbs_device", "class/infiniband_verbs",
+                    names.status());
+      return;
+    }
+    for (const std::string& n : *names) {
+      if (!absl::StartsWith(n, "uverbs")) continue;
+      const std::string path = absl::StrCat("class/infiniband_verbs/", n, "/ibdev");
+      if (auto ibdev = sys_.ReadFile(path); ibdev.ok()) {
+        uverbs_[std::string(Trim(*ibdev))] = n;
+      } else {
+        NoteTransient(host_.mutable_problems(), "uverbs_device", path, ibdev.status());
+      }
+    }
+  }
+
+  // --- PCI functions -------------------------------------------------------------------
+  // Reads the PCI function whose real directory is `dir` (root-relative, links resolved).
+  const PciFunction& Pci(const std::string& dir) {
+    auto it = pci_.find(dir);
+    if (it != pci_.end()) return it->second;
+    PciFunction& f = pci_[dir];
+    Problems* problems = f.mutable_problems();
+    const std::string base = Basename(dir);
+    if (auto addr = ParsePciAddress(base); addr.ok()) {
+      f.set_address(*addr);
+    } else {
+      AddProblem(problems, "address", dir, addr.status());
+    }
+    // The path from the root complex ("pci0000:15") down to the parent bridge.
+    std::vector<absl::string_view> parts = absl::StrSplit(Av(dir), '/');
+    bool in_tree = false;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      if (!in_tree && absl::StartsWith(parts[i], "pci") && absl::StrContains(parts[i], ':')) {
+        in_tree = true;
+      }
+      if (in_tree) f.add_path(std::string(parts[i]));
+    }
+    if (!in_tree) AddProblem(problems, "path", dir, "no PCI root complex above this function");
+
+    auto d = sys_.OpenDir(dir);
+    if (!d.ok()) {
+      AddProblem(problems, "address", dir, d.status());
+      return f;
+    }
+    const HostDir& fd = **d;
+    auto hex4 = [](std::string_view s) -> absl::StatusOr<std::string> {
+      auto v = ParseHex(s);
+      if (!v.ok()) return v.status();
+      if (*v > 0xffff) return absl::InvalidArgumentError("not a 16-bit id");
+      return absl::StrFormat("%04x", *v);
+    };
+    if (auto v = ReadField(fd, "vendor", "vendor_id", problems, hex4)) f.set_vendor_id(*v);
+    if (auto v = ReadField(fd, "device", "device_id", problems, hex4)) f.set_device_id(*v);
+    if (auto v = ReadField(fd, "class", "class_code", problems, ParseHex)) {
+      f.set_class_code(static_cast<uint32_t>(*v & 0xffffff));
+    }
+    if (auto v = ReadField(fd, "numa_node", "numa_node", problems, ParseInt)) {
+      if (*v >= 0) f.set_numa_node(static_cast<int32_t>(*v));  // -1: no affinity
+    }
+    if (auto link = sys_.ReadLink(JoinPath(dir, "driver")); link.ok()) {
+      f.set_driver(Basename(*link));
+    } else if (!absl::IsNotFound(link.status())) {
+      AddProblem(problems, "driver", JoinPath(dir, "driver"), link.status());
+    }
+    const bool bridge = f.has_class_code() && (f.class_code() >> 8) == 0x0604;
+    if (!bridge) ReadLinks(fd, &f);
+    ReadSriov(dir, fd, &f);
+    return f;
+  }
+
+  // PCIe link attributes. Conventional PCI functions have none, and the kernel prints
+  // "Unknown" speed and width 0 where the link status reads zero (VFs): both simply unknown.
+  void ReadLinks(const HostDir& fd, PciFunction* f) {
+    Problems* problems = f->mutable_problems();
+    struct Attr {
+      const char* file;
+      const char* field;
+      PciLink* link;
+      bool speed;
+    } attrs[] = {
+        {"current_link_speed", "current_link.speed_gts", f->mutable_current_link(), true},
+        {"current_link_width", "current_link.width", f->mutable_current_link(), false},
+        {"max_link_speed", "max_link.speed_gts", f->mutable_max_link(), true},
+        {"max_link_width", "max_link.width", f->mutable_max_link(), false},
+    };
+    for (const Attr& a : attrs) {
+      auto text = fd.ReadFile(a.file);
+      if (!text.ok()) {
+        if (!absl::IsNotFound(text.status())) {
+          AddProblem(problems, a.field, JoinPath(fd.path(), a.file), text.status());
+        }
+        continue;
+      }
+      if (a.speed) {
+        if (absl::StartsWith(Av(Trim(*text)), "Unknown")) continue;
+        if (auto v = ParsePciLinkSpeed(*text); v.ok()) {
+          a.link->set_speed_gts(*v);
+        } else {
+          AddProblem(problems, a.field, JoinPath(fd.path(), a.file), v.status());
+        }
+      } else if (auto v = ParseInt(*text); v.ok() && *v >= 0 && *v <= 32) {
+        if (*v > 0) a.link->set_width(static_cast<uint32_t>(*v));
+      } else {
+        AddProblem(
+            problems, a.field, JoinPath(fd.path(), a.file),
+            v.ok() ? absl::StrCat("not a link width: ", *v) : std::string(v.status().message()));
+      }
+    }
+    if (!f->current_link().has_speed_gts() && !f->current_link().has_width()) {
+      f->clear_current_link();
+    }
+    if (!f->max_link().has_speed_gts() && !f->max_link().has_width()) f->clear_max_link();
+  }
+
+  void ReadSriov(const std::string& dir, const HostDir& fd, PciFunction* f) {
+    Problems* problems = f->mutable_problems();
+    Sriov* sriov = f->mutable_sriov();
+    if (fd.Exists("sriov_totalvfs")) {
+      sriov->set_role(SRIOV_ROLE_PF);
+      if (auto v = ReadField(fd, "sriov_totalvfs", "sriov.total_vfs", problems, ParseInt)) {
+        sriov->set_total_vfs(static_cast<uint32_t>(*v));
+      }
+      if (auto v = ReadField(fd, "sriov_numvfs", "sriov.num_vfs", problems, ParseInt)) {
+        sriov->set_num_vfs(static_cast<uint32_t>(*v));
+      }
+      auto entries = fd.ListDir("");
+      if (!entries.ok()) {
+        NoteTransient(problems, "sriov.vfs", dir, entries.status());
+        return;
+      }
+      std::vector<std::pair<uint32_t, std::string>> vfs;
+      for (const std::string& e : *entries) {
+        uint32_t index;
+        if (!absl::StartsWith(e, "virtfn") || !absl::SimpleAtoi(e.substr(6), &index)) continue;
+        vfs.emplace_back(index, e);
+      }
+      std::sort(vfs.begin(), vfs.end());
+      for (const auto& [index, entry] : vfs) {
+        const std::string link = JoinPath(dir, entry);
+        auto vf_dir = sys_.RealPath(link);
+        if (!vf_dir.ok()) {
+          AddProblem(problems, "sriov.vfs", link, vf_dir.status());
+          continue;
+        }
+        VirtualFunction* vf = sriov->add_vfs();
+        vf->set_index(index);
+        if (auto a = ParsePciAddress(Basename(*vf_dir)); a.ok()) vf->set_pci_address(*a);
+        for (const char* sub : {"net", "infiniband"}) {
+          const std::string path = JoinPath(*vf_dir, sub);
+          auto n = sys_.ListDir(path);
+          if (!n.ok()) {
+            NoteTransient(problems, "sriov.vfs", path, n.status());
+            continue;
+          }
+          for (const std::string& name : *n) {
+            if (sub[0] == 'n') {
+              vf->add_netdevs(name);
+            } else {
+              vf->add_rdma_devices(name);
+            }
+          }
+        }
+      }
+    } else if (fd.Exists("physfn")) {
+      sriov->set_role(SRIOV_ROLE_VF);
+      const std::string link = JoinPath(dir, "physfn");
+      auto pf_dir = sys_.RealPath(link);
+      if (!pf_dir.ok()) {
+        AddProblem(problems, "sriov.pf_pci_address", link, pf_dir.status());
+        return;
+      }
+      if (auto a = ParsePciAddress(Basename(*pf_dir)); a.ok()) sriov->set_pf_pci_address(*a);
+      // Our index is the virtfnN of the PF that points back at us.
+      if (auto entries = sys_.ListDir(*pf_dir); entries.ok()) {
+        const std::string self = Basename(dir);
+        for (const std::string& e : *entries) {
+          uint32_t index;
+          if (!absl::StartsWith(e, "virtfn") || !absl::SimpleAtoi(e.substr(6), &index)) continue;
+          auto target = sys_.ReadLink(JoinPath(*pf_dir, e));
+          if (target.ok() && Basename(*target) == self) {
+            sriov->set_vf_index(index);
+            break;
+          }
+        }
+      }
+    } else {
+      f->clear_sriov();
+    }
+  }
+
+  // --- RDMA devices ------------------------------------------------------------------
+  void ReadRdmaDevices() {
+    auto names = sys_.ListDir("class/infiniband");
+    if (!names.ok()) {
+      // No ib_core loaded: a host without RDMA, which callers report; not a discovery failure.
+      if (!absl::IsNotFound(names.status())) {
+        AddProblem(host_.mutable_problems(), "rdma_devices", "class/infiniband", names.status());
+      }
+      return;
+    }
+    std::sort(names->begin(), names->end(), NaturalLess);
+    for (const std::string& name : *names) ReadRdmaDevice(name);
+  }
+
+  void ReadRdmaDevice(const std::string& name) {
+    RdmaDevice* dev = host_.add_rdma_devices();
+    dev->set_name(name);
+    Problems* problems = dev->mutable_problems();
+    const std::string link = absl::StrCat("class/infiniband/", name);
+    auto real = sys_.RealPath(link);
+    if (!real.ok()) {
+      AddProblem(problems, "name", link, real.status());
+      return;
+    }
+    auto d = sys_.OpenDir(*real);
+    if (!d.ok()) {
+      AddProblem(problems, "name", *real, d.status());
+      return;
+    }
+    const HostDir& dd = **d;
+    if (auto v = ReadField(dd, "node_guid", "node_guid", problems, ParseGuid)) {
+      dev->set_node_guid(*v);
+    }
+    // Software devices (rxe, siw) have no hca_type and an empty fw_ver: not a problem there.
+    const bool software = !dd.Exists("device");
+    if (software) {
+      if (auto v = dd.ReadFile("fw_ver"); v.ok()) {
+        dev->set_fw_ver(std::string(Trim(*v)));
+      } else {
+        NoteTransient(problems, "fw_ver", JoinPath(*real, "fw_ver"), v.status());
+      }
+      if (auto v = dd.ReadFile("hca_type"); v.ok()) {
+        dev->set_hca_type(std::string(Trim(*v)));
+      } else {
+        NoteTransient(problems, "hca_type", JoinPath(*real, "hca_type"), v.status());
+      }
+    } else {
+      if (auto v = ReadField(dd, "fw_ver", "fw_ver", problems, ParseText)) dev->set_fw_ver(*v);
+      if (auto v = ReadField(dd, "hca_type", "hca_type", problems, ParseText)) {
+        dev->set_hca_type(*v);
+      }
+    }
+    if (auto v = ReadField(dd, "node_type", "node_type", problems, ParseNodeType)) {
+      dev->set_node_type(*v);
+    }
+    if (auto it = uverbs_.find(name); it != uverbs_.end()) dev->set_uverbs_device(it->second);
+
+    // The PCI function, or for a software device (rxe, siw) the netdev it runs on.
+    std::string pci_dir;
+    const std::string device_link = JoinPath(*real, "device");
+    if (auto pci = sys_.RealPath(device_link); pci.ok()) {
+      if (ParsePciAddress(Basename(*pci)).ok()) {
+        pci_dir = *pci;
+        *dev->mutable_pci() = Pci(pci_dir);
+      }
+    } else if (IsTransientReadError(pci.status()) || sys_.ReadLink(device_link).ok()) {
+      AddProblem(problems, "pci", device_link, pci.status());  // dangling, or unreadable now
+    }
+    if (pci_dir.empty()) {
+      if (auto parent = dd.ReadFile("parent"); parent.ok()) {
+        dev->set_parent_netdev(std::string(Trim(*parent)));
+      } else {
+        NoteTransient(problems, "parent_netdev", JoinPath(*real, "parent"), parent.status());
+      }
+    }
+    device_pci_dir_[name] = pci_dir;
+
+    auto ports = dd.ListDir("ports");
+    if (!ports.ok()) {
+      AddProblem(problems, "ports", JoinPath(*real, "ports"), ports.status());
+      return;
+    }
+    std::vector<uint32_t> numbers;
+    for (const std::string& p : *ports) {
+      uint32_t n;
+      if (absl::SimpleAtoi(p, &n)) numbers.push_back(n);
+    }
+    std::sort(numbers.begin(), numbers.end());
+    for (uint32_t n : numbers) ReadPort(*real, n, dev->add_ports());
+  }
+
+  // GID tables are most of discovery's reads and independent per port, so they are read in
+  // parallel, one port per task. Each task writes only its own Port; HostFs reads are plain
+  // system calls and safe to share.
+  void ReadGidTables() {
+    std::vector<Port*> ports;
+    for (RdmaDevice& dev : *host_.mutable_rdma_devices()) {
+      for (Port& p : *dev.mutable_ports()) {
+        if (gid_dirs_.count(&p)) ports.push_back(&p);
+      }
+    }
+    auto work = [&](std::atomic<size_t>* next) {
+      for (size_t i; (i = next->fetch_add(1)) < ports.size();) {
+        const auto& [dir, pd] = gid_dirs_.at(ports[i]);
+        ReadGids(*pd, dir, ports[i]);
+      }
+    };
+    std::atomic<size_t> next{0};
+    const size_t threads =
+        std::min<size_t>({ports.size(), std::max(1u, std::thread::hardware_concurrency()), 8});
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, &next);
+    work(&next);
+    for (std::thread& t : pool) t.join();
+    gid_dirs_.clear();
+  }
+
+  void ReadPort(const std::string& dev_dir, uint32_t number, Port* port) {
+    port->set_number(number);
+    Problems* problems = port->mutable_problems();
+    const std::string dir = absl::StrCat(dev_dir, "/ports/", number);
+    auto d = sys_.OpenDir(dir);
+    if (!d.ok()) {
+      AddProblem(problems, "number", dir, d.status());
+      return;
+    }
+    const HostDir& pd = **d;
+    if (auto v = ReadField(pd, "state", "state", problems, ParsePortState)) port->set_state(*v);
+    if (auto v = ReadField(pd, "phys_state", "phys_state", problems, ParsePhysState)) {
+      port->set_phys_state(*v);
+    }
+    if (auto text = pd.ReadFile("rate"); text.ok()) {
+      port->set_rate(std::string(Trim(*text)));
+      if (auto v = ParseRateGbps(*text); v.ok()) {
+        port->set_rate_gbps(*v);
+      } else {
+        AddProblem(problems, "rate_gbps", JoinPath(dir, "rate"), v.status());
+      }
+    } else {
+      AddProblem(problems, "rate", JoinPath(dir, "rate"), text.status());
+    }
+    if (auto v = ReadField(pd, "link_layer", "link_layer", problems, ParseLinkLayer)) {
+      port->set_link_layer(*v);
+    }
+    auto u32 = [](std::string_view s) -> absl::StatusOr<uint32_t> {
+      auto v = ParseHex(s);
+      if (!v.ok()) return v.status();
+      if (*v > 0xffffffffu) return absl::InvalidArgumentError("out of range");
+      return static_cast<uint32_t>(*v);
+    };
+    if (auto v = ReadField(pd, "lid", "lid", problems, u32)) port->set_lid(*v);
+    if (auto v = ReadField(pd, "sm_lid", "sm_lid", problems, u32)) port->set_sm_lid(*v);
+    gid_dirs_.emplace(port, std::make_pair(dir, std::move(*d)));  // read by ReadGidTables
+  }
+
+  void ReadGids(const HostDir& pd, const std::string& dir, Port* port) {
+    Problems* problems = port->mutable_problems();
+    // Every slot of a GID table is a file, most of them zero: the hot loop of discovery. Read
+    // each relative to the open gids/ directory into a stack buffer.
+    auto gids = pd.OpenDir("gids");
+    absl::StatusOr<std::vector<std::string>> entries =
+        gids.ok() ? (*gids)->ListDir("") : absl::StatusOr<std::vector<std::string>>(gids.status());
+    if (!entries.ok()) {
+      AddProblem(problems, "gids", JoinPath(dir, "gids"), entries.status());
+      return;
+    }
+    std::vector<uint32_t> indices;
+    indices.reserve(entries->size());
+    for (const std::string& e : *entries) {
+      uint32_t i;
+      if (absl::SimpleAtoi(e, &i)) indices.push_back(i);
+    }
+    std::sort(indices.begin(), indices.end());
+    // Absent in some containers; then entries simply have no attributes.
+    auto types = pd.OpenDir("gid_attrs/types");
+    auto ndevs = pd.OpenDir("gid_attrs/ndevs");
+    if (!types.ok())
+      NoteTransient(problems, "gids.type", JoinPath(dir, "gid_attrs/types"), types.status());
+    if (!ndevs.ok())
+      NoteTransient(problems, "gids.netdev", JoinPath(dir, "gid_attrs/ndevs"), ndevs.status());
+    char buf[64];
+    char name[16];
+    for (uint32_t i : indices) {
+      const size_t name_len = static_cast<size_t>(std::snprintf(name, sizeof(name), "%u", i));
+      const std::string_view index(name, name_len);
+      auto len = (*gids)->ReadSmall(index, buf, sizeof(buf));
+      if (!len.ok()) {
+        AddProblem(problems, "gids", absl::StrCat(dir, "/gids/", i), len.status());
+        continue;
+      }
+      const std::string_view text(buf, *len);
+      auto gid = ParseGid(text);
+      if (!gid.ok()) {
+        AddProblem(problems, "gids", absl::StrCat(dir, "/gids/", i), gid.status());
+        continue;
+      }
+      if (IsZeroGid(*gid)) continue;
+      Gid* g = port->add_gids();
+      g->set_index(i);
+      g->set_gid(absl::AsciiStrToLower(Av(Trim(text))));
+      if (auto v4 = GidIpv4(*gid)) g->set_ipv4(*v4);
+      if (types.ok()) {
+        if (auto type = (*types)->ReadFile(index); type.ok()) {
+          if (auto t = ParseGidType(*type, port->link_layer()); t.ok()) {
+            g->set_type(*t);
+          } else {
+            AddProblem(problems, "gids.type", absl::StrCat(dir, "/gid_attrs/types/", i),
+                       t.status());
+          }
+        } else if (!NoAttributes(type.status())) {
+          AddProblem(problems, "gids.type", absl::StrCat(dir, "/gid_attrs/types/", i),
+                     type.status());
+        }
+      }
+      if (ndevs.ok()) {
+        if (auto ndev = (*ndevs)->ReadFile(index); ndev.ok()) {
+          g->set_netdev(std::string(Trim(*ndev)));
+        } else if (!NoAttributes(ndev.status())) {
+          AddProblem(problems, "gids.netdev", absl::StrCat(dir, "/gid_attrs/ndevs/", i),
+                     ndev.status());
+        }
+      }
+    }
+  }
+
+  // --- netdevs -----------------------------------------------------------------------
+  struct NetdevInfo {
+    Netdev nd;
+    std::optional<int64_t> dev_port;
+  };
+
+  NetdevInfo& ReadNetdev(const std::string& name, const std::string& dir) {
+    auto [it, inserted] = netdevs_.try_emplace(name);
+    NetdevInfo& info = it->second;
+    if (!inserted) return info;
+    Netdev& nd = info.nd;
+    nd.set_name(name);
+    Problems* problems = nd.mutable_problems();
+    auto d = sys_.OpenDir(dir);
+    if (!d.ok()) {
+      AddProblem(problems, "name", dir, d.status());
+      return info;
+    }
+    const HostDir& nd_dir = **d;
+    if (auto v = ReadField(nd_dir, "address", "mac", problems, ParseMac)) nd.set_mac(*v);
+    if (auto v = ReadField(nd_dir, "mtu", "mtu", problems, ParseInt)) {
+      nd.set_mtu(static_cast<uint32_t>(*v));
+    }
+    if (auto v = ReadField(nd_dir, "operstate", "operstate", problems, ParseText)) {
+      nd.set_operstate(*v);
+    }
+    // speed fails with EINVAL while the link is down and reads -1 on some drivers: unknown.
+    if (auto speed = nd_dir.ReadFile("speed"); speed.ok()) {
+      if (auto v = ParseInt(*speed); v.ok() && *v > 0) {
+        nd.set_speed_mbps(*v);
+      } else if (!v.ok()) {
+        AddProblem(problems, "speed_mbps", JoinPath(dir, "speed"), v.status());
+      }
+    } else if (!NoAttributes(speed.status())) {
+      AddProblem(problems, "speed_mbps", JoinPath(dir, "speed"), speed.status());
+    }
+    if (auto v = ReadField(nd_dir, "ifindex", "ifindex", problems, ParseInt)) {
+      nd.set_ifindex(static_cast<int32_t>(*v));
+    }
+    if (auto dp = nd_dir.ReadFile("dev_port"); dp.ok()) {
+      if (auto v = ParseInt(*dp); v.ok()) info.dev_port = *v;
+    } else {
+      NoteTransient(problems, "rdma_port", JoinPath(dir, "dev_port"), dp.status());
+    }
+    return info;
+  }
+
+  // Finds the netdev named `name` through class/net, inside the root.
+  NetdevInfo* ReadNetdevByName(const std::string& name) {
+    if (auto it = netdevs_.find(name); it != netdevs_.end()) return &it->second;
+    const std::string link = absl::StrCat("class/net/", name);
+    auto real = sys_.RealPath(link);
+    if (!real.ok()) {
+      AddProblem(host_.mutable_problems(), "netdevs", link, real.status());
+      return nullptr;
+    }
+    NetdevInfo& info = ReadNetdev(name, *real);
+    // .../<BDF>/net/<name>: the PCI function it belongs to.
+    std::string parent = Dirname(Dirname(*real));
+    if (auto a = ParsePciAddress(Basename(parent)); a.ok()) info.nd.set_pci_address(*a);
+    return &info;
+  }
+
+  void ReadNetdevs() {
+    for (RdmaDevice& dev : *host_.mutable_rdma_devices()) {
+      const std::string& pci_dir = device_pci_dir_[dev.name()];
+      std::vector<NetdevInfo*> own;
+      if (!pci_dir.empty()) {
+        if (auto names = sys_.ListDir(JoinPath(pci_dir, "net")); names.ok()) {
+          for (const std::string& n : *names) {
+            NetdevInfo& info = ReadNetdev(n, absl::StrCat(pci_dir, "/net/", n));
+            info.nd.set_pci_address(dev.pci().address());
+            info.nd.set_rdma_device(dev.name());
+            own.push_back(&info);
+          }
+        } else {
+          NoteTransient(dev.mutable_problems(), "netdevs", JoinPath(pci_dir, "net"),
+                        names.status());
+        }
+      } else if (!dev.parent_netdev().empty()) {
+        if (NetdevInfo* info = ReadNetdevByName(dev.parent_netdev())) {
+          info->nd.set_rdma_device(dev.name());
+          own.push_back(info);
+        }
+      }
+      for (Port& port : *dev.mutable_ports()) {
+        // The port's own netdev: by dev_port, else the only one, else the default GID's.
+        NetdevInfo* mine = nullptr;
+        for (NetdevInfo* info : own) {
+          if (info->dev_port && *info->dev_port + 1 == port.number()) mine = info;
+        }
+        if (mine == nullptr && own.size() == 1) mine = own[0];
+        if (mine != nullptr) {
+          port.set_netdev(mine->nd.name());
+          mine->nd.set_rdma_port(port.number());
+        } else {
+          for (const Gid& g : port.gids()) {
+            if (g.index() == 0 && !g.netdev().empty()) port.set_netdev(g.netdev());
+          }
+        }
+        // Netdevs named only by GID entries: macvlan, VLAN and other upper devices.
+        for (const Gid& g : port.gids()) {
+          if (g.netdev().empty() || g.netdev() == port.netdev()) continue;
+          NetdevInfo* upper = ReadNetdevByName(g.netdev());
+          if (upper == nullptr || !upper->nd.rdma_device().empty()) continue;
+          upper->nd.set_upper(true);
+          upper->nd.set_rdma_device(dev.name());
+          upper->nd.set_rdma_port(port.number());
+        }
+      }
+    }
+    for (const std::string& name : host_.default_route_netdevs()) ReadNetdevByName(name);
+
+    std::set<std::string> defaults(host_.default_route_netdevs().begin(),
+                                   host_.default_route_netdevs().end());
+    std::vector<std::string> names;
+    for (const auto& [name, info] : netdevs_) names.push_back(name);
+    std::sort(names.begin(), names.end(), NaturalLess);
+    for (const std::string& name : names) {
+      Netdev& nd = netdevs_[name].nd;
+      nd.set_default_route(defaults.count(name) > 0);
+      for (const Ipv4Route& r : routes_) {
+        // Connected routes (no gateway) give the interface's subnets.
+        if (r.iface != name || r.gateway != 0 || r.mask == 0 || (r.flags & 0x2)) continue;
+        if (auto len = MaskToPrefixLen(r.mask); len.ok()) {
+          nd.add_ipv4_subnets(FormatCidr(r.destination, *len));
+        }
+      }
+      *host_.add_netdevs() = std::move(nd);
+    }
+  }
+
+  // --- accelerators -------------------------------------------------------------------
+  void ReadAccelerators() {
+    auto names = sys_.ListDir("bus/pci/devices");
+    if (!names.ok()) {
+      AddProblem(host_.mutable_problems(), "accelerators", "bus/pci/devices", names.status());
+      return;
+    }
+    for (const std::string& name : *names) {
+      const std::string link = absl::StrCat("bus/pci/devices/", name);
+      // Only the class is read for every function; the rest only for accelerators.
+      auto cls_text = sys_.ReadFile(absl::StrCat(link, "/class"));
+      if (!cls_text.ok()) {
+        AddProblem(host_.mutable_problems(), "accelerators", link, cls_text.status());
+        continue;
+      }
+      auto cls = ParseHex(*cls_text);
+      if (!cls.ok()) {
+        AddProblem(host_.mutable_problems(), "accelerators", absl::StrCat(link, "/class"),
+                   cls.status());
+        continue;
+      }
+      std::optional<AcceleratorKind> kind = KindOf(static_cast<uint32_t>(*cls));
+      if (!kind) continue;
+      auto real = sys_.RealPath(link);
+      if (!real.ok()) {
+        AddProblem(host_.mutable_problems(), "accelerators", link, real.status());
+        continue;
+      }
+      Accelerator* acc = host_.add_accelerators();
+      *acc->mutable_pci() = Pci(*real);
+      acc->set_pci_address(acc->pci().address());
+      acc->set_kind(*kind);
+      uint64_t vendor_id = 0;
+      if (auto v = ParseHex(acc->pci().vendor_id()); v.ok()) vendor_id = *v;
+      acc->set_vendor(ACCELERATOR_VENDOR_OTHER);
+      acc->set_vendor_name(absl::StrFormat("0x%04x", vendor_id));
+      for (const VendorInfo& v : kVendors) {
+        if (v.id != vendor_id) continue;
+        acc->set_vendor(v.vendor);
+        acc->set_vendor_name(v.name);
+        acc->set_management_display(v.management_display);
+      }
+    }
+    std::sort(host_.mutable_accelerators()->begin(), host_.mutable_accelerators()->end(),
+              [](const Accelerator& a, const Accelerator& b) {
+                return a.pci_address() < b.pci_address();
+              });
+  }
+
+  // --- GPUDirect RDMA -----------------------------------------------------------------
+  void ReadGpuDirect() {
+    GpuDirect* gd = host_.mutable_gpudirect();
+    bool nvidia = false, amd = false, habana = false, any = false;
+    for (const Accelerator& a : host_.accelerators()) {
+      if (a.management_display()) continue;
+      any = true;
+      nvidia |= a.vendor() == ACCELERATOR_VENDOR_NVIDIA;
+      amd |= a.vendor() == ACCELERATOR_VENDOR_AMD;
+      habana |= a.vendor_name() == "Habana Labs";
+    }
+    for (const char* m : {"nvidia_peermem", "nv_peer_mem"}) {
+      if (modules_.count(m)) {
+        GpuDirectPath* p = gd->add_paths();
+        p->set_mechanism(m);
+        p->set_detail(absl::StrCat("module ", m, " loaded"));
+      }
+    }
+    // dma-buf: the kernel's RDMA core imports dma-bufs since 5.12, and the GPU driver must
+    // export them (NVIDIA: open kernel modules 515+; AMD amdgpu; Habana habanalabs).
+    auto kv = KernelVersion(host_.kernel_release());
+    const bool kernel_ok = kv && *kv >= std::make_pair(5, 12);
+    std::string exporter;
+    if (nvidia) {
+      auto v = proc_.ReadFile("driver/nvidia/version");
+      if (!v.ok()) {
+        NoteTransient(host_.mutable_problems(), "gpudirect", "driver/nvidia/version", v.status());
+      } else {
+        std::string_view text = *v;
+        if (absl::StrContains(Av(text), "Open Kernel Module")) {
+          int major = 0;
+          size_t x86 = text.find("x86_64");
+          size_t at = x86 == std::string_view::npos ? text.find("aarch64") : x86;
+          if (at != std::string_view::npos) {
+            std::string_view rest = Trim(text.substr(text.find(' ', at)));
+            (void)absl::SimpleAtoi(Av(rest.substr(0, rest.find('.'))), &major);
+          }
+          if (major >= 515) {
+            exporter = absl::StrCat("NVIDIA open kernel module ", major);
+          }
+        }
+      }
+    }
+    if (exporter.empty() && amd && modules_.count("amdgpu")) exporter = "amdgpu";
+    if (exporter.empty() && habana && modules_.count("habanalabs")) exporter = "habanalabs";
+    if (kernel_ok && !exporter.empty()) {
+      GpuDirectPath* p = gd->add_paths();
+      p->set_mechanism("dma_buf");
+      p->set_detail(absl::StrCat("kernel ", host_.kernel_release(), " imports dma-buf; ", exporter,
+                                 " exports it"));
+    }
+    if (!any) {
+      gd->set_reason("no GPU or accelerator");
+    } else if (host_.rdma_devices().empty()) {
+      gd->set_reason("no RDMA device");
+    } else if (gd->paths().empty()) {
+      gd->set_reason(absl::StrCat(
+          "no nvidia_peermem or nv_peer_mem module loaded, and no dma-buf path (kernel ",
+          host_.kernel_release().empty() ? "unknown" : host_.kernel_release(),
+          exporter.empty() ? ", no GPU driver exporting dma-buf" : "", ")"));
+    }
+    gd->set_available(any && !host_.rdma_devices().empty() && !gd->paths().empty());
+  }
+
+  const HostFs& sys_;
+  const HostFs& proc_;
+  Host host_;
+  std::map<std::string, PciFunction> pci_;
+  std::map<const Port*, std::pair<std::string, std::unique_ptr<HostDir>>> gid_dirs_;
+  std::map<std::string, std::string> device_pci_dir_;
+  std::map<std::string, std::string> uverbs_;
+  std::map<std::string, NetdevInfo> netdevs_;
+  std::set<std::string> modules_;
+  std::vector<Ipv4Route> routes_;
+};
+
+}  // namespace
+
+absl::StatusOr<Host> Discover(const HostFs& sysfs, const HostFs& procfs) {
+  return Discovery(sysfs, procfs).Run();
+}
+
+void ForEachProblem(const Host& host,
+                    const std::function<void(const std::string&, const FieldProblem&)>& fn) {
+  auto each = [&](const std::string& where, const Problems& problems) {
+    for (const FieldProblem& p : problems) fn(where, p);
+  };
+  each("host", host.problems());
+  for (const RdmaDevice& d : host.rdma_devices()) {
+    each(d.name(), d.problems());
+    each(d.name() + " pci", d.pci().problems());
+    for (const Port& p : d.ports()) each(absl::StrCat(d.name(), ":", p.number()), p.problems());
+  }
+  for (const Netdev& n : host.netdevs()) each(n.name(), n.problems());
+  for (const Accelerator& a : host.accelerators()) each(a.pci_address(), a.pci().problems());
+}
+
+}  // namespace fabric

@@ -1,0 +1,387 @@
+#include "agent/inventory/discovery/parse.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "agent/common/strings.h"
+
+namespace fabric {
+
+using namespace ::fabric::v1;  // NOLINT: enum values of the model
+
+namespace {
+
+// Quoted, shortened copy of outside bytes for error messages.
+std::string Quote(absl::string_view s) {
+  constexpr size_t kMax = 64;
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size() && i < kMax; ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      absl::StrAppendFormat(&out, "\\x%02x", c);
+    }
+  }
+  if (s.size() > kMax) out += "...";
+  out += "\"";
+  return out;
+}
+
+absl::Status Invalid(absl::string_view what, std::string_view s) {
+  return absl::InvalidArgumentError(absl::StrCat("not ", what, ": ", Quote(Av(s))));
+}
+
+bool IsHexDigit(char c) { return absl::ascii_isxdigit(static_cast<unsigned char>(c)); }
+
+// Parses exactly `digits` hex digits.
+bool HexField(absl::string_view s, size_t digits, uint32_t* out) {
+  if (s.size() != digits) return false;
+  uint32_t v = 0;
+  for (char c : s) {
+    if (!IsHexDigit(c)) return false;
+    v = v * 16 +
+        static_cast<uint32_t>(absl::ascii_isdigit(static_cast<unsigned char>(c))
+                                  ? c - '0'
+                                  : absl::ascii_tolower(static_cast<unsigned char>(c)) - 'a' + 10);
+  }
+  *out = v;
+  return true;
+}
+
+// "N: WORD" as the kernel prints enum attributes; returns N and WORD.
+absl::StatusOr<std::pair<int64_t, absl::string_view>> NumberedWord(std::string_view s,
+                                                                   absl::string_view what) {
+  absl::string_view t = Av(Trim(s));
+  size_t colon = t.find(':');
+  if (colon == absl::string_view::npos) return Invalid(what, s);
+  int64_t n;
+  if (!absl::SimpleAtoi(t.substr(0, colon), &n)) return Invalid(what, s);
+  absl::string_view word = absl::StripLeadingAsciiWhitespace(t.substr(colon + 1));
+  return std::make_pair(n, word);
+}
+
+}  // namespace
+
+std::string_view Trim(std::string_view s) { return Sv(absl::StripAsciiWhitespace(Av(s))); }
+
+absl::StatusOr<int64_t> ParseInt(std::string_view s) {
+  absl::string_view t = Av(Trim(s));
+  int64_t v;
+  if (t.empty() || !absl::SimpleAtoi(t, &v)) return Invalid("an integer", s);
+  return v;
+}
+
+absl::StatusOr<uint64_t> ParseHex(std::string_view s) {
+  absl::string_view t = Av(Trim(s));
+  if (absl::StartsWithIgnoreCase(t, "0x")) t.remove_prefix(2);
+  if (t.empty() || t.size() > 16) return Invalid("a hex number", s);
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v, 16);
+  if (ec != std::errc() || ptr != t.data() + t.size()) return Invalid("a hex number", s);
+  return v;
+}
+
+absl::StatusOr<std::string> ParsePciAddress(std::string_view s) {
+  absl::string_view t = Av(Trim(s));
+  // [domain:]bus:device.function with domain of 4 (sysfs) or 8 (nvidia-smi) hex digits.
+  std::vector<absl::string_view> parts = absl::StrSplit(t, ':');
+  uint32_t domain = 0, bus, dev, fn;
+  absl::string_view devfn;
+  if (parts.size() == 3) {
+    if (!(HexField(parts[0], 4, &domain) || HexField(parts[0], 8, &domain)) || domain > 0xffff) {
+      return Invalid("a PCI address", s);
+    }
+    parts.erase(parts.begin());
+  } else if (parts.size() != 2) {
+    return Invalid("a PCI address", s);
+  }
+  devfn = parts[1];
+  size_t dot = devfn.find('.');
+  if (dot == absl::string_view::npos || !HexField(parts[0], 2, &bus) ||
+      !HexField(devfn.substr(0, dot), 2, &dev) || !HexField(devfn.substr(dot + 1), 1, &fn) ||
+      dev > 0x1f || fn > 7) {
+    return Invalid("a PCI address", s);
+  }
+  return absl::StrFormat("%04x:%02x:%02x.%x", domain, bus, dev, fn);
+}
+
+absl::StatusOr<double> ParseRateGbps(std::string_view s) {
+  // "400 Gb/sec (4X NDR)", "2.5 Gb/sec (1X SDR)", "100 Gb/sec".
+  absl::string_view t = Av(Trim(s));
+  size_t sp = t.find(' ');
+  if (sp == absl::string_view::npos) return Invalid("a port rate", s);
+  absl::string_view unit = t.substr(sp + 1);
+  if (!absl::StartsWith(unit, "Gb/sec")) return Invalid("a port rate", s);
+  double v;
+  if (!absl::SimpleAtod(t.substr(0, sp), &v) || !(v >= 0) || v > 1e6) {
+    return Invalid("a port rate", s);
+  }
+  return v;
+}
+
+absl::StatusOr<PortState> ParsePortState(std::string_view s) {
+  auto nw = NumberedWord(s, "a port state");
+  if (!nw.ok()) return nw.status();
+  static constexpr absl::string_view kWords[] = {"NOP",   "DOWN",   "INIT",
+                                                 "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+  auto [n, word] = *nw;
+  if (n < 0 || n > 5 || word != kWords[n]) return Invalid("a port state", s);
+  return static_cast<PortState>(n);
+}
+
+absl::StatusOr<PhysState> ParsePhysState(std::string_view s) {
+  auto nw = NumberedWord(s, "a physical port state");
+  if (!nw.ok()) return nw.status();
+  static constexpr absl::string_view kWords[] = {
+      "<unknown>",         "Sleep",   "Polling", "Disabled", "PortConfigurationTraining", "LinkUp",
+      "LinkErrorRecovery", "Phy Test"};
+  auto [n, word] = *nw;
+  if (n < 1 || n > 7 || word != kWords[n]) return Invalid("a physical port state", s);
+  return static_cast<PhysState>(n);
+}
+
+absl::StatusOr<LinkLayer> ParseLinkLayer(std::string_view s) {
+  absl::string_view t = Av(Trim(s));
+  if (t == "InfiniBand") return LINK_LAYER_INFINIBAND;
+  if (t == "Ethernet") return LINK_LAYER_ETHERNET;
+  return Invalid("a link layer", s);
+}
+
+absl::StatusOr<NodeType> ParseNodeType(std::string_view s) {
+  auto nw = NumberedWord(s, "a node type");
+  if (!nw.ok()) return nw.status();
+  auto [n, word] = *nw;
+  if (n < 1 || n > 7 || word.empty()) return Invalid("a node type", s);
+  return static_cast<NodeType>(n);
+}
+
+absl::StatusOr<GidBytes> ParseGid(std::string_view s) {
+  // Fixed layout "xxxx:xxxx:...:xxxx" (39 characters): parsed in place, as GID tables are
+  // discovery's hottest loop.
+  absl::string_view t = Av(Trim(s));
+  if (t.size() != 39) return Invalid("a GID", s);
+  GidBytes gid;
+  for (size_t i = 0; i < 8; ++i) {
+    uint32_t v;
+    if ((i < 7 && t[5 * i + 4] != ':') || !HexField(t.substr(5 * i, 4), 4, &v)) {
+      return Invalid("a GID", s);
+    }
+    gid[2 * i] = static_cast<uint8_t>(v >> 8);
+    gid[2 * i + 1] = static_cast<uint8_t>(v & 0xff);
+  }
+  return gid;
+}
+
+bool IsZeroGid(const GidBytes& gid) {
+  return std::all_of(gid.begin(), gid.end(), [](uint8_t b) { return b == 0; });
+}
+
+std::optional<std::string> GidIpv4(const GidBytes& gid) {
+  for (size_t i = 0; i < 10; ++i) {
+    if (gid[i] != 0) return std::nullopt;
+  }
+  if (gid[10] != 0xff || gid[11] != 0xff) return std::nullopt;
+  return absl::StrFormat("%d.%d.%d.%d", gid[12], gid[13], gid[14], gid[15]);
+}
+
+absl::StatusOr<GidType> ParseGidType(std::string_view s, LinkLayer link_layer) {
+  absl::string_view t = Av(Trim(s));
+  if (t == "IB/RoCE v1") {
+    return link_layer == LINK_LAYER_INFINIBAND ? GID_TYPE_IB : GID_TYPE_ROCE_V1;
+  }
+  if (t == "RoCE v2") return GID_TYPE_ROCE_V2;
+  if (t == "IB") return GID_TYPE_IB;
+  if (t == "RoCE v1") return GID_TYPE_ROCE_V1;
+  return Invalid("a GID type", s);
+}
+
+absl::StatusOr<double> ParsePciLinkSpeed(std::string_view s) {
+  // "32.0 GT/s PCIe" (5.x+ kernels), "8.0 GT/s" or "8 GT/s" (older); "Unknown" when the link is
+  // down or the device is not PCIe.
+  absl::string_view t = Av(Trim(s));
+  size_t sp = t.find(' ');
+  if (sp == absl::string_view::npos || !absl::StartsWith(t.substr(sp + 1), "GT/s")) {
+    return Invalid("a PCIe link speed", s);
+  }
+  double v;
+  if (!absl::SimpleAtod(t.substr(0, sp), &v) || !(v > 0) || v > 1000) {
+    return Invalid("a PCIe link speed", s);
+  }
+  return v;
+}
+
+absl::StatusOr<std::string> ParseMac(std::string_view s) {
+  absl::string_view t = Av(Trim(s));
+  // Ethernet (6 bytes) or IPoIB (20 bytes) hardware addresses.
+  std::vector<absl::string_view> bytes = absl::StrSplit(t, ':');
+  if (bytes.size() != 6 && bytes.size() != 20) return Invalid("a hardware address", s);
+  for (absl::string_view b : bytes) {
+    uint32_t v;
+    if (!HexField(b, 2, &v)) return Invalid("a hardware address", s);
+  }
+  return absl::AsciiStrToLower(t);
+}
+
+absl::StatusOr<std::string> ParseGuid(std::string_view s) {
+  absl::string_view t = Av(Trim(s));
+  std::vector<absl::string_view> groups = absl::StrSplit(t, ':');
+  if (groups.size() != 4) return Invalid("a GUID", s);
+  for (absl::string_view g : groups) {
+    uint32_t v;
+    if (!HexField(g, 4, &v)) return Invalid("a GUID", s);
+  }
+  return absl::AsciiStrToLower(t);
+}
+
+absl::StatusOr<std::vector<int32_t>> ParseIdList(std::string_view s) {
+  absl::string_view t = Av(Trim(s));
+  std::vector<int32_t> ids;
+  if (t.empty()) return ids;
+  constexpr int32_t kMaxId = 1 << 16;
+  for (absl::string_view part : absl::StrSplit(t, ',')) {
+    size_t dash = part.find('-');
+    int32_t lo, hi;
+    if (dash == absl::string_view::npos) {
+      if (!absl::SimpleAtoi(part, &lo)) return Invalid("an id list", s);
+      hi = lo;
+    } else if (!absl::SimpleAtoi(part.substr(0, dash), &lo) ||
+               !absl::SimpleAtoi(part.substr(dash + 1), &hi)) {
+      return Invalid("an id list", s);
+    }
+    if (lo < 0 || hi < lo || hi > kMaxId) return Invalid("an id list", s);
+    for (int32_t i = lo; i <= hi; ++i) ids.push_back(i);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+absl::StatusOr<std::vector<Ipv4Route>> ParseProcNetRoute(std::string_view s,
+                                                         std::vector<std::string>* bad_lines) {
+  std::vector<Ipv4Route> routes;
+  bool header = true;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(Av(s), '\n', absl::SkipWhitespace())) {
+    ++line_no;
+    if (header) {
+      header = false;
+      if (!absl::StartsWith(line, "Iface")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("not /proc/net/route: header is ", Quote(line)));
+      }
+      continue;
+    }
+    std::vector<absl::string_view> f =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    Ipv4Route r;
+    auto hex32 = [](absl::string_view v, uint32_t* out) {
+      if (!HexField(v, 8, out)) return false;
+      // The kernel prints the network-order value as a native (little-endian) integer.
+      *out = __builtin_bswap32(*out);
+      return true;
+    };
+    uint32_t flags;
+    if (f.size() < 11 || !hex32(f[1], &r.destination) || !hex32(f[2], &r.gateway) ||
+        !HexField(f[3], 4, &flags) || !absl::SimpleAtoi(f[6], &r.metric) || !hex32(f[7], &r.mask)) {
+      std::string msg = absl::StrCat("/proc/net/route line ", line_no, " malformed: ", Quote(line));
+      if (bad_lines == nullptr) return absl::InvalidArgumentError(msg);
+      bad_lines->push_back(std::move(msg));
+      continue;
+    }
+    r.iface = std::string(f[0]);
+    r.flags = flags;
+    routes.push_back(std::move(r));
+  }
+  if (header) return absl::InvalidArgumentError("not /proc/net/route: empty");
+  return routes;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseIpv6DefaultRouteIfaces(
+    std::string_view s, std::vector<std::string>* bad_lines) {
+  // Columns: dest, dest_len, src, src_len, next_hop, metric, refcnt, use, flags, iface.
+  std::vector<std::string> ifaces;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(Av(s), '\n', absl::SkipWhitespace())) {
+    ++line_no;
+    std::vector<absl::string_view> f =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    uint32_t len;
+    if (f.size() != 10 || f[0].size() != 32 || !HexField(f[1], 2, &len)) {
+      std::string msg =
+          absl::StrCat("/proc/net/ipv6_route line ", line_no, " malformed: ", Quote(line));
+      if (bad_lines == nullptr) return absl::InvalidArgumentError(msg);
+      bad_lines->push_back(std::move(msg));
+      continue;
+    }
+    if (len == 0 && f[0] == "00000000000000000000000000000000" && f[9] != "lo") {
+      ifaces.emplace_back(f[9]);
+    }
+  }
+  std::sort(ifaces.begin(), ifaces.end());
+  ifaces.erase(std::unique(ifaces.begin(), ifaces.end()), ifaces.end());
+  return ifaces;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseProcModules(std::string_view s) {
+  std::vector<std::string> names;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(Av(s), '\n', absl::SkipWhitespace())) {
+    ++line_no;
+    absl::string_view name = line.substr(0, line.find(' '));
+    if (name.empty() || name.size() == line.size() ||
+        !std::all_of(name.begin(), name.end(), [](char c) {
+          return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+        })) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("/proc/modules line ", line_no, " malformed: ", Quote(line)));
+    }
+    names.emplace_back(name);
+  }
+  return names;
+}
+
+absl::StatusOr<uint32_t> ParseIpv4(std::string_view s) {
+  absl::string_view t = Av(Trim(s));
+  std::vector<absl::string_view> octets = absl::StrSplit(t, '.');
+  if (octets.size() != 4) return Invalid("an IPv4 address", s);
+  uint32_t addr = 0;
+  for (absl::string_view o : octets) {
+    uint32_t v;
+    if (o.empty() || o.size() > 3 || !absl::SimpleAtoi(o, &v) || v > 255 ||
+        !absl::ascii_isdigit(static_cast<unsigned char>(o[0]))) {
+      return Invalid("an IPv4 address", s);
+    }
+    addr = (addr << 8) | v;
+  }
+  return addr;
+}
+
+std::string FormatIpv4(uint32_t addr) {
+  return absl::StrFormat("%d.%d.%d.%d", addr >> 24, (addr >> 16) & 0xff, (addr >> 8) & 0xff,
+                         addr & 0xff);
+}
+
+std::string FormatCidr(uint32_t addr, int prefix_len) {
+  uint32_t mask = prefix_len <= 0 ? 0 : ~uint32_t{0} << (32 - std::min(prefix_len, 32));
+  return absl::StrCat(FormatIpv4(addr & mask), "/", prefix_len);
+}
+
+absl::StatusOr<int> MaskToPrefixLen(uint32_t mask) {
+  int len = __builtin_popcount(mask);
+  uint32_t expect = len == 0 ? 0 : ~uint32_t{0} << (32 - len);
+  if (mask != expect) {
+    return absl::InvalidArgumentError(absl::StrCat("not a contiguous netmask: ", FormatIpv4(mask)));
+  }
+  return len;
+}
+
+}  // namespace fabric

@@ -1,0 +1,97 @@
+#include "agent/inventory/topology/topology.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace fabric {
+namespace {
+
+// The unit a bridge belongs to: the root port itself, or the switch (named by its upstream
+// port) that the bridge is a port of. `bridges` excludes the root complex.
+std::string Unit(const google::protobuf::RepeatedPtrField<std::string>& path, int i) {
+  // path[0] is the root complex; path[1] the root port; then (upstream, downstream) pairs.
+  const int b = i - 1;  // index among bridges
+  if (b == 0) return absl::StrCat("root port ", path[i]);
+  const int upstream = (b % 2 == 1) ? i : i - 1;
+  return absl::StrCat("PCIe switch ", path[upstream]);
+}
+
+}  // namespace
+
+std::string DistanceName(v1::DistanceClass d) {
+  switch (d) {
+    case v1::DISTANCE_CLASS_PIX:
+      return "PIX";
+    case v1::DISTANCE_CLASS_PXB:
+      return "PXB";
+    case v1::DISTANCE_CLASS_PHB:
+      return "PHB";
+    case v1::DISTANCE_CLASS_NODE:
+      return "NODE";
+    case v1::DISTANCE_CLASS_SYS:
+      return "SYS";
+    default:
+      return "unknown";
+  }
+}
+
+Distance ClassifyDistance(const v1::PciFunction& a, const v1::PciFunction& b,
+                          bool single_numa_node) {
+  const auto& pa = a.path();
+  const auto& pb = b.path();
+  if (pa.empty() || pb.empty()) {
+    return {v1::DISTANCE_CLASS_SYS, "PCIe path unknown"};
+  }
+  if (pa[0] != pb[0]) {
+    if (a.has_numa_node() && b.has_numa_node()) {
+      if (a.numa_node() == b.numa_node()) {
+        return {v1::DISTANCE_CLASS_NODE, absl::StrCat("host bridges ", pa[0], " and ", pb[0],
+                                                      " on NUMA node ", a.numa_node())};
+      }
+      return {v1::DISTANCE_CLASS_SYS,
+              absl::StrCat("NUMA node ", a.numa_node(), " vs ", b.numa_node())};
+    }
+    if (single_numa_node) {
+      return {v1::DISTANCE_CLASS_NODE,
+              absl::StrCat("host bridges ", pa[0], " and ", pb[0], " on the only NUMA node")};
+    }
+    return {v1::DISTANCE_CLASS_SYS,
+            absl::StrCat("host bridges ", pa[0], " and ", pb[0], ", NUMA node unknown")};
+  }
+  // Same root complex: find the deepest common bridge.
+  int common = 1;
+  while (common < pa.size() && common < pb.size() && pa[common] == pb[common]) ++common;
+  if (common == 1) {
+    return {v1::DISTANCE_CLASS_PHB, absl::StrCat("common host bridge ", pa[0])};
+  }
+  // Units crossed: the common bridge's unit and every unit below it on either side.
+  std::set<std::string> units;
+  for (int i = common - 1; i < pa.size(); ++i) units.insert(Unit(pa, i));
+  for (int i = common - 1; i < pb.size(); ++i) units.insert(Unit(pb, i));
+  const std::string lca_unit = Unit(pa, common - 1);
+  if (units.size() <= 1) {
+    return {v1::DISTANCE_CLASS_PIX, absl::StrCat("common ", lca_unit)};
+  }
+  return {v1::DISTANCE_CLASS_PXB,
+          absl::StrCat(units.size(), " PCIe bridges or switches, common ", lca_unit)};
+}
+
+void BuildTopology(v1::Host* host) {
+  host->clear_topology();
+  const bool single_numa = host->numa_nodes_size() <= 1;
+  for (const v1::Accelerator& acc : host->accelerators()) {
+    if (acc.management_display()) continue;
+    for (const v1::RdmaDevice& dev : host->rdma_devices()) {
+      if (!dev.has_pci() || dev.pci().address().empty()) continue;
+      Distance d = ClassifyDistance(acc.pci(), dev.pci(), single_numa);
+      v1::TopologyPair* pair = host->add_topology();
+      pair->set_accelerator(acc.pci_address());
+      pair->set_rdma_device(dev.name());
+      pair->set_distance(d.distance);
+      pair->set_reason(std::move(d.reason));
+    }
+  }
+}
+
+}  // namespace fabric

@@ -1,0 +1,185 @@
+#include "agent/policy/health/health.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/common/strings.h"
+#include "agent/inventory/discovery/discovery.h"
+#include "agent/policy/select/select.h"
+
+namespace fabric {
+namespace {
+
+using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
+
+void Add(Health* h, Severity s, const char* check, const std::string& subject,
+         const std::string& message) {
+  Finding f;
+  f.set_severity(s);
+  f.set_check(check);
+  f.set_subject(subject);
+  f.set_message(message);
+  AddFinding(h, std::move(f));
+}
+
+void CheckLink(Health* h, const std::string& subject, const PciFunction& f, bool gpu) {
+  const PciLink& cur = f.current_link();
+  const PciLink& max = f.max_link();
+  if (cur.has_width() && max.has_width() && cur.width() < max.width()) {
+    Add(h, SEVERITY_WARNING, "pcie_link", subject,
+        absl::StrFormat("PCIe link x%d, capable of x%d", cur.width(), max.width()));
+  }
+  if (!gpu && cur.has_speed_gts() && max.has_speed_gts() && cur.speed_gts() < max.speed_gts()) {
+    Add(h, SEVERITY_WARNING, "pcie_link", subject,
+        absl::StrFormat("PCIe link at %g GT/s, capable of %g GT/s", cur.speed_gts(),
+                        max.speed_gts()));
+  }
+}
+
+}  // namespace
+
+int SeverityRank(Severity s) {
+  switch (s) {
+    case SEVERITY_CRITICAL:
+      return 3;
+    case SEVERITY_WARNING:
+      return 2;
+    case SEVERITY_UNKNOWN:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+void AddFinding(Health* h, Finding f) {
+  if (h->verdict() == SEVERITY_UNSPECIFIED) h->set_verdict(SEVERITY_OK);
+  if (SeverityRank(f.severity()) > SeverityRank(h->verdict())) h->set_verdict(f.severity());
+  *h->add_findings() = std::move(f);
+}
+
+const char* SeverityName(Severity s) {
+  switch (s) {
+    case SEVERITY_OK:
+      return "OK";
+    case SEVERITY_WARNING:
+      return "WARNING";
+    case SEVERITY_CRITICAL:
+      return "CRITICAL";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+int HealthExitCode(Severity verdict) {
+  switch (verdict) {
+    case SEVERITY_OK:
+      return 0;
+    case SEVERITY_WARNING:
+      return 1;
+    case SEVERITY_CRITICAL:
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
+  Health h;
+  h.set_verdict(SEVERITY_OK);
+  if (host.rdma_devices().empty()) {
+    Add(&h, SEVERITY_CRITICAL, "no_rdma_device", "",
+        absl::StrCat("no RDMA device under ", host.sysfs_root(), "/class/infiniband"));
+  }
+  // sysfs does not say what rate a port supports (that takes a MAD), so a port is compared with
+  // its peers: the most common active rate among ports of the same NIC model and link layer
+  // (ties: the higher). One port trained below the rest of its kind is degraded.
+  auto model_of = [](const RdmaDevice& d, const Port& p) {
+    return absl::StrCat(d.pci().vendor_id(), ":", d.pci().device_id(), "/", p.link_layer());
+  };
+  std::map<std::string, std::map<double, int>> rates;
+  for (const RdmaDevice& d : host.rdma_devices()) {
+    for (const Port& p : d.ports()) {
+      if (p.state() == PORT_STATE_ACTIVE && p.has_rate_gbps())
+        ++rates[model_of(d, p)][p.rate_gbps()];
+    }
+  }
+  std::map<std::string, double> expected;
+  for (const auto& [model, histogram] : rates) {
+    int best = 0;
+    for (const auto& [rate, count] : histogram) {
+      if (count >= best) {
+        best = count;
+        expected[model] = rate;
+      }
+    }
+  }
+  for (const RdmaDevice& d : host.rdma_devices()) {
+    for (const Port& p : d.ports()) {
+      if (!DeniedBy(policy, d, p).empty()) continue;
+      const std::string subject = absl::StrCat(d.name(), ":", p.number());
+      if (p.state() == PORT_STATE_UNSPECIFIED) {
+        Add(&h, SEVERITY_UNKNOWN, "port_state", subject, "port state could not be read");
+        continue;
+      }
+      if (p.state() != PORT_STATE_ACTIVE) {
+        Add(&h, SEVERITY_CRITICAL, "port_state", subject,
+            absl::StrCat("port ", Av(PortStateName(p.state())),
+                         p.netdev().empty() ? "" : absl::StrCat(" (", p.netdev(), ")")));
+        continue;
+      }
+      const double usual = expected[model_of(d, p)];
+      if (p.has_rate_gbps() && p.rate_gbps() < usual) {
+        Add(&h, SEVERITY_WARNING, "port_rate", subject,
+            absl::StrFormat("rate %g Gb/s, below the %g Gb/s of its peers (same NIC model and "
+                            "link layer)",
+                            p.rate_gbps(), usual));
+      }
+      if (p.link_layer() == LINK_LAYER_ETHERNET && d.pci().sriov().role() != SRIOV_ROLE_VF) {
+        // An IPv4 GID whose type or netdev is not visible (no gid_attrs in a container, an
+        // unreadable entry) may be the right one: then we cannot tell.
+        bool v2 = false, unsure = false;
+        for (const Gid& g : p.gids()) {
+          if (g.ipv4().empty()) continue;
+          v2 |= g.type() == GID_TYPE_ROCE_V2 && g.netdev() == p.netdev();
+          unsure |= g.type() == GID_TYPE_UNSPECIFIED || g.netdev().empty();
+        }
+        if (!v2 && unsure) {
+          Add(&h, SEVERITY_UNKNOWN, "roce_gid", subject,
+              "GID types or netdevs not visible (gid_attrs): cannot tell whether a RoCE v2 IPv4 "
+              "GID exists");
+        } else if (!v2) {
+          Add(&h, SEVERITY_WARNING, "roce_gid", subject,
+              absl::StrCat("no RoCE v2 IPv4 GID on ",
+                           p.netdev().empty() ? "its netdev" : p.netdev(),
+                           ": RoCE traffic cannot route between nodes"));
+        }
+      }
+    }
+    if (d.has_pci()) CheckLink(&h, d.name(), d.pci(), /*gpu=*/false);
+  }
+  bool gpus = false;
+  for (const Accelerator& a : host.accelerators()) {
+    if (a.management_display()) continue;
+    gpus = true;
+    CheckLink(&h, a.pci_address(), a.pci(), /*gpu=*/true);
+  }
+  if (gpus && !host.rdma_devices().empty() && !host.gpudirect().available()) {
+    Add(&h, SEVERITY_WARNING, "gpudirect", "",
+        absl::StrCat("no GPUDirect RDMA: ", host.gpudirect().reason(),
+                     "; GPU traffic goes through host memory"));
+  }
+  int n = 0;
+  ForEachProblem(host, [&](const std::string&, const FieldProblem&) { ++n; });
+  if (n > 0) {
+    Add(&h, SEVERITY_WARNING, "discovery", "",
+        absl::StrCat(n, " field(s) could not be read (fabricctl inventory lists them)"));
+  }
+  return h;
+}
+
+}  // namespace fabric

@@ -1,0 +1,142 @@
+#include "agent/policy/health/health.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <functional>
+
+#include "agent/inventory/discovery/discovery.h"
+#include "tests/hosts/builder.h"
+#include "tests/hosts/hosts.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace ::fabric::v1;  // NOLINT
+using ::testing::ElementsAre;
+using testing::HostSpec;
+using ::testing::IsEmpty;
+
+// Writes `spec` (after `edit`), discovers it and evaluates health.
+Health Evaluate(const std::string& name, const std::function<void(HostSpec&)>& edit = {},
+                const SelectionPolicy& policy = {}) {
+  auto spec = testing::ExampleHost(name);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (edit) edit(*spec);
+  std::string tmpl = ::testing::TempDir() + "health.XXXXXX";
+  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = fs::path(tmpl) / "host";
+  absl::Status written = testing::WriteHost(*spec, dir);
+  EXPECT_TRUE(written.ok()) << written;
+  HostFsImpl sys((dir / "sys").string()), proc((dir / "proc").string());
+  auto host = Discover(sys, proc);
+  fs::remove_all(tmpl);
+  EXPECT_TRUE(host.ok()) << host.status();
+  return EvaluateHealth(*host, policy);
+}
+
+// "check subject" of every finding.
+std::vector<std::string> Checks(const Health& h) {
+  std::vector<std::string> out;
+  for (const Finding& f : h.findings()) out.push_back(f.check() + " " + f.subject());
+  return out;
+}
+
+TEST(Health, HealthyHostsAreOk) {
+  for (const char* name : {"roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt"}) {
+    Health h = Evaluate(name);
+    EXPECT_EQ(h.verdict(), SEVERITY_OK) << name << ": " << h.DebugString();
+    EXPECT_THAT(h.findings(), IsEmpty()) << name;
+    EXPECT_EQ(HealthExitCode(h.verdict()), 0);
+  }
+}
+
+TEST(Health, PortDownIsCritical) {
+  Health h = Evaluate("many-hcas");
+  EXPECT_EQ(h.verdict(), SEVERITY_CRITICAL);
+  EXPECT_THAT(Checks(h), ElementsAre("port_state mlx5_2:1"));
+  EXPECT_THAT(h.findings(0).message(), ::testing::HasSubstr("DOWN"));
+  EXPECT_EQ(HealthExitCode(h.verdict()), 2);
+
+  // A port denied in config is unused on purpose: not checked.
+  // Same rule as selection (DeniedBy): by device, by port, or by netdev.
+  for (const char* deny : {"mlx5_2", "mlx5_2:1", "enp51s0np0"}) {
+    SelectionPolicy policy;
+    policy.add_deny(deny);
+    EXPECT_EQ(Evaluate("many-hcas", {}, policy).verdict(), SEVERITY_OK) << deny;
+  }
+}
+
+TEST(Health, DegradedRateAndPcieLinkWarn) {
+  Health h = Evaluate("roce-9port", [](HostSpec& s) {
+    s.FindRdma("mlx5_3")->ports[0].rate = "200 Gb/sec (4X HDR)";
+    s.FindPci(s.FindRdma("mlx5_5")->pci)->current_link.width = 8;
+    s.FindPci(s.FindRdma("mlx5_6")->pci)->current_link.speed = "16.0 GT/s PCIe";
+  });
+  EXPECT_EQ(h.verdict(), SEVERITY_WARNING);
+  EXPECT_THAT(Checks(h), ElementsAre("port_rate mlx5_3:1", "pcie_link mlx5_5", "pcie_link mlx5_6"));
+  EXPECT_EQ(HealthExitCode(h.verdict()), 1);
+}
+
+TEST(Health, GpuLinkSpeedAtIdleIsNormalButWidthIsNot) {
+  Health idle = Evaluate("roce-9port", [](HostSpec& s) {
+    for (auto& f : s.pci) {
+      if (f.class_code == 0x030200) f.current_link.speed = "2.5 GT/s PCIe";
+    }
+  });
+  EXPECT_EQ(idle.verdict(), SEVERITY_OK) << idle.DebugString();
+  Health narrow = Evaluate("roce-9port", [](HostSpec& s) {
+    for (auto& f : s.pci) {
+      if (f.class_code == 0x030200 && f.bdf == "0000:1a:00.0") f.current_link.width = 4;
+    }
+  });
+  EXPECT_THAT(Checks(narrow), ElementsAre("pcie_link 0000:1a:00.0"));
+}
+
+TEST(Health, RocePortWithoutIpv4GidWarns) {
+  Health h = Evaluate("roce-9port", [](HostSpec& s) {
+    auto& gids = s.FindRdma("mlx5_4")->ports[0].gids;
+    gids.resize(2);  // link-local only: the IPv4 address is gone
+  });
+  EXPECT_THAT(Checks(h), ElementsAre("roce_gid mlx5_4:1"));
+}
+
+TEST(Health, NoGpuDirectWarns) {
+  Health h = Evaluate("roce-9port", [](HostSpec& s) { s.RemoveModule("nvidia_peermem"); });
+  EXPECT_THAT(Checks(h), ElementsAre("gpudirect "));
+}
+
+TEST(Health, NoRdmaIsCriticalAndBrokenTreesSayWhatWasNotRead) {
+  Health none = Evaluate("roce-9port", [](HostSpec& s) {
+    std::vector<std::string> names;
+    for (const auto& d : s.rdma) names.push_back(d.name);
+    for (const auto& n : names) s.RemoveRdma(n);
+  });
+  EXPECT_EQ(none.verdict(), SEVERITY_CRITICAL);
+  EXPECT_THAT(Checks(none), ElementsAre("no_rdma_device "));
+
+  // What the broken tree hides is UNKNOWN, not a false alarm: mlx5_2's state reads "banana",
+  // mlx5_5 has no gid_attrs, mlx5_8's GID 3 has type "RoCE v9". mlx5_3's IPv4 RoCE v2 entry is
+  // garbage, so only its v1 twin is left: a real warning.
+  Health broken = Evaluate("broken");
+  std::vector<std::string> got;
+  for (const Finding& f : broken.findings()) {
+    got.push_back(std::string(SeverityName(f.severity())) + " " + f.check() + " " + f.subject());
+  }
+  EXPECT_THAT(got, ElementsAre("UNKNOWN port_state mlx5_2:1", "WARNING roce_gid mlx5_3:1",
+                               "UNKNOWN roce_gid mlx5_5:1", "UNKNOWN roce_gid mlx5_8:1",
+                               "WARNING discovery "));
+  EXPECT_EQ(broken.verdict(), SEVERITY_WARNING);
+}
+
+TEST(Health, ExitCodesAndNames) {
+  EXPECT_EQ(HealthExitCode(SEVERITY_UNKNOWN), 3);
+  EXPECT_EQ(HealthExitCode(SEVERITY_UNSPECIFIED), 3);
+  EXPECT_STREQ(SeverityName(SEVERITY_CRITICAL), "CRITICAL");
+}
+
+}  // namespace
+}  // namespace fabric

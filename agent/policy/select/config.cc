@@ -1,0 +1,130 @@
+#include "agent/policy/select/config.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/common/strings.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace fabric {
+namespace {
+
+// A config file is a few hundred bytes; the cap only stops a wrong path such as /dev/zero from
+// being read forever.
+constexpr size_t kMaxConfigBytes = 4 << 20;
+
+// The kernel's dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace.
+absl::Status ValidateIfname(std::string_view name) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("selection.socket_ifname \"%s\" is not an interface name: %s",
+                        absl::CHexEscape(Av(name)), Av(why)));
+  };
+  if (name.size() > 15) return bad("longer than 15 bytes");
+  if (name == "." || name == "..") return bad("reserved name");
+  for (char c : name) {
+    if (c == '/' || c == ':' || c == ' ' || (c >= '\t' && c <= '\r') || c == '\0') {
+      return bad("contains '/', ':', a NUL or whitespace");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsValidEnvName(std::string_view name) {
+  if (name.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  if (!alpha(name[0])) return false;
+  return std::all_of(name.begin() + 1, name.end(),
+                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
+
+absl::Status ValidatePolicy(const v1::SelectionPolicy& policy) {
+  for (int i = 0; i < policy.deny_size(); ++i) {
+    if (policy.deny(i).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("selection.deny[", i, "] is empty"));
+    }
+  }
+  if (!policy.socket_ifname().empty()) {
+    if (absl::Status s = ValidateIfname(policy.socket_ifname()); !s.ok()) return s;
+  }
+  // Sorted, so that the first bad entry reported does not depend on hash order.
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : policy.static_env()) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& k : keys) {
+    if (!IsValidEnvName(k)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("selection.static_env: \"%s\" is not a valid environment variable name "
+                          "(want [A-Za-z_][A-Za-z0-9_]*)",
+                          absl::CHexEscape(k)));
+    }
+    const std::string& v = policy.static_env().at(k);
+    if (v.find_first_of(std::string_view("\0\n\r", 3)) != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("selection.static_env[%s]: value \"%s\" contains a NUL, CR or newline", k,
+                          absl::CHexEscape(v)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::AgentConfig> ParseConfig(std::string_view json) {
+  v1::AgentConfig config;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &config, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config is not a valid AgentConfig: ", status.message().ToString()));
+  }
+  if (absl::Status s = ValidatePolicy(config.selection()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
+  }
+  return config;
+}
+
+absl::StatusOr<v1::AgentConfig> LoadConfig(const std::string& path) {
+  // ENOENT -> NotFound, EACCES -> PermissionDenied, ...; the message ends with strerror.
+  auto io_error = [&](int err) {
+    return absl::ErrnoToStatus(err, absl::StrCat("config file ", path));
+  };
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(errno);
+  std::string text;
+  char buf[8192];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      return io_error(err);
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxConfigBytes) {
+      close(fd);
+      return absl::InvalidArgumentError(
+          absl::StrCat("config file ", path, ": larger than ", kMaxConfigBytes, " bytes"));
+    }
+  }
+  close(fd);
+  absl::StatusOr<v1::AgentConfig> config = ParseConfig(text);
+  if (!config.ok()) {
+    return absl::Status(config.status().code(),
+                        absl::StrCat("config file ", path, ": ", config.status().message()));
+  }
+  return config;
+}
+
+}  // namespace fabric

@@ -1,0 +1,486 @@
+#include "agent/policy/select/env.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "agent/policy/select/select.h"
+#include "agent/policy/select/testing_hosts.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+
+namespace fabric {
+namespace {
+
+using testbed::HostBuilder;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Key;
+using ::testing::Not;
+
+// One RoCE port per GPU. The port's own RoCE v2 IPv4 GID is at `gid_index` (v1 just below it);
+// indices 0/1 are link-local.
+struct PortSpec {
+  std::string dev;
+  std::string netdev;
+  uint32_t gid_index;
+  std::string ipv4;
+  std::string subnet;  // Connected subnet of the netdev; empty: unknown.
+};
+
+struct Rig {
+  HostBuilder b;
+  std::vector<std::string> gpus;
+  std::vector<v1::Port*> ports;
+
+  explicit Rig(const std::vector<PortSpec>& specs) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const PortSpec& p = specs[i];
+      std::string gpu = absl::StrFormat("0000:%02x:00.0", 0x10 + i);
+      gpus.push_back(gpu);
+      b.Gpu(gpu, 0);
+      v1::RdmaDevice* d = b.Device(p.dev, absl::StrFormat("0000:%02x:00.0", 0x90 + i), 0);
+      v1::Port* port = b.RocePort(d, 1, p.netdev, "", p.subnet);
+      if (!p.ipv4.empty()) {
+        HostBuilder::AddGid(port, p.gid_index - 1, v1::GID_TYPE_ROCE_V1, p.netdev, p.ipv4);
+        HostBuilder::AddGid(port, p.gid_index, v1::GID_TYPE_ROCE_V2, p.netdev, p.ipv4);
+      }
+      ports.push_back(port);
+    }
+    // Each GPU has its own NIC under its switch, so GPU i gets port i.
+    for (size_t g = 0; g < specs.size(); ++g) {
+      for (size_t n = 0; n < specs.size(); ++n) {
+        b.Distance(gpus[g], specs[n].dev, g == n ? v1::DISTANCE_CLASS_PIX : v1::DISTANCE_CLASS_SYS);
+      }
+    }
+  }
+
+  absl::StatusOr<v1::Selection> Select(const v1::SelectionPolicy& p = {}) {
+    return SelectNics(b.Build(), gpus, p);
+  }
+};
+
+EnvMap MustEnv(Rig& r, const v1::SelectionPolicy& p = {}) {
+  absl::StatusOr<v1::Selection> s = r.Select(p);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? EnvOf(*s) : EnvMap{};
+}
+
+std::vector<std::string> Notes(Rig& r, const v1::SelectionPolicy& p = {}) {
+  absl::StatusOr<v1::Selection> s = r.Select(p);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::vector<std::string>(s->notes().begin(), s->notes().end())
+                : std::vector<std::string>{};
+}
+
+TEST(RenderEnvTest, HcaListIsExactMatchWithMoreThanTenDevices) {
+  HostBuilder b;
+  b.Gpu("0000:18:00.0", 0).Gpu("0000:28:00.0", 0).Gpu("0000:38:00.0", 0);
+  for (int i = 0; i < 12; ++i) {
+    b.Nic(absl::StrCat("mlx5_", i), absl::StrFormat("0000:%02x:00.0", 0x40 + i), 0,
+          absl::StrCat("eth", i), absl::StrCat("10.0.0.", 10 + i), "10.0.0.0/24");
+  }
+  const std::map<std::string, std::string> pix = {
+      {"0000:18:00.0", "mlx5_1"}, {"0000:28:00.0", "mlx5_10"}, {"0000:38:00.0", "mlx5_11"}};
+  for (const auto& [gpu, nic] : pix) {
+    for (int i = 0; i < 12; ++i) {
+      std::string dev = absl::StrCat("mlx5_", i);
+      b.Distance(gpu, dev, dev == nic ? v1::DISTANCE_CLASS_PIX : v1::DISTANCE_CLASS_SYS);
+    }
+  }
+  absl::StatusOr<v1::Selection> s =
+      SelectNics(b.Build(), {"0000:18:00.0", "0000:28:00.0", "0000:38:00.0"}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  // Without "=", NCCL would read mlx5_1 as a prefix of mlx5_10 and mlx5_11.
+  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_10:1,mlx5_11:1");
+  EXPECT_EQ(s->env().at("UCX_NET_DEVICES"), "mlx5_1:1,mlx5_10:1,mlx5_11:1");
+}
+
+TEST(RenderEnvTest, HcaListFollowsGpuOrderWithoutDuplicates) {
+  Rig r({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"},
+         {"mlx5_2", "eth2", 3, "10.0.0.2", "10.0.0.0/24"},
+         {"mlx5_3", "eth3", 3, "10.0.0.3", "10.0.0.0/24"}});
+  // GPUs asked in reverse order; the first two share mlx5_3's switch.
+  r.b.Gpu("0000:1f:00.0", 0);
+  for (const char* dev : {"mlx5_1", "mlx5_2", "mlx5_3"}) {
+    r.b.Distance("0000:1f:00.0", dev,
+                 std::string(dev) == "mlx5_3" ? v1::DISTANCE_CLASS_PIX : v1::DISTANCE_CLASS_SYS);
+  }
+  absl::StatusOr<v1::Selection> s =
+      SelectNics(r.b.Build(), {"0000:1f:00.0", r.gpus[2], r.gpus[0]}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_3:1,mlx5_1:1");
+  EXPECT_EQ(s->env().at("UCX_NET_DEVICES"), "mlx5_3:1,mlx5_1:1");
+}
+
+TEST(RenderEnvTest, UniformGidIndex) {
+  Rig r({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"},
+         {"mlx5_2", "eth2", 3, "10.0.1.2", "10.0.1.0/24"}});
+  EnvMap env = MustEnv(r);
+  EXPECT_EQ(env["NCCL_IB_GID_INDEX"], "3");
+  EXPECT_EQ(env["UCX_IB_GID_INDEX"], "3");
+  EXPECT_THAT(env, AllOf(Not(Contains(Key("NCCL_IB_ROCE_VERSION_NUM"))),
+                         Not(Contains(Key("NCCL_IB_ADDR_FAMILY"))),
+                         Not(Contains(Key("NCCL_IB_ADDR_RANGE")))));
+
+  Rig seven({{"mlx5_1", "eth1", 7, "10.0.0.1", ""}});
+  EXPECT_EQ(MustEnv(seven)["NCCL_IB_GID_INDEX"], "7");
+}
+
+TEST(RenderEnvTest, MixedIndicesInOneSubnet) {
+  Rig r({{"mlx5_1", "eth1", 3, "10.224.0.11", "10.224.0.0/24"},
+         {"mlx5_2", "eth2", 5, "10.224.0.12", "10.224.0.0/24"}});
+  EnvMap env = MustEnv(r);
+  EXPECT_EQ(env["NCCL_IB_GID_INDEX"], "-1");
+  EXPECT_EQ(env["NCCL_IB_ROCE_VERSION_NUM"], "2");
+  EXPECT_EQ(env["NCCL_IB_ADDR_FAMILY"], "AF_INET");
+  EXPECT_EQ(env["NCCL_IB_ADDR_RANGE"], "10.224.0.0/24");
+  EXPECT_THAT(env, Not(Contains(Key("UCX_IB_GID_INDEX"))));
+  EXPECT_THAT(Notes(r),
+              Contains(AllOf(HasSubstr("3 on mlx5_1:1; 5 on mlx5_2:1"), HasSubstr("NCCL 2.21"))));
+}
+
+TEST(RenderEnvTest, MixedIndicesGetTheSmallestCoveringRange) {
+  struct Case {
+    const char* name;
+    PortSpec a, b;
+    const char* range;
+  };
+  for (const Case& c : {
+           Case{"eight /24s",
+                {"mlx5_1", "eth1", 3, "10.224.0.11", "10.224.0.0/24"},
+                {"mlx5_2", "eth2", 4, "10.224.7.12", "10.224.7.0/24"},
+                "10.224.0.0/21"},
+           Case{"two /24s",
+                {"mlx5_1", "eth1", 3, "10.224.0.11", "10.224.0.0/24"},
+                {"mlx5_2", "eth2", 4, "10.224.1.12", "10.224.1.0/24"},
+                "10.224.0.0/23"},
+           Case{"unaligned pair",
+                {"mlx5_1", "eth1", 3, "10.224.7.11", "10.224.7.0/24"},
+                {"mlx5_2", "eth2", 4, "10.224.8.12", "10.224.8.0/24"},
+                "10.224.0.0/20"},
+           Case{"addresses when subnets are unknown",
+                {"mlx5_1", "eth1", 3, "10.0.0.1", ""},
+                {"mlx5_2", "eth2", 4, "10.0.0.2", ""},
+                "10.0.0.0/30"},
+       }) {
+    Rig r({c.a, c.b});
+    EnvMap env = MustEnv(r);
+    EXPECT_EQ(env["NCCL_IB_GID_INDEX"], "-1") << c.name;
+    EXPECT_EQ(env["NCCL_IB_ADDR_RANGE"], c.range) << c.name;
+  }
+}
+
+TEST(RenderEnvTest, RangeThatWouldAlsoSelectAnotherGidIsLeftOut) {
+  auto rig = [] {
+    return Rig({{"mlx5_1", "eth1", 3, "10.224.0.11", "10.224.0.0/24"},
+                {"mlx5_2", "eth2", 5, "10.224.7.12", "10.224.7.0/24"}});
+  };
+  // A pod's macvlan on mlx5_1 with an address inside 10.224.0.0/21, at a lower index.
+  Rig r = rig();
+  r.b.Netdev("macvlan0")->set_upper(true);
+  HostBuilder::AddGid(r.ports[0], 2, v1::GID_TYPE_ROCE_V2, "macvlan0", "10.224.3.99");
+  EnvMap env = MustEnv(r);
+  EXPECT_EQ(env["NCCL_IB_GID_INDEX"], "-1");
+  EXPECT_EQ(env["NCCL_IB_ADDR_FAMILY"], "AF_INET");
+  EXPECT_THAT(env, Not(Contains(Key("NCCL_IB_ADDR_RANGE"))));
+  EXPECT_THAT(Notes(r), Contains(AllOf(HasSubstr("NCCL_IB_ADDR_RANGE left out"),
+                                       HasSubstr("10.224.3.99"), HasSubstr("macvlan0"))));
+
+  // The same macvlan outside the range does not get in the way.
+  Rig outside = rig();
+  HostBuilder::AddGid(outside.ports[0], 9, v1::GID_TYPE_ROCE_V2, "macvlan0", "192.168.5.5");
+  EXPECT_EQ(MustEnv(outside)["NCCL_IB_ADDR_RANGE"], "10.224.0.0/21");
+
+  // A RoCE v1 entry in the range does not either: NCCL is told to take version 2.
+  Rig v1_only = rig();
+  HostBuilder::AddGid(v1_only.ports[1], 8, v1::GID_TYPE_ROCE_V1, "macvlan1", "10.224.3.98");
+  EXPECT_EQ(MustEnv(v1_only)["NCCL_IB_ADDR_RANGE"], "10.224.0.0/21");
+
+  // Even the shared-subnet case is checked.
+  Rig same({{"mlx5_1", "eth1", 3, "10.224.0.11", "10.224.0.0/24"},
+            {"mlx5_2", "eth2", 5, "10.224.0.12", "10.224.0.0/24"}});
+  HostBuilder::AddGid(same.ports[1], 7, v1::GID_TYPE_ROCE_V2, "macvlan0", "10.224.0.200");
+  EXPECT_THAT(MustEnv(same), Not(Contains(Key("NCCL_IB_ADDR_RANGE"))));
+}
+
+TEST(RenderEnvTest, AllInfinibandHasNoGidVariables) {
+  HostBuilder b;
+  b.Gpu("0000:18:00.0", 0).Gpu("0000:28:00.0", 0);
+  b.IbPort(b.Device("mlx5_1", "0000:19:00.0", 0), 1);
+  b.IbPort(b.Device("mlx5_2", "0000:29:00.0", 0), 1);
+  b.Distance("0000:18:00.0", "mlx5_1", v1::DISTANCE_CLASS_PIX)
+      .Distance("0000:28:00.0", "mlx5_2", v1::DISTANCE_CLASS_PIX);
+  absl::StatusOr<v1::Selection> s = SelectNics(b.Build(), {"18:00.0", "28:00.0"}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EnvMap env = EnvOf(*s);
+  EXPECT_EQ(env["NCCL_IB_HCA"], "=mlx5_1:1,mlx5_2:1");
+  for (const char* k : {"NCCL_IB_GID_INDEX", "UCX_IB_GID_INDEX", "NCCL_IB_ROCE_VERSION_NUM",
+                        "NCCL_IB_ADDR_FAMILY", "NCCL_IB_ADDR_RANGE"}) {
+    EXPECT_THAT(env, Not(Contains(Key(k))));
+  }
+}
+
+TEST(RenderEnvTest, InfinibandPortsDoNotDisturbTheRoceIndex) {
+  Rig r({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"}});
+  r.b.Gpu("0000:2f:00.0", 0);
+  r.b.IbPort(r.b.Device("mlx5_2", "0000:2e:00.0", 0), 1);
+  r.b.Distance("0000:2f:00.0", "mlx5_2", v1::DISTANCE_CLASS_PIX);
+  absl::StatusOr<v1::Selection> s = SelectNics(r.b.Build(), {r.gpus[0], "2f:00.0"}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:1");
+  EXPECT_EQ(s->env().at("NCCL_IB_GID_INDEX"), "3");
+}
+
+TEST(RenderEnvTest, RocePortWithoutGidLeavesTheIndexUnset) {
+  // SelectNics only picks such a port when no port with a GID is left, so the selection is
+  // written out here: one port with GID 3, one without.
+  Rig r({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"}, {"mlx5_2", "eth2", 3, "", ""}});
+  v1::Selection sel;
+  for (const char* dev : {"mlx5_1", "mlx5_2"}) {
+    v1::GpuAssignment* a = sel.add_assignments();
+    a->set_rdma_device(dev);
+    a->set_port(1);
+    a->set_link_layer(v1::LINK_LAYER_ETHERNET);
+  }
+  sel.mutable_assignments(0)->set_gid_index(3);
+  sel.mutable_assignments(0)->set_ipv4("10.0.0.1");
+  std::vector<std::string> notes;
+  absl::StatusOr<EnvMap> env = RenderEnv(r.b.Build(), sel, {}, &notes);
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ((*env)["NCCL_IB_HCA"], "=mlx5_1:1,mlx5_2:1");
+  for (const char* k : {"NCCL_IB_GID_INDEX", "UCX_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE"}) {
+    EXPECT_THAT(*env, Not(Contains(Key(k))));
+  }
+  EXPECT_THAT(notes, Contains(AllOf(HasSubstr("NCCL_IB_GID_INDEX"), HasSubstr("mlx5_2:1"))));
+
+  // Through SelectNics with that port alone.
+  Rig alone({{"mlx5_2", "eth2", 3, "", ""}});
+  EXPECT_THAT(MustEnv(alone), Not(Contains(Key("NCCL_IB_GID_INDEX"))));
+  EXPECT_THAT(Notes(alone),
+              Contains(HasSubstr("NCCL_IB_GID_INDEX and UCX_IB_GID_INDEX left unset")));
+}
+
+TEST(RenderEnvTest, SocketIfname) {
+  auto rig = [] { return Rig({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"}}); };
+  {
+    SCOPED_TRACE("default route");
+    Rig r = rig();
+    r.b.DefaultRoute("eth0");
+    EXPECT_EQ(MustEnv(r)["NCCL_SOCKET_IFNAME"], "=eth0");
+  }
+  {
+    SCOPED_TRACE("policy wins");
+    Rig r = rig();
+    r.b.DefaultRoute("eth0");
+    v1::SelectionPolicy p;
+    p.set_socket_ifname("ens9");
+    EXPECT_EQ(MustEnv(r, p)["NCCL_SOCKET_IFNAME"], "=ens9");
+  }
+  {
+    SCOPED_TRACE("first in natural order of several");
+    Rig r = rig();
+    r.b.DefaultRoute("eth10").DefaultRoute("eth2");
+    EXPECT_EQ(MustEnv(r)["NCCL_SOCKET_IFNAME"], "=eth2");
+  }
+  {
+    SCOPED_TRACE("no default route: the first selected port's netdev");
+    Rig r = rig();
+    EXPECT_EQ(MustEnv(r)["NCCL_SOCKET_IFNAME"], "=eth1");
+    EXPECT_THAT(Notes(r), Contains(HasSubstr("NCCL_SOCKET_IFNAME uses eth1")));
+  }
+  {
+    SCOPED_TRACE("nothing to name");
+    HostBuilder b;
+    b.Gpu("0000:18:00.0", 0);
+    b.IbPort(b.Device("mlx5_1", "0000:19:00.0", 0), 1);
+    absl::StatusOr<v1::Selection> s = SelectNics(b.Build(), {"18:00.0"}, {});
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_THAT(EnvOf(*s), Not(Contains(Key("NCCL_SOCKET_IFNAME"))));
+    EXPECT_THAT(s->notes(), Contains(HasSubstr("NCCL_SOCKET_IFNAME left unset")));
+  }
+}
+
+TEST(RenderEnvTest, StaticEnvIsAddedAndWins) {
+  Rig r({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"}});
+  v1::SelectionPolicy p;
+  (*p.mutable_static_env())["NCCL_IB_TIMEOUT"] = "22";
+  (*p.mutable_static_env())["NCCL_IB_GID_INDEX"] = "5";
+  (*p.mutable_static_env())["NCCL_IB_HCA"] = "=mlx5_1:1";  // Same as computed: no note.
+  EnvMap env = MustEnv(r, p);
+  EXPECT_EQ(env["NCCL_IB_TIMEOUT"], "22");
+  EXPECT_EQ(env["NCCL_IB_GID_INDEX"], "5");
+  EXPECT_EQ(env["UCX_IB_GID_INDEX"], "3");
+  std::vector<std::string> notes = Notes(r, p);
+  EXPECT_THAT(notes, Contains(AllOf(HasSubstr("NCCL_IB_GID_INDEX=5"), HasSubstr("overrides"),
+                                    HasSubstr("3"))));
+  EXPECT_THAT(notes, Not(Contains(HasSubstr("NCCL_IB_HCA"))));
+  EXPECT_THAT(notes, Not(Contains(HasSubstr("NCCL_IB_TIMEOUT"))));
+}
+
+TEST(RenderEnvTest, Errors) {
+  Rig r({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"}});
+  absl::StatusOr<v1::Selection> s = r.Select();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(RenderEnv(r.b.Build(), v1::Selection(), {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  v1::SelectionPolicy bad;
+  (*bad.mutable_static_env())["1X"] = "y";
+  EXPECT_EQ(RenderEnv(r.b.Build(), *s, bad).status().code(), absl::StatusCode::kInvalidArgument);
+  // RenderEnv on its own gives what SelectNics stored.
+  absl::StatusOr<EnvMap> env = RenderEnv(r.b.Build(), *s, {});
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(*env, EnvOf(*s));
+}
+
+TEST(FormatTest, ShellQuotesOnlyWhatNeedsIt) {
+  struct Case {
+    std::string value;
+    std::string line;
+  };
+  for (const Case& c :
+       {Case{"=mlx5_1:1,mlx5_10:1", "V==mlx5_1:1,mlx5_10:1"},
+        Case{"10.224.0.0/21", "V=10.224.0.0/21"}, Case{"-1", "V=-1"}, Case{"a@b%c+d", "V=a@b%c+d"},
+        Case{"", "V=''"}, Case{"a b", "V='a b'"}, Case{"it's", "V='it'\\''s'"},
+        Case{"$HOME", "V='$HOME'"}, Case{"~", "V='~'"}, Case{"*", "V='*'"}}) {
+    EXPECT_EQ(FormatShell({{"V", c.value}}), c.line + "\n") << c.value;
+  }
+  EXPECT_EQ(FormatShell({{"B", "2"}, {"A", "1"}}), "A=1\nB=2\n");
+  // Invalid names could run commands: left out.
+  EXPECT_EQ(FormatShell({{"A;touch x", "1"}, {"B", "2"}}), "B=2\n");
+}
+
+// Runs `script` under /bin/sh with the file as $1; returns stdout.
+std::string RunSh(const std::string& script, const std::string& file) {
+  int fds[2];
+  if (pipe(fds) != 0) return "<pipe failed>";
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    execl("/bin/sh", "sh", "-c", script.c_str(), "sh", file.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::StrCat("<sh failed: ", status, ">", out);
+  }
+  return out;
+}
+
+TEST(FormatTest, ShellRoundTripsThroughARealShell) {
+  std::string dir = ::testing::TempDir();
+  std::string marker = absl::StrCat(dir, "select_env_test_marker_", getpid());
+  const std::vector<std::string> values = {
+      "=mlx5_1:1,mlx5_2:1",
+      "plain",
+      "",
+      "two words",
+      "it's",
+      "''",
+      "'\\''",
+      "\"double\"",
+      "back\\slash",
+      "$HOME",
+      "${HOME}",
+      "`id`",
+      absl::StrCat("$(touch ", marker, ")"),
+      absl::StrCat("; touch ", marker),
+      "tab\there",
+      "line\nbreak\n",
+      "*",
+      "~root",
+      "a=b:~/c",
+      "!event",
+      "#comment",
+      "caf\xc3\xa9",
+      "ends with backslash\\",
+  };
+  EnvMap env;
+  for (size_t i = 0; i < values.size(); ++i) env[absl::StrCat("V", i)] = values[i];
+  std::string file = absl::StrCat(dir, "select_env_test_", getpid(), ".sh");
+  std::ofstream(file) << FormatShell(env);
+
+  for (const char* how : {"eval \"$(cat \"$1\")\"", ". \"$1\""}) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      std::string script = absl::StrCat(how, "; printf %s \"$V", i, "\"");
+      EXPECT_EQ(RunSh(script, file), values[i]) << how << " value " << i;
+    }
+  }
+  struct stat st;
+  EXPECT_NE(stat(marker.c_str(), &st), 0) << "a value ran a command";
+  std::remove(file.c_str());
+  std::remove(marker.c_str());
+}
+
+TEST(FormatTest, NcclConf) {
+  EXPECT_EQ(FormatNcclConf({{"NCCL_IB_HCA", "=mlx5_1:1"},
+                            {"NCCL_IB_GID_INDEX", "3"},
+                            {"NCCL_SOCKET_IFNAME", "=eth0"}}),
+            "# generated by fabricctl\n"
+            "NCCL_IB_GID_INDEX=3\n"
+            "NCCL_IB_HCA==mlx5_1:1\n"
+            "NCCL_SOCKET_IFNAME==eth0\n");
+  EXPECT_EQ(FormatNcclConf({}), "# generated by fabricctl\n");
+  // A line break would start a new setting: left out.
+  EXPECT_EQ(FormatNcclConf({{"A", "x\nB=y"}}), "# generated by fabricctl\n");
+}
+
+TEST(FormatTest, JsonParsesBackToTheSameValues) {
+  EnvMap env = {{"NCCL_IB_HCA", "=mlx5_1:1"}, {"QUOTE", "say \"hi\""},
+                {"BACKSLASH", "a\\b"},        {"CONTROL", std::string("\x01\x1f\n\t\r\b\f", 7)},
+                {"UTF8", "caf\xc3\xa9"},      {"EMPTY", ""}};
+  std::string json = FormatJson(env);
+  google::protobuf::Struct parsed;
+  auto st = google::protobuf::util::JsonStringToMessage(json, &parsed);
+  ASSERT_TRUE(st.ok()) << st.message() << "\n" << json;
+  ASSERT_EQ(parsed.fields_size(), static_cast<int>(env.size()));
+  for (const auto& [k, v] : env) {
+    ASSERT_TRUE(parsed.fields().contains(k)) << k;
+    EXPECT_EQ(parsed.fields().at(k).string_value(), v) << k;
+  }
+  // JSON forbids raw control characters in strings (RFC 8259 section 7), though some parsers,
+  // protobuf's among them, let them through.
+  for (absl::string_view line : absl::StrSplit(json, '\n')) {
+    for (char c : line) EXPECT_GE(static_cast<unsigned char>(c), 0x20) << json;
+  }
+  EXPECT_EQ(FormatJson({{"C", std::string("a\x01\n\"\\", 5)}}),
+            "{\n  \"C\": \"a\\u0001\\n\\\"\\\\\"\n}\n");
+  EXPECT_EQ(FormatJson({{"A", "1"}, {"B", "x"}}), "{\n  \"A\": \"1\",\n  \"B\": \"x\"\n}\n");
+  EXPECT_EQ(FormatJson({}), "{}\n");
+}
+
+TEST(DropAlreadySetTest, UsersSettingWins) {
+  std::map<std::string, std::string> user = {{"NCCL_IB_HCA", "=mlx5_9:1"}, {"NCCL_DEBUG", ""}};
+  auto getenv = [&](const char* name) -> const char* {
+    auto it = user.find(name);
+    return it == user.end() ? nullptr : it->second.c_str();
+  };
+  EnvMap env = {{"NCCL_IB_HCA", "=mlx5_1:1"}, {"NCCL_DEBUG", "WARN"}, {"NCCL_IB_GID_INDEX", "3"}};
+  EXPECT_EQ(DropAlreadySet(env, getenv), (EnvMap{{"NCCL_IB_GID_INDEX", "3"}}));
+  EXPECT_EQ(DropAlreadySet(env, [](const char*) -> const char* { return nullptr; }), env);
+}
+
+}  // namespace
+}  // namespace fabric

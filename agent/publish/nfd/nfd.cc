@@ -1,0 +1,221 @@
+#include "agent/publish/nfd/nfd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/policy/select/select.h"
+
+namespace fabric {
+namespace {
+
+using namespace ::fabric::v1;  // NOLINT
+
+bool IsAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// A label name or non-empty value: [A-Za-z0-9._-]{1,63}, alphanumeric at both ends.
+bool IsValidName(std::string_view s) {
+  if (s.empty() || s.size() > 63 || !IsAlnum(s.front()) || !IsAlnum(s.back())) return false;
+  for (char c : s) {
+    if (!IsAlnum(c) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// RFC 1123 subdomain: lower-case labels of [a-z0-9-], alphanumeric at both ends, dot-separated.
+bool IsValidSubdomain(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  size_t start = 0;
+  while (true) {
+    size_t dot = s.find('.', start);
+    std::string_view label = s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
+    if (label.empty() || label.size() > 63) return false;
+    for (char c : label) {
+      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+    }
+    if (label.front() == '-' || label.back() == '-') return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
+// Rate in Gb/s as a label value: "400", "2.5", "53.125".
+std::string RateValue(double gbps) {
+  if (gbps == std::floor(gbps) && gbps < 1e15) return absl::StrFormat("%.0f", gbps);
+  return absl::StrFormat("%g", gbps);
+}
+
+// The facts the labels are made of.
+struct Facts {
+  bool present = false;
+  int nics = 0;
+  bool ib = false, roce = false;
+  std::optional<double> min_rate;
+  std::vector<std::string> gpus;
+  bool aligned = false;
+  bool gpudirect = false;
+};
+
+Facts Gather(const Host& host, const SelectionPolicy& policy) {
+  Facts f;
+  f.present = !host.rdma_devices().empty();
+
+  std::set<std::string> counted;
+  for (const BackendPort& bp : BackendPorts(host, policy)) {
+    const Port& port = *bp.port;
+    counted.insert(bp.device->name());
+    if (port.link_layer() == LINK_LAYER_INFINIBAND) f.ib = true;
+    if (port.link_layer() == LINK_LAYER_ETHERNET) f.roce = true;
+    if (port.has_rate_gbps() && std::isfinite(port.rate_gbps()) && port.rate_gbps() > 0) {
+      f.min_rate = f.min_rate ? std::min(*f.min_rate, port.rate_gbps()) : port.rate_gbps();
+    }
+  }
+  f.nics = static_cast<int>(counted.size());
+
+  f.gpus = ComputeGpus(host);
+
+  if (!f.gpus.empty() && f.nics > 0) {
+    absl::StatusOr<Selection> sel = SelectNics(host, f.gpus, policy);
+    if (sel.ok()) {
+      f.aligned = sel->assignments_size() == static_cast<int>(f.gpus.size());
+      for (const GpuAssignment& a : sel->assignments()) {
+        f.aligned &= a.distance() == DISTANCE_CLASS_PIX || a.distance() == DISTANCE_CLASS_PXB;
+      }
+    }
+    f.gpudirect = host.gpudirect().available();
+  }
+  return f;
+}
+
+void Label(std::string& out, std::string_view name, const std::string& value) {
+  const std::string key = absl::StrCat(kNfdLabelNamespace, "/", std::string(name));
+  // Every value below is valid by construction; this keeps a bad one from reaching nfd-master,
+  // which would reject the whole NodeFeature update.
+  if (!IsValidLabelKey(key) || !IsValidLabelValue(value)) return;
+  absl::StrAppend(&out, key, "=", value, "\n");
+}
+
+const char* Bool(bool b) { return b ? "true" : "false"; }
+
+std::string Errno(int err) { return std::strerror(err); }
+
+absl::Status ErrnoStatus(int err, const std::string& what) {
+  return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(what, ": ", Errno(err)));
+}
+
+// The file's content, or nullopt when it cannot be read (absent, a directory, ...).
+std::optional<std::string> ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return ss.str();
+}
+
+bool WriteFully(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool IsValidLabelValue(std::string_view value) { return value.empty() || IsValidName(value); }
+
+bool IsValidLabelKey(std::string_view key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) return IsValidName(key);
+  return IsValidSubdomain(key.substr(0, slash)) && IsValidName(key.substr(slash + 1));
+}
+
+std::string RenderNfdFeatures(const Host& host, const SelectionPolicy& policy) {
+  const Facts f = Gather(host, policy);
+  std::string out =
+      "# RDMA fabric features of this node, for the NFD local feature source. Written by "
+      "fabric-agent: do not edit.\n";
+  Label(out, "present", Bool(f.present));
+  if (f.ib || f.roce)
+    Label(out, "link-layer", f.ib && f.roce ? "mixed" : f.ib ? "infiniband" : "roce");
+  Label(out, "nics", absl::StrCat(f.nics));
+  if (f.min_rate) Label(out, "rate-gbps", RateValue(*f.min_rate));
+  Label(out, "gpus", absl::StrCat(f.gpus.size()));
+  Label(out, "gpu-nic-aligned", Bool(f.aligned));
+  Label(out, "gpudirect", Bool(f.gpudirect));
+  return out;
+}
+
+absl::StatusOr<bool> WriteNfdFeatures(const std::string& dir, const std::string& text) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      return absl::NotFoundError(
+          absl::StrCat("NFD features directory ", dir, " does not exist (is NFD deployed?)"));
+    }
+    return ErrnoStatus(err, absl::StrCat("NFD features directory ", dir));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("NFD features directory ", dir, " is not a directory"));
+  }
+  const std::string path = absl::StrCat(dir, "/", kNfdFeatureFile);
+  if (std::optional<std::string> current = ReadAll(path); current && *current == text) {
+    return false;
+  }
+
+  // A dot file: nfd-worker skips it while it is incomplete.
+  std::string tmp = absl::StrCat(dir, "/.", kNfdFeatureFile, ".XXXXXX");
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot create a file in ", dir));
+  auto fail = [&](const std::string& what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(err, absl::StrCat(what, " ", tmp));
+  };
+  if (::fchmod(fd, 0644) != 0) return fail("chmod");
+  if (!WriteFully(fd, text)) return fail("write");
+  if (::fsync(fd) != 0) return fail("fsync");
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(err, absl::StrCat("close ", tmp));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(err, absl::StrCat("rename ", tmp, " to ", path));
+  }
+  // The rename itself survives a crash only once the directory is synced; the file is complete
+  // either way, so a failure here is not an error.
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
+  }
+  return true;
+}
+
+}  // namespace fabric
