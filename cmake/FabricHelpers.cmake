@@ -10,6 +10,12 @@ if(FABRIC_FUZZ)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+# Line coverage of the -Werror build (scripts/test.sh prints gcovr's figure for the product code).
+if(FABRIC_COVERAGE)
+  add_compile_options(--coverage)
+  add_link_options(--coverage)
+endif()
+
 if(FABRIC_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
@@ -33,20 +39,40 @@ function(fabric_binary name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
 endfunction()
 
-# fabric_test(NAME SRCS ... DEPS ...): a GoogleTest binary, each case its own ctest entry.
+# fabric_test(NAME SRCS ... DEPS ... [SYSTEM] [LABELS ...]): a GoogleTest binary, each case its own
+# ctest entry. Tests are labelled "unit" and built by the fabric_unit_tests target (CI's fast
+# stage) unless they are SYSTEM tests (they start the real binaries, need root, network
+# namespaces or a container runtime: label "system") or name LABELS of their own.
 function(fabric_test name)
   if(NOT FABRIC_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "SYSTEM" "" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
   target_compile_options(${name} PRIVATE ${FABRIC_WARNINGS})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     FABRIC_SOURCE_DIR="${PROJECT_SOURCE_DIR}" FABRIC_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  set(labels ${ARG_LABELS})
+  if(NOT labels)
+    if(ARG_SYSTEM)
+      set(labels system)
+    else()
+      set(labels unit)
+      fabric_add_to_unit_tests(${name})
+    endif()
+  endif()
   include(GoogleTest)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels}")
+endfunction()
+
+# The targets of CI's fast stage: unit tests and corpus replays.
+function(fabric_add_to_unit_tests target)
+  if(NOT TARGET fabric_unit_tests)
+    add_custom_target(fabric_unit_tests)
+  endif()
+  add_dependencies(fabric_unit_tests ${target})
 endfunction()
 
 # fabric_fuzz(NAME SRC DEPS ... CORPUS dir): a libFuzzer target. With FABRIC_FUZZ (clang) it is a
@@ -73,5 +99,6 @@ function(fabric_fuzz name)
   if(FABRIC_TESTS AND ARG_CORPUS)
     add_test(NAME ${name}.corpus COMMAND ${name} ${ARG_CORPUS})
     set_tests_properties(${name}.corpus PROPERTIES LABELS fuzz)
+    fabric_add_to_unit_tests(${name})
   endif()
 endfunction()

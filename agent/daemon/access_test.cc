@@ -17,6 +17,7 @@
 #include "fabric/v1/agent.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/hostile.h"
 #include "tests/testing/scrape.h"
 #include "tests/testing/soak.h"
@@ -28,8 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Subprocess;
 
-const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
-const std::string kCtl = FABRIC_BINARY_DIR "/agent/fabricctl/fabricctl";
+const std::string kAgent = testing::kAgentBinary;
+const std::string kCtl = testing::kFabricctlBinary;
 
 std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration d = absl::Seconds(10)) {
   auto ctx = std::make_unique<grpc::ClientContext>();

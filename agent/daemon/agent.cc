@@ -23,7 +23,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/errno.h"
 #include "agent/common/log.h"
+#include "agent/config/config.h"
 #include "agent/daemon/agent_metrics.h"
 #include "agent/daemon/announcer.h"
 #include "agent/daemon/api_server.h"
@@ -38,7 +40,6 @@
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/hostfs/host_fs.h"
 #include "agent/policy/health/health.h"
-#include "agent/policy/select/config.h"
 #include "agent/publish/metrics/http_server.h"
 #include "agent/publish/nfd/nfd.h"
 
@@ -46,8 +47,6 @@ namespace fabric {
 namespace {
 
 constexpr char kServiceName[] = "fabric.v1.FabricAgent";
-
-std::string Errno(int err) { return std::strerror(err); }
 
 class SdNotifier final : public Notifier {
  public:
@@ -255,7 +254,7 @@ absl::Status StepSignals(AgentState& st) {
   }
   signal(SIGPIPE, SIG_IGN);
   st.signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (st.signal_fd < 0) return absl::InternalError(absl::StrCat("signalfd: ", Errno(errno)));
+  if (st.signal_fd < 0) return absl::InternalError(absl::StrCat("signalfd: ", ErrnoText(errno)));
   return absl::OkStatus();
 }
 void StopSignals(AgentState& st) {
@@ -265,7 +264,7 @@ void StopSignals(AgentState& st) {
 
 absl::Status StepConfig(AgentState& st) {
   if (st.opt.config.empty()) return absl::OkStatus();
-  auto config = probes::LoadAgentConfig(st.opt.config);
+  auto config = LoadConfig(st.opt.config);
   if (!config.ok()) return config.status();
   st.config = *std::move(config);
   return absl::OkStatus();
@@ -294,7 +293,7 @@ absl::Status StepSocketLock(AgentState& st) {
   st.lock_fd = open(st.lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (st.lock_fd < 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot open the socket lock ", st.lock_path, ": ", Errno(errno)));
+        absl::StrCat("cannot open the socket lock ", st.lock_path, ": ", ErrnoText(errno)));
   }
   if (flock(st.lock_fd, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {};
@@ -308,7 +307,7 @@ absl::Status StepSocketLock(AgentState& st) {
   }
   std::string pid = absl::StrCat(getpid(), "\n");
   if (ftruncate(st.lock_fd, 0) != 0 || pwrite(st.lock_fd, pid.data(), pid.size(), 0) < 0) {
-    Log(LogLevel::kWarning, "cannot write the pid to ", st.lock_path, ": ", Errno(errno));
+    Log(LogLevel::kWarning, "cannot write the pid to ", st.lock_path, ": ", ErrnoText(errno));
   }
   struct stat sb;
   if (lstat(path.c_str(), &sb) == 0) {
@@ -497,11 +496,11 @@ absl::Status StepSocketPermissions(AgentState& st) {
     if (!gid.ok()) return gid.status();
     if (chown(path, static_cast<uid_t>(-1), *gid) != 0) {
       return absl::PermissionDeniedError(absl::StrCat("cannot give ", path, " to group ",
-                                                      st.opt.socket_group, ": ", Errno(errno)));
+                                                      st.opt.socket_group, ": ", ErrnoText(errno)));
     }
   }
   if (chmod(path, 0660) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("chmod 0660 ", path, ": ", Errno(errno)));
+    return absl::PermissionDeniedError(absl::StrCat("chmod 0660 ", path, ": ", ErrnoText(errno)));
   }
   return absl::OkStatus();
 }
@@ -555,7 +554,7 @@ void Reload(AgentState& st, const char* why) {
   st.notifier->Notify("RELOADING=1");
   bool policy_changed = false;
   if (!st.opt.config.empty()) {
-    auto config = probes::LoadAgentConfig(st.opt.config);
+    auto config = LoadConfig(st.opt.config);
     if (config.ok()) {
       st.config = *std::move(config);
       policy_changed = true;
@@ -596,7 +595,7 @@ void Loop(AgentState& st) {
     for (const auto& s : st.sources) fds.push_back({s->fd(), POLLIN, 0});
     int n = poll(fds.data(), fds.size(), PollMillis(now, deadline));
     if (n < 0 && errno != EINTR) {
-      Log(LogLevel::kError, "poll: ", Errno(errno));
+      Log(LogLevel::kError, "poll: ", ErrnoText(errno));
       return;
     }
     if (n > 0 && (fds[0].revents & POLLIN) != 0) {

@@ -20,7 +20,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "agent/common/errno.h"
 #include "agent/common/excerpt.h"
+#include "agent/common/fd.h"
 #include "agent/common/log.h"
 #include "agent/common/status.h"
 #include "agent/fabric/announce/handoff.h"
@@ -36,8 +38,6 @@ using announce::Handoff;
 using announce::Job;
 using announce::Link;
 
-std::string Errno(int err) { return std::strerror(err); }
-
 // One Link shared by the successive Jobs of a held interface (first schedule, re-announces).
 class SharedLink final : public Link {
  public:
@@ -49,25 +49,6 @@ class SharedLink final : public Link {
 
  private:
   std::shared_ptr<Link> inner_;
-};
-
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd = std::exchange(o.fd, -1);
-    }
-    return *this;
-  }
-  ~Fd() { Reset(); }
-  void Reset() {
-    if (fd >= 0 && close(fd) != 0) Log(LogLevel::kWarning, "announcer: close: ", Errno(errno));
-    fd = -1;
-  }
 };
 
 struct Entry {
@@ -88,7 +69,7 @@ struct Entry {
 };
 
 struct Connection {
-  Fd fd;
+  UniqueFd fd;
   absl::Time deadline;
   absl::Status refused;  // The peer may not hand off: read its message, then say so.
 };
@@ -97,12 +78,12 @@ struct Connection {
 
 struct Announcer::Impl {
   AnnouncerOptions opt;
-  Fd listen_fd;
+  UniqueFd listen_fd;
   probes::Acceptor acceptor;
   // Out of descriptors with nothing to shed: the listener is not polled until then (monotonic).
   absl::Time accept_paused_until = absl::InfinitePast();
   absl::Time last_shed_log = absl::InfinitePast();
-  Fd wake_fd;
+  UniqueFd wake_fd;
   std::thread thread;
 
   mutable std::mutex mu;
@@ -117,15 +98,15 @@ struct Announcer::Impl {
 
   void Wake() {
     uint64_t one = 1;
-    if (write(wake_fd.fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
-      Log(LogLevel::kWarning, "announcer: wake: ", Errno(errno));
+    if (write(wake_fd.get(), &one, sizeof(one)) < 0 && errno != EAGAIN) {
+      Log(LogLevel::kWarning, "announcer: wake: ", ErrnoText(errno));
     }
   }
 
   void Run();
   void Accept();
   void Serve(Connection& c);
-  absl::Status Handle(const Handoff& h, std::vector<Fd>& fds);
+  absl::Status Handle(const Handoff& h, std::vector<UniqueFd>& fds);
   void StepEntries(absl::Time now, const std::vector<pollfd>& pfds, size_t first_entry_pfd);
   void Release(std::unique_ptr<Entry> e, v1::Announcement::State state, const std::string& why);
   // Adds a report to `stats` (the totals of jobs that are gone go to `retired`).
@@ -208,7 +189,7 @@ v1::Announcement Announcer::Impl::ToProto(const Entry& e) const {
   return a;
 }
 
-absl::Status Announcer::Impl::Handle(const Handoff& h, std::vector<Fd>& fds) {
+absl::Status Announcer::Impl::Handle(const Handoff& h, std::vector<UniqueFd>& fds) {
   std::lock_guard<std::mutex> lock(mu);
   if (h.kind == Handoff::Kind::kCancel) {
     int n = 0;
@@ -237,10 +218,9 @@ absl::Status Announcer::Impl::Handle(const Handoff& h, std::vector<Fd>& fds) {
       break;
     }
   }
-  int packet_fd = fds[0].fd;
-  int netlink_fd = fds.size() > 1 ? fds[1].fd : -1;
-  fds[0].fd = -1;  // Adopt owns them now, on error too.
-  if (fds.size() > 1) fds[1].fd = -1;
+  // Adopt owns them now, on error too.
+  int packet_fd = fds[0].release();
+  int netlink_fd = fds.size() > 1 ? fds[1].release() : -1;
   auto link = announce::PacketLink::Adopt(packet_fd, netlink_fd, h.target.ifname);
   if (!link.ok()) return link.status();
 
@@ -265,7 +245,7 @@ absl::Status Announcer::Impl::Handle(const Handoff& h, std::vector<Fd>& fds) {
 void Announcer::Impl::Accept() {
   for (;;) {
     int fd = -1;
-    const probes::Acceptor::Result r = acceptor.Accept(listen_fd.fd, &fd);
+    const probes::Acceptor::Result r = acceptor.Accept(listen_fd.get(), &fd);
     if (r == probes::Acceptor::Result::kNone) return;
     if (r != probes::Acceptor::Result::kAccepted) {
       // The plugin sees the connection closed and reports the hand-off as failed.
@@ -282,7 +262,7 @@ void Announcer::Impl::Accept() {
       }
       continue;
     }
-    Connection c{Fd(fd), absl::Now() + opt.connection_timeout, absl::OkStatus()};
+    Connection c{UniqueFd(fd), absl::Now() + opt.connection_timeout, absl::OkStatus()};
     // Only root (the CNI plugin) or the agent's own user may hand sockets over.
     ucred cred{};
     socklen_t len = sizeof(cred);
@@ -303,9 +283,9 @@ void Announcer::Impl::Serve(Connection& c) {
   mh.msg_iovlen = 1;
   mh.msg_control = control;
   mh.msg_controllen = sizeof(control);
-  ssize_t n = recvmsg(c.fd.fd, &mh, MSG_CMSG_CLOEXEC);
+  ssize_t n = recvmsg(c.fd.get(), &mh, MSG_CMSG_CLOEXEC);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  std::vector<Fd> fds;
+  std::vector<UniqueFd> fds;
   for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
       size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -332,8 +312,8 @@ void Announcer::Impl::Serve(Connection& c) {
     Log(LogLevel::kWarning, "announce: hand-off refused: ", result.message());
   }
   std::string ans = announce::EncodeHandoffAnswer(result);
-  (void)send(c.fd.fd, ans.data(), ans.size(), MSG_NOSIGNAL);
-  c.fd.Reset();  // Done; fds not adopted close with `fds`.
+  (void)send(c.fd.get(), ans.data(), ans.size(), MSG_NOSIGNAL);
+  c.fd.reset();  // Done; fds not adopted close with `fds`.
   Wake();        // A new entry wants its first step.
 }
 
@@ -359,7 +339,7 @@ void Announcer::Impl::StepEntries(absl::Time now, const std::vector<pollfd>& pfd
         held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }
-      e.note = absl::StrCat("link went down (", Errno(err != 0 ? err : ENETDOWN), ")");
+      e.note = absl::StrCat("link went down (", ErrnoText(err != 0 ? err : ENETDOWN), ")");
     }
     if (e.job != nullptr && !e.job->done() && (mono >= e.next || (revents & POLLIN) != 0)) {
       SetNext(e, mono);
@@ -389,14 +369,14 @@ void Announcer::Impl::Run() {
       std::lock_guard<std::mutex> lock(mu);
       if (stop) return;
       pfds.clear();
-      pfds.push_back({wake_fd.fd, POLLIN, 0});
-      if (listen_fd.fd >= 0) {
+      pfds.push_back({wake_fd.get(), POLLIN, 0});
+      if (listen_fd.get() >= 0) {
         const bool paused = announce::MonotonicNow() < accept_paused_until;
-        pfds.push_back({listen_fd.fd, static_cast<short>(paused ? 0 : POLLIN), 0});
+        pfds.push_back({listen_fd.get(), static_cast<short>(paused ? 0 : POLLIN), 0});
         if (paused) next = std::min(next, accept_paused_until);
       }
       for (const Connection& c : conns) {
-        pfds.push_back({c.fd.fd, POLLIN, 0});
+        pfds.push_back({c.fd.get(), POLLIN, 0});
         next = std::min(next, c.deadline - absl::Now() + announce::MonotonicNow());
       }
       first_entry_pfd = pfds.size();
@@ -423,16 +403,16 @@ void Announcer::Impl::Run() {
     }
     int n = poll(pfds.data(), pfds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) {
-      Log(LogLevel::kError, "announcer: poll: ", Errno(errno));
+      Log(LogLevel::kError, "announcer: poll: ", ErrnoText(errno));
       absl::SleepFor(absl::Milliseconds(10));
       continue;
     }
     if ((pfds[0].revents & POLLIN) != 0) {
       uint64_t v;
-      (void)read(wake_fd.fd, &v, sizeof(v));
+      (void)read(wake_fd.get(), &v, sizeof(v));
     }
     size_t idx = 1;
-    if (listen_fd.fd >= 0) {
+    if (listen_fd.get() >= 0) {
       if ((pfds[idx].revents & POLLIN) != 0) Accept();
       ++idx;
     }
@@ -441,7 +421,7 @@ void Announcer::Impl::Run() {
     for (size_t i = 0; i < conn_count && i < conns.size(); ++i) {
       if (pfds[idx + i].revents != 0) Serve(conns[i]);
     }
-    std::erase_if(conns, [&](const Connection& c) { return c.fd.fd < 0 || now >= c.deadline; });
+    std::erase_if(conns, [&](const Connection& c) { return c.fd.get() < 0 || now >= c.deadline; });
     StepEntries(mono, pfds, first_entry_pfd);
   }
 }
@@ -451,8 +431,9 @@ Announcer::Announcer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 absl::StatusOr<std::unique_ptr<Announcer>> Announcer::Start(const AnnouncerOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->opt = options;
-  impl->wake_fd = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (impl->wake_fd.fd < 0) return absl::InternalError(absl::StrCat("eventfd: ", Errno(errno)));
+  impl->wake_fd = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (impl->wake_fd.get() < 0)
+    return absl::InternalError(absl::StrCat("eventfd: ", ErrnoText(errno)));
   if (!options.socket.empty()) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -461,19 +442,20 @@ absl::StatusOr<std::unique_ptr<Announcer>> Announcer::Start(const AnnouncerOptio
           absl::StrCat("announce socket path too long: ", options.socket));
     }
     std::memcpy(addr.sun_path, options.socket.data(), options.socket.size());
-    impl->listen_fd = Fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (impl->listen_fd.fd < 0) return absl::InternalError(absl::StrCat("socket: ", Errno(errno)));
+    impl->listen_fd = UniqueFd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (impl->listen_fd.get() < 0)
+      return absl::InternalError(absl::StrCat("socket: ", ErrnoText(errno)));
     (void)unlink(options.socket.c_str());  // Stale: the agent's lock says no one else serves it.
-    if (bind(impl->listen_fd.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    if (bind(impl->listen_fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
       return absl::UnavailableError(
-          absl::StrCat("announce socket ", options.socket, ": bind: ", Errno(errno)));
+          absl::StrCat("announce socket ", options.socket, ": bind: ", ErrnoText(errno)));
     }
     // Root connects whatever the mode; nobody else needs to.
-    if (chmod(options.socket.c_str(), 0600) != 0 || listen(impl->listen_fd.fd, 128) != 0) {
+    if (chmod(options.socket.c_str(), 0600) != 0 || listen(impl->listen_fd.get(), 128) != 0) {
       int err = errno;
       (void)unlink(options.socket.c_str());
       return absl::UnavailableError(
-          absl::StrCat("announce socket ", options.socket, ": ", Errno(err)));
+          absl::StrCat("announce socket ", options.socket, ": ", ErrnoText(err)));
     }
   }
   Impl* raw = impl.get();
@@ -488,7 +470,7 @@ Announcer::~Announcer() {
   }
   impl_->Wake();
   if (impl_->thread.joinable()) impl_->thread.join();
-  if (!impl_->opt.socket.empty() && impl_->listen_fd.fd >= 0) {
+  if (!impl_->opt.socket.empty() && impl_->listen_fd.get() >= 0) {
     (void)unlink(impl_->opt.socket.c_str());
   }
   for (auto& e : impl_->held) {

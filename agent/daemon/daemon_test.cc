@@ -27,6 +27,7 @@
 #include "fabric/v1/agent.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/scrape.h"
 #include "tests/testing/subprocess.h"
 
@@ -37,7 +38,7 @@ namespace fs = std::filesystem;
 using testing::RunResult;
 using testing::Subprocess;
 
-const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
+const std::string kAgent = testing::kAgentBinary;
 
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
@@ -82,10 +83,7 @@ class AgentTest : public ::testing::Test {
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = *std::move(p);
     // Connect once the socket exists: a channel that failed early backs off for seconds.
-    ASSERT_TRUE(
-        testing::WaitFor([&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); },
-                         absl::Seconds(20)))
-        << agent_->Stderr();
+    ASSERT_TRUE(testing::WaitForSocket(*agent_, socket_)) << agent_->Stderr();
     channel_ = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
     stub_ = v1::FabricAgent::NewStub(channel_);
     bool serving = testing::WaitFor(

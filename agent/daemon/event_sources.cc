@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/errno.h"
 #include "agent/daemon/uevent.h"
 
 namespace fabric {
@@ -136,7 +137,7 @@ class Uevents final : public EventSource {
           d.overflow = true;
           continue;
         }
-        return absl::InternalError(absl::StrCat("uevent recv: ", std::strerror(errno)));
+        return absl::InternalError(absl::StrCat("uevent recv: ", ErrnoText(errno)));
       }
       auto e = ParseUevent(std::string_view(buf, static_cast<size_t>(n)));
       if (!e.ok() || !AffectsInventory(*e)) continue;
@@ -166,7 +167,7 @@ class FileWatch final : public EventSource {
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN) break;
-        return absl::InternalError(absl::StrCat("inotify read: ", std::strerror(errno)));
+        return absl::InternalError(absl::StrCat("inotify read: ", ErrnoText(errno)));
       }
       for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
         const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
@@ -197,12 +198,12 @@ absl::StatusOr<std::unique_ptr<EventSource>> OpenFileWatch(const std::string& pa
                                                      : path.substr(0, slash);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat("inotify: ", std::strerror(errno)));
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("inotify: ", ErrnoText(errno)));
   if (inotify_add_watch(fd, dir.c_str(),
                         IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ONLYDIR) < 0) {
     int err = errno;
     close(fd);
-    return absl::UnavailableError(absl::StrCat("inotify on ", dir, ": ", std::strerror(err)));
+    return absl::UnavailableError(absl::StrCat("inotify on ", dir, ": ", ErrnoText(err)));
   }
   return std::unique_ptr<EventSource>(new FileWatch(fd, name));
 }
@@ -213,7 +214,7 @@ absl::StatusOr<std::unique_ptr<EventSource>> OpenRouteEvents(int rcvbuf) {
 
 absl::StatusOr<std::unique_ptr<EventSource>> OpenUevents(int rcvbuf) {
   int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat("uevent socket: ", std::strerror(errno)));
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("uevent socket: ", ErrnoText(errno)));
   if (rcvbuf > 0) (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
   sockaddr_nl addr{};
   addr.nl_family = AF_NETLINK;
@@ -221,7 +222,7 @@ absl::StatusOr<std::unique_ptr<EventSource>> OpenUevents(int rcvbuf) {
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) {
     int err = errno;
     close(fd);
-    return absl::UnavailableError(absl::StrCat("uevent bind: ", std::strerror(err)));
+    return absl::UnavailableError(absl::StrCat("uevent bind: ", ErrnoText(err)));
   }
   return std::unique_ptr<EventSource>(new Uevents(fd));
 }

@@ -17,13 +17,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/errno.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
 
 namespace fabric {
 namespace {
-
-std::string Errno(int err) { return std::strerror(err); }
 
 // The groups a Unix peer had when it connected: primary and supplementary (SO_PEERGROUPS,
 // Linux 4.13+; on older kernels only the primary group counts).
@@ -67,8 +66,9 @@ absl::StatusOr<gid_t> ResolveGroup(const std::string& flag, const std::string& n
   group* found = nullptr;
   const int err = getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found);
   if (found == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, "=", name, ": no such group", err != 0 ? absl::StrCat(" (", Errno(err), ")") : ""));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, "=", name, ": no such group",
+                     err != 0 ? absl::StrCat(" (", ErrnoText(err), ")") : ""));
   }
   return gr.gr_gid;
 }
@@ -79,7 +79,7 @@ Caller IdentifyUnixPeer(int fd, const ControlPolicy& policy) {
   ucred cred{};
   socklen_t len = sizeof(cred);
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    c.denied = absl::StrCat("the peer's credentials are unreadable (", Errno(errno), ")");
+    c.denied = absl::StrCat("the peer's credentials are unreadable (", ErrnoText(errno), ")");
     return c;
   }
   c.uid = cred.uid;
@@ -137,14 +137,14 @@ absl::StatusOr<probes::Fd> ListenUnix(const std::string& path) {
                                                    " bytes: must be 1..", sizeof(sa.sun_path) - 1));
   }
   probes::Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd.valid()) return absl::UnavailableError(absl::StrCat("socket: ", Errno(errno)));
+  if (!fd.valid()) return absl::UnavailableError(absl::StrCat("socket: ", ErrnoText(errno)));
   sa.sun_family = AF_UNIX;
   std::memcpy(sa.sun_path, path.data(), path.size());
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    return absl::UnavailableError(absl::StrCat("bind ", path, ": ", Errno(errno)));
+    return absl::UnavailableError(absl::StrCat("bind ", path, ": ", ErrnoText(errno)));
   }
   if (listen(fd.get(), SOMAXCONN) != 0) {
-    return absl::UnavailableError(absl::StrCat("listen ", path, ": ", Errno(errno)));
+    return absl::UnavailableError(absl::StrCat("listen ", path, ": ", ErrnoText(errno)));
   }
   return fd;
 }
@@ -180,13 +180,13 @@ absl::StatusOr<probes::Fd> ListenTcpAddress(const std::string& flag, const std::
   for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
     probes::Fd fd(socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd.valid()) {
-      last = Errno(errno);
+      last = ErrnoText(errno);
       continue;
     }
     const int one = 1;
     setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd.get(), SOMAXCONN) != 0) {
-      last = Errno(errno);
+      last = ErrnoText(errno);
       continue;
     }
     freeaddrinfo(res);
@@ -201,7 +201,7 @@ uint16_t BoundPort(int fd) { return probes::LocalPort(fd); }
 absl::StatusOr<std::unique_ptr<Listener>> Listener::Start(probes::Fd listen_fd,
                                                           ListenerOptions options) {
   probes::Fd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!wake.valid()) return absl::UnavailableError(absl::StrCat("eventfd: ", Errno(errno)));
+  if (!wake.valid()) return absl::UnavailableError(absl::StrCat("eventfd: ", ErrnoText(errno)));
   return std::unique_ptr<Listener>(
       new Listener(std::move(listen_fd), std::move(wake), std::move(options)));
 }

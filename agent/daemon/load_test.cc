@@ -18,6 +18,7 @@
 #include "fabric/v1/agent.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/soak.h"
 #include "tests/testing/subprocess.h"
 
@@ -32,7 +33,7 @@
 namespace fabric {
 namespace {
 
-const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
+const std::string kAgent = testing::kAgentBinary;
 
 TEST(AgentLoad, ManyCallersAndWatchersWithoutErrorsOrGrowth) {
   absl::Duration run = absl::Seconds(60);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/errno.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
 #include "agent/daemon/tls.h"
@@ -52,15 +53,14 @@ struct Relay::Conn {
 
 absl::StatusOr<std::unique_ptr<Relay>> Relay::Start(RelayOptions options) {
   probes::Fd ep(epoll_create1(EPOLL_CLOEXEC));
-  if (!ep.valid())
-    return absl::InternalError(absl::StrCat("epoll_create1: ", std::strerror(errno)));
+  if (!ep.valid()) return absl::InternalError(absl::StrCat("epoll_create1: ", ErrnoText(errno)));
   probes::Fd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!wake.valid()) return absl::InternalError(absl::StrCat("eventfd: ", std::strerror(errno)));
+  if (!wake.valid()) return absl::InternalError(absl::StrCat("eventfd: ", ErrnoText(errno)));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = nullptr;
   if (epoll_ctl(ep.get(), EPOLL_CTL_ADD, wake.get(), &ev) != 0) {
-    return absl::InternalError(absl::StrCat("epoll_ctl: ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("epoll_ctl: ", ErrnoText(errno)));
   }
   std::unique_ptr<Relay> r(new Relay(options, std::move(ep), std::move(wake)));
   r->thread_ = std::thread([p = r.get()] { p->Run(); });
@@ -156,7 +156,7 @@ bool Relay::Handshake(Conn* c) {
   }
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) {
-    Log(LogLevel::kWarning, "relay: socketpair for ", c->who, ": ", std::strerror(errno));
+    Log(LogLevel::kWarning, "relay: socketpair for ", c->who, ": ", ErrnoText(errno));
     Close(c, nullptr);
     return false;
   }
@@ -341,7 +341,7 @@ void Relay::Run() {
     }
     const int n = epoll_wait(epoll_.get(), events, 64, timeout);
     if (n < 0 && errno != EINTR) {
-      Log(LogLevel::kError, "relay: epoll_wait: ", std::strerror(errno));
+      Log(LogLevel::kError, "relay: epoll_wait: ", ErrnoText(errno));
       absl::SleepFor(absl::Milliseconds(10));
       continue;
     }

@@ -13,6 +13,7 @@
 #include "fabric/v1/agent.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric {
@@ -21,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Subprocess;
 
-const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
+const std::string kAgent = testing::kAgentBinary;
 constexpr uid_t kNobody = 65534;
 
 std::unique_ptr<grpc::ClientContext> Ctx() {
@@ -74,11 +75,7 @@ class StaleTest : public ::testing::Test {
                                 "--rescan-interval=3600", "--log-level=debug"});
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = *std::move(p);
-    ASSERT_TRUE(
-        testing::WaitFor([&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); },
-                         absl::Seconds(20)))
-        << agent_->Stderr();
-    ASSERT_TRUE(agent_->running()) << "exited: " << agent_->Stderr();
+    ASSERT_TRUE(testing::WaitForSocket(*agent_, socket_)) << "exited: " << agent_->Stderr();
     stub_ = v1::FabricAgent::NewStub(
         grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
   }

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/errno.h"
 #include "agent/common/log.h"
 
 namespace fabric {
@@ -32,7 +33,7 @@ int SelectH2(SSL*, const unsigned char** out, unsigned char* outlen, const unsig
 
 absl::Status Readable(const char* flag, const std::string& path) {
   if (access(path.c_str(), R_OK) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, "=", path, ": ", std::strerror(errno)));
+    return absl::InvalidArgumentError(absl::StrCat(flag, "=", path, ": ", ErrnoText(errno)));
   }
   return absl::OkStatus();
 }

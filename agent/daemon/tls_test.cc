@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "fabric/v1/agent.grpc.pb.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/certs.h"
 #include "tests/testing/hostile.h"
 #include "tests/testing/scrape.h"
@@ -24,8 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Subprocess;
 
-const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
-const std::string kCtl = FABRIC_BINARY_DIR "/agent/fabricctl/fabricctl";
+const std::string kAgent = testing::kAgentBinary;
+const std::string kCtl = testing::kFabricctlBinary;
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/config/config.h"
 #include "agent/fabric/announce/announce.h"
 #include "agent/fabric/announce/link.h"
 #include "agent/fabric/announce/to_proto.h"
@@ -33,7 +34,6 @@
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/hostfs/host_fs.h"
 #include "agent/policy/health/health.h"
-#include "agent/policy/select/config.h"
 #include "agent/policy/select/env.h"
 #include "agent/policy/select/select.h"
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "agent/inventory/discovery/discovery.h"
+#include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/topology/topology.h"
 #include "agent/policy/select/select.h"
 
@@ -140,7 +141,7 @@ std::string RenderInventory(const Host& host) {
   for (const RdmaDevice& d : host.rdma_devices()) {
     for (const Port& p : d.ports()) {
       const std::string name = absl::StrCat(d.name(), ":", p.number());
-      rows.push_back({name, std::string(PortStateName(p.state())), PhysName(p.phys_state()),
+      rows.push_back({name, std::string(PortStateWord(p.state())), PhysName(p.phys_state()),
                       p.has_rate_gbps() ? absl::StrFormat("%g Gb/s", p.rate_gbps()) : "?",
                       LayerName(p.link_layer()),
                       p.link_layer() == LINK_LAYER_INFINIBAND && p.has_lid()

@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/subprocess.h"
 
 extern char** environ;
@@ -98,7 +99,7 @@ double Pct(std::vector<double> v, double p) {
 
 int Main(int argc, char** argv) {
   int pods = 50;
-  std::string plugin = FABRIC_BINARY_DIR "/cni-hook/fabric-cni";
+  std::string plugin = testing::kCniBinary;
   std::string cni_path = "/usr/lib/cni";
   std::string agent_socket = "/nonexistent/announce.sock";
   for (int i = 1; i < argc; ++i) {

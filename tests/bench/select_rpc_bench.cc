@@ -33,6 +33,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "fabric/v1/agent.grpc.pb.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/certs.h"
 #include "tests/testing/subprocess.h"
 
@@ -48,8 +49,8 @@ struct Flags {
   std::vector<int> callers = {1, 8, 64};
   int gpus = 8;
   double idle = 60;
-  std::string agent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
-  std::string mkhost = FABRIC_BINARY_DIR "/tests/hosts/fabric-mkhost";
+  std::string agent = testing::kAgentBinary;
+  std::string mkhost = testing::kMkhostBinary;
   std::string transport = "unix";
 };
 

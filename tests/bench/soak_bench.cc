@@ -27,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "fabric/v1/agent.grpc.pb.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/hostile.h"
 #include "tests/testing/soak.h"
 #include "tests/testing/subprocess.h"
@@ -34,7 +35,7 @@
 namespace fabric {
 namespace {
 
-const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
+const std::string kAgent = testing::kAgentBinary;
 
 struct Flags {
   double seconds = 60;

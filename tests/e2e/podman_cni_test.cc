@@ -25,6 +25,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric {
@@ -33,9 +34,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kIp[] = "/usr/sbin/ip";
-const std::string kPluginDir = FABRIC_BINARY_DIR "/cni-hook";
-const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
-const std::string kFabricctl = FABRIC_BINARY_DIR "/agent/fabricctl/fabricctl";
+const std::string kPluginDir = testing::kCniPluginDir;
+const std::string kAgent = testing::kAgentBinary;
+const std::string kFabricctl = testing::kFabricctlBinary;
 
 std::string Which(const std::string& name) {
   for (const char* dir : {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"}) {

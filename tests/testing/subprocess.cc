@@ -162,6 +162,10 @@ bool UnixSocketAccepts(const std::string& path) {
   return ok;
 }
 
+bool WaitForSocket(Subprocess& p, const std::string& socket, absl::Duration timeout) {
+  return WaitFor([&] { return !p.running() || UnixSocketAccepts(socket); }, timeout) && p.running();
+}
+
 bool WaitFor(const std::function<bool()>& done, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (!done()) {

@@ -61,6 +61,12 @@ std::optional<std::string> WaitForLogged(const Subprocess& p, const std::string&
 // Whether something accepts connections on the Unix socket `path` (a stale file does not).
 bool UnixSocketAccepts(const std::string& path);
 
+// Waits until `socket` accepts connections: false when `p` exited first or `timeout` passed
+// (callers print p.Stderr()). Connecting only once the socket exists spares a gRPC channel the
+// seconds of back-off that an early failed connect costs.
+bool WaitForSocket(Subprocess& p, const std::string& socket,
+                   absl::Duration timeout = absl::Seconds(20));
+
 // A fresh directory under $TEST_TMPDIR, else /dev/shm when it has over 1 GB free, else /tmp.
 std::string MakeTempDir(const std::string& prefix);
 

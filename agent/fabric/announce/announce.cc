@@ -70,14 +70,6 @@ std::string MacString(const Mac& m) {
   return buf;
 }
 
-std::string IpToString(int family, const in6_addr& addr) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (inet_ntop(family, &addr, buf, sizeof(buf)) == nullptr) {
-    return absl::StrCat("<family ", family, ">");
-  }
-  return buf;
-}
-
 std::string Address::ToString() const {
   std::string s = IpToString(family, addr);
   if (prefix_len > 0) absl::StrAppend(&s, "/", prefix_len);

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/common/ip.h"
 
 namespace fabric::announce {
 
@@ -57,8 +58,6 @@ struct Address {
   std::string ToString() const;  // "10.0.0.2/24 via 10.0.0.1", "2001:db8::2/64"
 };
 
-// The address alone, "10.0.0.2" or "2001:db8::2" (`addr` laid out as in Address).
-std::string IpToString(int family, const in6_addr& addr);
 // "02:00:00:00:0a:01".
 std::string MacString(const Mac& mac);
 

@@ -13,6 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "agent/common/errno.h"
+#include "agent/common/ip.h"
 #include "agent/common/json_depth.h"
 
 namespace fabric::announce {
@@ -23,8 +25,6 @@ using nlohmann::json;
 constexpr int kVersion = 1;
 constexpr size_t kMaxAddresses = 64;
 constexpr size_t kMaxNameBytes = 512;
-
-std::string ErrnoText(int err) { return std::strerror(err); }
 
 bool ParseMac(const std::string& s, Mac* m) {
   if (s.size() != 17) return false;
@@ -44,16 +44,11 @@ bool ParseMac(const std::string& s, Mac* m) {
 }
 
 bool ParseIp(const std::string& s, int* family, in6_addr* out) {
-  *out = in6_addr{};
-  if (inet_pton(AF_INET, s.c_str(), out) == 1) {
-    *family = AF_INET;
-    return true;
-  }
-  if (inet_pton(AF_INET6, s.c_str(), out) == 1) {
-    *family = AF_INET6;
-    return true;
-  }
-  return false;
+  absl::StatusOr<IpAddress> a = ::fabric::ParseIp(s);
+  if (!a.ok()) return false;
+  *family = a->family;
+  *out = a->addr;
+  return true;
 }
 
 int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }

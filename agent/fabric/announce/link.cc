@@ -23,16 +23,15 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/errno.h"
 #include "agent/common/log.h"
 
 namespace fabric::announce {
 namespace {
 
-std::string Errno(int err) { return std::strerror(err); }
-
 void CloseLogged(int fd, const char* what) {
   if (fd >= 0 && close(fd) != 0) {
-    Log(LogLevel::kWarning, "announce: closing ", what, " socket: ", Errno(errno));
+    Log(LogLevel::kWarning, "announce: closing ", what, " socket: ", ErrnoText(errno));
   }
 }
 
@@ -54,13 +53,13 @@ constexpr sock_filter kNdArpFilter[] = {
 // Sets O_NONBLOCK and FD_CLOEXEC on a (possibly inherited) fd.
 absl::Status MakeNonBlockingCloexec(int fd, bool nonblocking) {
   int fl = fcntl(fd, F_GETFL);
-  if (fl < 0) return absl::InvalidArgumentError(absl::StrCat("fd ", fd, ": ", Errno(errno)));
+  if (fl < 0) return absl::InvalidArgumentError(absl::StrCat("fd ", fd, ": ", ErrnoText(errno)));
   if (nonblocking && fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) {
-    return absl::InternalError(absl::StrCat("fd ", fd, " O_NONBLOCK: ", Errno(errno)));
+    return absl::InternalError(absl::StrCat("fd ", fd, " O_NONBLOCK: ", ErrnoText(errno)));
   }
   int fdf = fcntl(fd, F_GETFD);
   if (fdf < 0 || fcntl(fd, F_SETFD, fdf | FD_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("fd ", fd, " FD_CLOEXEC: ", Errno(errno)));
+    return absl::InternalError(absl::StrCat("fd ", fd, " FD_CLOEXEC: ", ErrnoText(errno)));
   }
   return absl::OkStatus();
 }
@@ -111,7 +110,7 @@ absl::StatusOr<std::unique_ptr<PacketLink>> PacketLink::Open(int ifindex, bool d
   char name[IF_NAMESIZE] = {};
   if (if_indextoname(static_cast<unsigned>(ifindex), name) == nullptr) {
     return absl::NotFoundError(
-        absl::StrCat("no interface with ifindex ", ifindex, ": ", Errno(errno)));
+        absl::StrCat("no interface with ifindex ", ifindex, ": ", ErrnoText(errno)));
   }
   std::unique_ptr<PacketLink> link(new PacketLink());
   link->ifindex_ = ifindex;
@@ -120,13 +119,13 @@ absl::StatusOr<std::unique_ptr<PacketLink>> PacketLink::Open(int ifindex, bool d
   link->packet_fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (link->packet_fd_ < 0) {
     return absl::PermissionDeniedError(
-        absl::StrCat("packet socket for ", link->Describe(), ": ", Errno(errno)));
+        absl::StrCat("packet socket for ", link->Describe(), ": ", ErrnoText(errno)));
   }
   sock_fprog prog{static_cast<unsigned short>(std::size(kNdArpFilter)),
                   const_cast<sock_filter*>(kNdArpFilter)};
   if (setsockopt(link->packet_fd_, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0) {
     return absl::InternalError(
-        absl::StrCat("packet filter on ", link->Describe(), ": ", Errno(errno)));
+        absl::StrCat("packet filter on ", link->Describe(), ": ", ErrnoText(errno)));
   }
 #ifdef PACKET_IGNORE_OUTGOING
   // Linux 4.20+; without it TryReceive skips PACKET_OUTGOING itself.
@@ -139,7 +138,8 @@ absl::StatusOr<std::unique_ptr<PacketLink>> PacketLink::Open(int ifindex, bool d
   sll.sll_ifindex = ifindex;
   if (bind(link->packet_fd_, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0) {
     const int err = errno;
-    std::string msg = absl::StrCat("bind packet socket to ", link->Describe(), ": ", Errno(err));
+    std::string msg =
+        absl::StrCat("bind packet socket to ", link->Describe(), ": ", ErrnoText(err));
     if (err == ENODEV || err == ENXIO) return absl::NotFoundError(msg);
     return absl::InternalError(msg);
   }
@@ -218,7 +218,7 @@ absl::Status PacketLink::Send(const std::vector<uint8_t>& frame) {
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
     const int err = errno;
-    std::string msg = absl::StrCat("send on ", Describe(), ": ", Errno(err));
+    std::string msg = absl::StrCat("send on ", Describe(), ": ", ErrnoText(err));
     switch (err) {
       case ENXIO:
       case ENODEV:
@@ -249,7 +249,7 @@ absl::StatusOr<std::vector<uint8_t>> PacketLink::TryReceive() {
       const int err = errno;
       if (err == EINTR) continue;
       if (err == EAGAIN || err == EWOULDBLOCK) return absl::NotFoundError("nothing queued");
-      return absl::UnavailableError(absl::StrCat("receive on ", Describe(), ": ", Errno(err)));
+      return absl::UnavailableError(absl::StrCat("receive on ", Describe(), ": ", ErrnoText(err)));
     }
     if (from.sll_pkttype == PACKET_OUTGOING) continue;  // our own, where not already ignored
     buf.resize(static_cast<size_t>(n));
@@ -330,7 +330,7 @@ absl::StatusOr<std::unique_ptr<ScopedNetns>> ScopedNetns::Enter(const std::strin
   int target = open(netns_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (target < 0) {
     const int err = errno;
-    std::string msg = absl::StrCat("network namespace ", netns_path, ": ", Errno(err));
+    std::string msg = absl::StrCat("network namespace ", netns_path, ": ", ErrnoText(err));
     if (err == ENOENT) return absl::NotFoundError(msg);
     return absl::PermissionDeniedError(msg);
   }
@@ -340,12 +340,12 @@ absl::StatusOr<std::unique_ptr<ScopedNetns>> ScopedNetns::Enter(const std::strin
   if (ns->original_ < 0) {
     const int err = errno;
     close(target);
-    return absl::InternalError(absl::StrCat("current network namespace: ", Errno(err)));
+    return absl::InternalError(absl::StrCat("current network namespace: ", ErrnoText(err)));
   }
   if (setns(target, CLONE_NEWNET) != 0) {
     const int err = errno;
     close(target);
-    std::string msg = absl::StrCat("entering network namespace ", netns_path, ": ", Errno(err));
+    std::string msg = absl::StrCat("entering network namespace ", netns_path, ": ", ErrnoText(err));
     close(ns->original_);
     ns->original_ = -1;
     if (err == EPERM) return absl::PermissionDeniedError(msg);
@@ -358,7 +358,8 @@ absl::StatusOr<std::unique_ptr<ScopedNetns>> ScopedNetns::Enter(const std::strin
 ScopedNetns::~ScopedNetns() {
   if (original_ < 0) return;
   if (setns(original_, CLONE_NEWNET) != 0) {
-    Log(LogLevel::kError, "announce: cannot leave network namespace ", path_, ": ", Errno(errno));
+    Log(LogLevel::kError, "announce: cannot leave network namespace ", path_, ": ",
+        ErrnoText(errno));
   }
   CloseLogged(original_, "namespace");
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/excerpt.h"
+#include "agent/common/ip.h"
 #include "agent/common/strings.h"
 
 namespace fabric::announce {
@@ -30,14 +31,14 @@ bool SameAddress(const Address& a, const Address& b) {
 }
 
 absl::StatusOr<Address> ParseIp(std::string_view text) {
-  Address a;
-  a.family = text.find(':') == std::string_view::npos ? AF_INET : AF_INET6;
-  // inet_pton reads a C string: an embedded NUL would cut the text short unnoticed.
-  if (text.size() > INET6_ADDRSTRLEN || text.find('\0') != std::string_view::npos ||
-      inet_pton(a.family, std::string(text).c_str(), &a.addr) != 1) {
+  absl::StatusOr<IpAddress> ip = ::fabric::ParseIp(text);
+  if (!ip.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("ips: ", Av(Excerpt(text)), " is not an IP address"));
   }
+  Address a;
+  a.family = ip->family;
+  a.addr = ip->addr;
   a.prefix_len = a.family == AF_INET ? 32 : 128;
   return a;
 }

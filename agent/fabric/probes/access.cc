@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/common/errno.h"
 #include "agent/common/strings.h"
 
 namespace fabric::probes {
@@ -27,7 +29,7 @@ int PrefixLen(const uint8_t* mask, size_t bytes) {
 absl::StatusOr<AllowList> AllowList::Parse(std::string_view text) {
   AllowList out;
   for (absl::string_view entry : absl::StrSplit(Av(text), ',')) {
-    const std::string e(Trim(std::string_view(entry.data(), entry.size())));
+    const std::string e(absl::StripAsciiWhitespace(entry));
     if (e.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("empty network in the allow-list \"", Av(text.substr(0, 64)), "\""));
@@ -42,7 +44,7 @@ absl::StatusOr<AllowList> AllowList::Parse(std::string_view text) {
 absl::StatusOr<AllowList> AllowList::HostSubnets() {
   ifaddrs* ifa = nullptr;
   if (getifaddrs(&ifa) != 0) {
-    return absl::InternalError(absl::StrCat("getifaddrs: ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("getifaddrs: ", ErrnoText(errno)));
   }
   AllowList out;
   for (ifaddrs* i = ifa; i != nullptr; i = i->ifa_next) {

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/policy/select/cidr.h"
+#include "agent/common/cidr.h"
 
 namespace fabric::probes {
 

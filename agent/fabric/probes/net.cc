@@ -16,18 +16,17 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/errno.h"
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
 
 namespace fabric::probes {
 namespace {
 
-std::string Errno(int e) { return std::strerror(e); }
-
 absl::Status SetNonBlocking(int fd) {
   const int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    return absl::InternalError(absl::StrCat("fcntl: ", Errno(errno)));
+    return absl::InternalError(absl::StrCat("fcntl: ", ErrnoText(errno)));
   }
   return absl::OkStatus();
 }
@@ -49,21 +48,9 @@ std::string Numeric(const sockaddr* sa, socklen_t len) {
 
 }  // namespace
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-Fd::~Fd() {
-  if (fd_ >= 0) close(fd_);
-}
-
 absl::StatusOr<std::unique_ptr<Canceller>> Canceller::Create() {
   const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (fd < 0) return absl::InternalError(absl::StrCat("eventfd: ", Errno(errno)));
+  if (fd < 0) return absl::InternalError(absl::StrCat("eventfd: ", ErrnoText(errno)));
   return std::unique_ptr<Canceller>(new Canceller(Fd(fd)));
 }
 
@@ -84,7 +71,7 @@ absl::Status WaitFd(int fd, short events, Deadline deadline, const Canceller* ca
     const int n = poll(fds, cancel != nullptr ? 2 : 1, ms);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return absl::InternalError(absl::StrCat("poll: ", Errno(errno)));
+      return absl::InternalError(absl::StrCat("poll: ", ErrnoText(errno)));
     }
     if (cancel != nullptr && (fds[1].revents & POLLIN) != 0) {
       return absl::CancelledError("stopped");
@@ -112,7 +99,7 @@ absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline d
     for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
       Fd fd(socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
       if (!fd.valid()) {
-        last = absl::StrCat("socket: ", Errno(errno));
+        last = absl::StrCat("socket: ", ErrnoText(errno));
         continue;
       }
       if (absl::Status s = SetNonBlocking(fd.get()); !s.ok()) return s;
@@ -135,7 +122,7 @@ absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline d
         return fd;
       }
       refused = refused || err == ECONNREFUSED;
-      last = Errno(err);
+      last = ErrnoText(err);
     }
     was_refused = was_refused || refused;
     if (timed_out) {
@@ -179,7 +166,7 @@ absl::StatusOr<Fd> ListenTcp(const std::string& bind_addr, uint16_t port) {
   for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
     Fd fd(socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
     if (!fd.valid()) {
-      last = Errno(errno);
+      last = ErrnoText(errno);
       continue;
     }
     const int one = 1;
@@ -189,7 +176,7 @@ absl::StatusOr<Fd> ListenTcp(const std::string& bind_addr, uint16_t port) {
       (void)setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
     }
     if (bind(fd.get(), ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd.get(), 16) < 0) {
-      last = Errno(errno);
+      last = ErrnoText(errno);
       continue;
     }
     if (absl::Status s = SetNonBlocking(fd.get()); !s.ok()) return s;
@@ -292,7 +279,7 @@ absl::Status WriteAll(int fd, const void* data, size_t size, Deadline deadline,
       continue;
     }
     return absl::UnavailableError(
-        absl::StrCat(Av(what), ": connection to the peer lost (", Errno(errno), ")"));
+        absl::StrCat(Av(what), ": connection to the peer lost (", ErrnoText(errno), ")"));
   }
   return absl::OkStatus();
 }
@@ -316,7 +303,7 @@ absl::Status ReadAll(int fd, void* data, size_t size, Deadline deadline, const C
       continue;
     }
     return absl::UnavailableError(
-        absl::StrCat(Av(what), ": connection to the peer lost (", Errno(errno), ")"));
+        absl::StrCat(Av(what), ": connection to the peer lost (", ErrnoText(errno), ")"));
   }
   return absl::OkStatus();
 }

@@ -10,32 +10,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "agent/common/fd.h"
 #include "agent/fabric/probes/clock.h"
 #include "agent/fabric/probes/wire.h"
 
 namespace fabric::probes {
 
-// An owned file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    const int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-
- private:
-  int fd_ = -1;
-};
+using Fd = ::fabric::UniqueFd;
 
 // Stops a probe from another thread: every wait also polls the eventfd, and the data-path loops
 // read the flag.

@@ -13,7 +13,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/config/probes_section.h"
 #include "agent/fabric/probes/params.h"
+#include "agent/fabric/probes/result_proto.h"
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/probe.pb.h"
@@ -21,42 +23,9 @@
 
 namespace fabric::probes {
 
-inline constexpr uint32_t kDefaultHistory = 512;
-inline constexpr uint32_t kMaxHistory = 100000;
-
-// "HOST", "HOST:PORT", "[V6]:PORT" or a bare IPv6 address. `name` keeps the text as given.
-struct Peer {
-  std::string name;
-  std::string host;
-  uint16_t port = 0;
-  bool operator==(const Peer&) const = default;
-};
-absl::StatusOr<Peer> ParsePeer(std::string_view text, uint16_t default_port);
-
-// InvalidArgument naming the bad key ("probes.tests[1]: ...").
-absl::Status ValidateSchedule(const v1::ProbeSchedule& s);
-
-// The agent's whole config file: LoadConfig (the selection policy) and the `probes` section's
-// checks; every error names the path. The agent and fabricctl --config both load through it.
-absl::StatusOr<v1::AgentConfig> LoadAgentConfig(const std::string& path);
-
-// Whether the schedule has anything to probe (static peers or a DNS name).
-bool ScheduleEnabled(const v1::ProbeSchedule& s);
-
-uint16_t PeerPort(const v1::ProbeSchedule& s);
-absl::Duration Interval(const v1::ProbeSchedule& s);
-double Jitter(const v1::ProbeSchedule& s);
-absl::Duration StepTimeout(const v1::ProbeSchedule& s);
-uint32_t HistorySize(const v1::ProbeSchedule& s);
-std::vector<TestKind> Tests(const v1::ProbeSchedule& s);
-
 // The time from one round's start to the next: interval x (1 + (2u - 1) x jitter), `u` uniform
 // in [0, 1) (the caller's random draw, so tests choose it).
 absl::Duration NextRoundDelay(const v1::ProbeSchedule& s, double u);
-
-// Parameters for one scheduled test: perftest's defaults, bounded for a background schedule
-// (bandwidth 1000 iterations), with the schedule's size, iterations or duration.
-ProbeParams ScheduledParams(const v1::ProbeSchedule& s, TestKind test, Transport transport);
 
 // A local port the schedule probes from.
 struct ProbeSource {
@@ -71,13 +40,6 @@ std::vector<ProbeSource> ProbeSources(const v1::Host& host, const v1::SelectionP
 
 // The peer's device to ask for: "same" (default) gives `local_device`, "" or "any" nothing.
 std::string RemoteDevice(const v1::ProbeSchedule& s, const std::string& local_device);
-
-// The result message of a finished test (ok) ...
-v1::ProbeResult ResultProto(const ProbeResult& r);
-// ... or of a failed one.
-v1::ProbeResult FailedResultProto(const ProbeParams& p, const absl::Status& error);
-// Back to the engine's form, for the perftest-like table and JSON lines (fabricctl).
-ProbeResult ResultFromProto(const v1::ProbeResult& r);
 
 // Fills port_rate_gbps, fraction_of_rate and degraded for an RDMA bandwidth result, from the
 // local port in `host`; a `degraded_fraction` of 0 never marks a port degraded.

@@ -1,14 +1,14 @@
 // libFuzzer target for the agent config's `probes` section (operators' bytes): the config parser,
-// then the schedule's checks and what the agent derives from a valid schedule; and the peer
-// parser on the raw bytes. Nothing may crash; a schedule that passes the checks must yield
-// parameters the engine accepts.
+// which checks the section (a valid config must pass ValidateSchedule), and what the agent derives
+// from a valid schedule; and the peer parser on the raw bytes. Nothing may crash; a schedule that
+// passes the checks must yield parameters the engine accepts.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "agent/config/config.h"
 #include "agent/fabric/probes/schedule.h"
-#include "agent/policy/select/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fabric::probes;  // NOLINT
@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<fabric::v1::AgentConfig> config = fabric::ParseConfig(text);
   if (!config.ok()) return 0;
   const fabric::v1::ProbeSchedule& s = config->probes();
-  if (!ValidateSchedule(s).ok()) return 0;
+  // ParseConfig checks every section: what it accepts passes the schedule's checks.
+  if (!ValidateSchedule(s).ok()) std::abort();
   for (TestKind t : Tests(s)) {
     for (Transport tr : {Transport::kRdma, Transport::kTcp}) {
       if (!ValidateParams(ScheduledParams(s, t, tr)).ok()) std::abort();

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/common/natural_order.h"
-#include "agent/policy/select/select.h"
+#include "agent/inventory/discovery/parse.h"
 #include "google/protobuf/repeated_field.h"
 
 namespace fabric {
@@ -306,11 +306,11 @@ std::vector<InventoryChange> DiffHosts(const Host& before, const Host& after) {
     Pairing<Port> ports = Pair(a->ports(), b->ports(), PortKey);
     for (const Port* p : ports.removed) {
       port_state.push_back(Change(InventoryChange::KIND_PORT_STATE, PortName(*a, *p),
-                                  std::string(PortStateName(p->state())), ""));
+                                  std::string(PortStateWord(p->state())), ""));
     }
     for (const Port* p : ports.added) {
       port_state.push_back(Change(InventoryChange::KIND_PORT_STATE, PortName(*b, *p), "",
-                                  std::string(PortStateName(p->state()))));
+                                  std::string(PortStateWord(p->state()))));
     }
     gids_changed |= !ports.removed.empty() || !ports.added.empty();
 
@@ -320,8 +320,8 @@ std::vector<InventoryChange> DiffHosts(const Host& before, const Host& after) {
       const bool gids_differ = !SameList(pa->gids(), pb->gids());
       if (state_changed) {
         port_state.push_back(Change(InventoryChange::KIND_PORT_STATE, PortName(*b, *pb),
-                                    std::string(PortStateName(pa->state())),
-                                    std::string(PortStateName(pb->state()))));
+                                    std::string(PortStateWord(pa->state())),
+                                    std::string(PortStateWord(pb->state()))));
       }
       if (rate_changed) {
         port_rate.push_back(Change(InventoryChange::KIND_PORT_RATE, PortName(*b, *pb),

@@ -14,18 +14,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/inventory/discovery/discovery.h"
-#include "agent/policy/select/testing_hosts.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "tests/hosts/discovered.h"
 #include "tests/hosts/hosts.h"
+#include "tests/hosts/model_builder.h"
 
 namespace fabric {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace ::fabric::v1;  // NOLINT
-using ::fabric::testbed::HostBuilder;
+using ::fabric::testing::ModelBuilder;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
@@ -37,7 +37,7 @@ constexpr char kGpu1[] = "0000:3c:00.0";
 // A small host: front-end mlx5_0 (eth0, default route), back-end RoCE NICs mlx5_1, mlx5_2 and
 // mlx5_10, each with the usual four GIDs (v2 IPv4 at index 3), two GPUs, GPUDirect.
 Host Base() {
-  HostBuilder b;
+  ModelBuilder b;
   b.host().set_hostname("node-1");
   b.Gpu(kGpu0, 0).Gpu(kGpu1, 0);
   b.Nic("mlx5_0", "0000:01:00.0", 0, "eth0", "10.0.60.3", "10.0.60.0/24", 100);
@@ -110,8 +110,8 @@ std::vector<std::string> Diff(const Host& before, const Host& after) {
 void MoveIpv4Gids(Host& h) {
   Port* p = PortOf(h, "mlx5_1", 1);
   p->mutable_gids()->DeleteSubrange(2, 2);
-  HostBuilder::AddGid(p, 4, GID_TYPE_ROCE_V1, "eth1", "25.11.128.11");
-  HostBuilder::AddGid(p, 5, GID_TYPE_ROCE_V2, "eth1", "25.11.128.11");
+  ModelBuilder::AddGid(p, 4, GID_TYPE_ROCE_V1, "eth1", "25.11.128.11");
+  ModelBuilder::AddGid(p, 5, GID_TYPE_ROCE_V2, "eth1", "25.11.128.11");
 }
 
 struct Case {
@@ -139,7 +139,7 @@ TEST(DiffHosts, EachKind) {
        {"DEVICE_REMOVED mlx5_2 ->", "NETDEV_REMOVED eth2 ->"}},
       {"device added",
        [](Host& h) {
-         HostBuilder b;
+         ModelBuilder b;
          *b.host().mutable_netdevs() = h.netdevs();
          b.Nic("mlx5_3", "0000:41:00.0", 0, "eth3", "25.11.128.13", "25.11.128.0/24");
          *h.add_rdma_devices() = b.host().rdma_devices(0);
@@ -181,7 +181,7 @@ TEST(DiffHosts, EachKind) {
          Port* p = PortOf(h, "mlx5_1", 1);
          for (int i = 2; i < 4; ++i) {
            p->mutable_gids(i)->set_ipv4("25.11.128.21");
-           p->mutable_gids(i)->set_gid(testbed::MappedGid("25.11.128.21"));
+           p->mutable_gids(i)->set_gid(testing::Ipv4MappedGid("25.11.128.21"));
          }
        },
        {"GID_TABLE mlx5_1:1 3 (25.11.128.11)->3 (25.11.128.21) gid 3->3",
@@ -189,8 +189,8 @@ TEST(DiffHosts, EachKind) {
       {"macvlan GIDs added: index stays",
        [](Host& h) {
          Port* p = PortOf(h, "mlx5_1", 1);
-         HostBuilder::AddGid(p, 4, GID_TYPE_ROCE_V1, "macvlan0", "25.11.129.50");
-         HostBuilder::AddGid(p, 5, GID_TYPE_ROCE_V2, "macvlan0", "25.11.129.50");
+         ModelBuilder::AddGid(p, 4, GID_TYPE_ROCE_V1, "macvlan0", "25.11.129.50");
+         ModelBuilder::AddGid(p, 5, GID_TYPE_ROCE_V2, "macvlan0", "25.11.129.50");
          Netdev* m = h.add_netdevs();
          m->set_name("macvlan0");
          m->set_upper(true);
@@ -219,7 +219,7 @@ TEST(DiffHosts, EachKind) {
        [](Host& h) {
          EraseIf(h.mutable_accelerators(),
                  [](const Accelerator& a) { return a.pci_address() == kGpu1; });
-         HostBuilder b;
+         ModelBuilder b;
          b.Gpu("0000:c0:00.0", 1);
          *h.add_accelerators() = b.host().accelerators(0);
        },
@@ -292,9 +292,9 @@ TEST(RoceV2Ipv4GidIndex, OwnNetdevLowestIndex) {
   // A macvlan's v2 GID at a lower index is not the port's own.
   Port* p = PortOf(h, "mlx5_2", 1);
   p->mutable_gids()->DeleteSubrange(2, 2);
-  HostBuilder::AddGid(p, 2, GID_TYPE_ROCE_V2, "macvlan0", "25.11.129.50");
-  HostBuilder::AddGid(p, 6, GID_TYPE_ROCE_V2, "eth2", "25.11.128.12");
-  HostBuilder::AddGid(p, 7, GID_TYPE_ROCE_V2, "eth2", "25.11.128.99");
+  ModelBuilder::AddGid(p, 2, GID_TYPE_ROCE_V2, "macvlan0", "25.11.129.50");
+  ModelBuilder::AddGid(p, 6, GID_TYPE_ROCE_V2, "eth2", "25.11.128.12");
+  ModelBuilder::AddGid(p, 7, GID_TYPE_ROCE_V2, "eth2", "25.11.128.99");
   EXPECT_EQ(RoceV2Ipv4GidIndex(*Dev(h, "mlx5_2"), *p), 6u);
 
   // Own netdev unknown: any netdev.
@@ -306,7 +306,7 @@ TEST(RoceV2Ipv4GidIndex, OwnNetdevLowestIndex) {
   EXPECT_EQ(RoceV2Ipv4GidIndex(*Dev(h, "mlx5_2"), *p), 6u);
 
   // InfiniBand, and RoCE without an IPv4 GID: none.
-  HostBuilder b;
+  ModelBuilder b;
   RdmaDevice* ib = b.Device("mlx5_4", "0000:18:00.0");
   EXPECT_EQ(RoceV2Ipv4GidIndex(*ib, *b.IbPort(ib, 1)), std::nullopt);
   RdmaDevice* roce = b.Device("mlx5_5", "0000:19:00.0");
@@ -341,7 +341,7 @@ TEST(GidChangeFindings, Table) {
       {"other entries changed: informational, not reported",
        [](Host& h) {
          Port* p = PortOf(h, "mlx5_1", 1);
-         HostBuilder::AddGid(p, 4, GID_TYPE_ROCE_V2, "macvlan0", "25.11.129.50");
+         ModelBuilder::AddGid(p, 4, GID_TYPE_ROCE_V2, "macvlan0", "25.11.129.50");
          p->mutable_gids()->DeleteSubrange(0, 1);
        },
        {}},
@@ -524,7 +524,7 @@ void CheckEveryField(const Host& base, const FieldPath& path, int* checked) {
 TEST(DiffHosts, EveryFieldOfTheModelIsCompared) {
   // A RoCE host with a macvlan GID, and an InfiniBand host (LIDs, no netdev on the GIDs).
   for (const Host& base : {Base(), [] {
-                             HostBuilder b;
+                             ModelBuilder b;
                              b.IbPort(b.Device("mlx5_0", "0000:18:00.0"), 1);
                              return b.Build();
                            }()}) {

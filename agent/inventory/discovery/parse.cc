@@ -128,31 +128,56 @@ absl::StatusOr<double> ParseRateGbps(std::string_view s) {
   return v;
 }
 
+// Indexed by the kernel's numbers, which the enums share.
+constexpr absl::string_view kPortStateWords[] = {"NOP",   "DOWN",   "INIT",
+                                                 "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+constexpr absl::string_view kPhysStateWords[] = {
+    "<unknown>",         "Sleep",   "Polling", "Disabled", "PortConfigurationTraining", "LinkUp",
+    "LinkErrorRecovery", "Phy Test"};
+
 absl::StatusOr<PortState> ParsePortState(std::string_view s) {
   auto nw = NumberedWord(s, "a port state");
   if (!nw.ok()) return nw.status();
-  static constexpr absl::string_view kWords[] = {"NOP",   "DOWN",   "INIT",
-                                                 "ARMED", "ACTIVE", "ACTIVE_DEFER"};
   auto [n, word] = *nw;
-  if (n < 0 || n > 5 || word != kWords[n]) return Invalid("a port state", s);
+  if (n < 0 || n > 5 || word != kPortStateWords[n]) return Invalid("a port state", s);
   return static_cast<PortState>(n);
 }
 
 absl::StatusOr<PhysState> ParsePhysState(std::string_view s) {
   auto nw = NumberedWord(s, "a physical port state");
   if (!nw.ok()) return nw.status();
-  static constexpr absl::string_view kWords[] = {
-      "<unknown>",         "Sleep",   "Polling", "Disabled", "PortConfigurationTraining", "LinkUp",
-      "LinkErrorRecovery", "Phy Test"};
   auto [n, word] = *nw;
-  if (n < 1 || n > 7 || word != kWords[n]) return Invalid("a physical port state", s);
+  if (n < 1 || n > 7 || word != kPhysStateWords[n]) return Invalid("a physical port state", s);
   return static_cast<PhysState>(n);
+}
+
+std::string_view PortStateWord(PortState state) {
+  const int n = static_cast<int>(state);
+  if (n < 1 || n > 5) return "UNKNOWN";
+  return Sv(kPortStateWords[n]);
+}
+
+std::string_view PhysStateWord(PhysState state) {
+  const int n = static_cast<int>(state);
+  if (n < 1 || n > 7) return Sv(kPhysStateWords[0]);
+  return Sv(kPhysStateWords[n]);
+}
+
+std::string_view LinkLayerWord(LinkLayer layer) {
+  switch (layer) {
+    case LINK_LAYER_INFINIBAND:
+      return "InfiniBand";
+    case LINK_LAYER_ETHERNET:
+      return "Ethernet";
+    default:
+      return "";
+  }
 }
 
 absl::StatusOr<LinkLayer> ParseLinkLayer(std::string_view s) {
   absl::string_view t = Av(Trim(s));
-  if (t == "InfiniBand") return LINK_LAYER_INFINIBAND;
-  if (t == "Ethernet") return LINK_LAYER_ETHERNET;
+  if (t == Av(LinkLayerWord(LINK_LAYER_INFINIBAND))) return LINK_LAYER_INFINIBAND;
+  if (t == Av(LinkLayerWord(LINK_LAYER_ETHERNET))) return LINK_LAYER_ETHERNET;
   return Invalid("a link layer", s);
 }
 
@@ -164,43 +189,19 @@ absl::StatusOr<NodeType> ParseNodeType(std::string_view s) {
   return static_cast<NodeType>(n);
 }
 
-absl::StatusOr<GidBytes> ParseGid(std::string_view s) {
-  // Fixed layout "xxxx:xxxx:...:xxxx" (39 characters): parsed in place, as GID tables are
-  // discovery's hottest loop.
-  absl::string_view t = Av(Trim(s));
-  if (t.size() != 39) return Invalid("a GID", s);
-  GidBytes gid;
-  for (size_t i = 0; i < 8; ++i) {
-    uint32_t v;
-    if ((i < 7 && t[5 * i + 4] != ':') || !HexField(t.substr(5 * i, 4), 4, &v)) {
-      return Invalid("a GID", s);
-    }
-    gid[2 * i] = static_cast<uint8_t>(v >> 8);
-    gid[2 * i + 1] = static_cast<uint8_t>(v & 0xff);
-  }
-  return gid;
-}
-
-bool IsZeroGid(const GidBytes& gid) {
-  return std::all_of(gid.begin(), gid.end(), [](uint8_t b) { return b == 0; });
-}
-
-std::optional<std::string> GidIpv4(const GidBytes& gid) {
-  for (size_t i = 0; i < 10; ++i) {
-    if (gid[i] != 0) return std::nullopt;
-  }
-  if (gid[10] != 0xff || gid[11] != 0xff) return std::nullopt;
-  return absl::StrFormat("%d.%d.%d.%d", gid[12], gid[13], gid[14], gid[15]);
-}
-
 absl::StatusOr<GidType> ParseGidType(std::string_view s, LinkLayer link_layer) {
-  absl::string_view t = Av(Trim(s));
-  if (t == "IB/RoCE v1") {
-    return link_layer == LINK_LAYER_INFINIBAND ? GID_TYPE_IB : GID_TYPE_ROCE_V1;
+  absl::StatusOr<rdma::GidKind> kind = rdma::ParseGidKind(s);
+  if (!kind.ok()) return Invalid("a GID type", s);
+  switch (*kind) {
+    case rdma::GidKind::kIbOrRoceV1:
+      return link_layer == LINK_LAYER_INFINIBAND ? GID_TYPE_IB : GID_TYPE_ROCE_V1;
+    case rdma::GidKind::kIb:
+      return GID_TYPE_IB;
+    case rdma::GidKind::kRoceV1:
+      return GID_TYPE_ROCE_V1;
+    case rdma::GidKind::kRoceV2:
+      return GID_TYPE_ROCE_V2;
   }
-  if (t == "RoCE v2") return GID_TYPE_ROCE_V2;
-  if (t == "IB") return GID_TYPE_IB;
-  if (t == "RoCE v1") return GID_TYPE_ROCE_V1;
   return Invalid("a GID type", s);
 }
 
@@ -347,32 +348,6 @@ absl::StatusOr<std::vector<std::string>> ParseProcModules(std::string_view s) {
     names.emplace_back(name);
   }
   return names;
-}
-
-absl::StatusOr<uint32_t> ParseIpv4(std::string_view s) {
-  absl::string_view t = Av(Trim(s));
-  std::vector<absl::string_view> octets = absl::StrSplit(t, '.');
-  if (octets.size() != 4) return Invalid("an IPv4 address", s);
-  uint32_t addr = 0;
-  for (absl::string_view o : octets) {
-    uint32_t v;
-    if (o.empty() || o.size() > 3 || !absl::SimpleAtoi(o, &v) || v > 255 ||
-        !absl::ascii_isdigit(static_cast<unsigned char>(o[0]))) {
-      return Invalid("an IPv4 address", s);
-    }
-    addr = (addr << 8) | v;
-  }
-  return addr;
-}
-
-std::string FormatIpv4(uint32_t addr) {
-  return absl::StrFormat("%d.%d.%d.%d", addr >> 24, (addr >> 16) & 0xff, (addr >> 8) & 0xff,
-                         addr & 0xff);
-}
-
-std::string FormatCidr(uint32_t addr, int prefix_len) {
-  uint32_t mask = prefix_len <= 0 ? 0 : ~uint32_t{0} << (32 - std::min(prefix_len, 32));
-  return absl::StrCat(FormatIpv4(addr & mask), "/", prefix_len);
 }
 
 absl::StatusOr<int> MaskToPrefixLen(uint32_t mask) {

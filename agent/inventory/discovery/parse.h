@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/common/ip.h"  // ParseIpv4, FormatIpv4, FormatCidr: the readers of routes use them
+#include "agent/rdma/gid.h"
 #include "fabric/v1/host.pb.h"
 
 namespace fabric {
@@ -46,12 +48,21 @@ absl::StatusOr<LinkLayer> ParseLinkLayer(std::string_view s);
 // "1: CA" -> NODE_TYPE_CA.
 absl::StatusOr<NodeType> ParseNodeType(std::string_view s);
 
-// A GID as the kernel prints it ("fe80:0000:...:0001", 8 groups of 4 hex digits).
-using GidBytes = std::array<uint8_t, 16>;
-absl::StatusOr<GidBytes> ParseGid(std::string_view s);
-bool IsZeroGid(const GidBytes& gid);
-// "a.b.c.d" when the GID is IPv4-mapped (::ffff:a.b.c.d), else nullopt.
-std::optional<std::string> GidIpv4(const GidBytes& gid);
+// The kernel's words for the model's enums (drivers/infiniband/core/sysfs.c), the ones the parsers
+// above read: the one home of these names for messages, metrics labels and changes.
+// "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"; "UNKNOWN" otherwise.
+std::string_view PortStateWord(PortState state);
+// "Sleep", "Polling", ..., "LinkUp", "LinkErrorRecovery", "Phy Test"; "<unknown>" otherwise.
+std::string_view PhysStateWord(PhysState state);
+// "InfiniBand", "Ethernet"; "" otherwise.
+std::string_view LinkLayerWord(LinkLayer layer);
+
+// GIDs themselves are parsed in agent/rdma/gid.h (proto-free, shared with the CNI plugin and the
+// probe tool); discovery reads them through these names.
+using rdma::GidBytes;
+using rdma::GidIpv4;
+using rdma::IsZeroGid;
+using rdma::ParseGid;
 // gid_attrs/types/N: "IB/RoCE v1" or "RoCE v2". "IB/RoCE v1" is IB on an InfiniBand port and
 // RoCE v1 on an Ethernet port, hence the link layer.
 absl::StatusOr<GidType> ParseGidType(std::string_view s, LinkLayer link_layer);
@@ -89,10 +100,6 @@ absl::StatusOr<std::vector<std::string>> ParseIpv6DefaultRouteIfaces(
 // Module names from /proc/modules.
 absl::StatusOr<std::vector<std::string>> ParseProcModules(std::string_view s);
 
-// Dotted quad <-> host-order integer, and CIDR text.
-absl::StatusOr<uint32_t> ParseIpv4(std::string_view s);
-std::string FormatIpv4(uint32_t addr);
-std::string FormatCidr(uint32_t addr, int prefix_len);
 // Prefix length of a contiguous netmask (0xffffff00 -> 24), or error.
 absl::StatusOr<int> MaskToPrefixLen(uint32_t mask);
 

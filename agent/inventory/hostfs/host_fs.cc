@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/common/fd.h"
 #include "agent/common/strings.h"
 
 namespace fabric {
@@ -27,21 +28,6 @@ absl::Status Errno(int err, absl::string_view what, absl::string_view path) {
 
 constexpr char kErrnoPayload[] = "type.fabric.io/errno";
 
-// Closes a file descriptor on every path out.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 constexpr int kMaxSymlinks = 40;  // As the kernel's MAXSYMLINKS.
 
 // Reads a whole file opened relative to `dirfd` (AT_FDCWD for absolute paths). `attribute`:
@@ -51,7 +37,7 @@ constexpr int kMaxSymlinks = 40;  // As the kernel's MAXSYMLINKS.
 // seq_file may return short reads before the end.
 absl::StatusOr<std::string> ReadAt(int dirfd, const char* name, std::string_view shown,
                                    bool attribute) {
-  Fd fd(::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  UniqueFd fd(::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (fd.get() < 0) return Errno(errno, "open", Av(shown));
   std::string out;
   char buf[4096];
@@ -113,7 +99,7 @@ class HostDirImpl final : public HostDir {
     if (name.size() >= sizeof(n)) return absl::InvalidArgumentError("name too long");
     name.copy(n, name.size());
     n[name.size()] = 0;
-    Fd fd(::openat(fd_.get(), n, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+    UniqueFd fd(::openat(fd_.get(), n, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
     if (fd.get() < 0) return Errno(errno, "open", JoinPath(full_, name));
     for (;;) {
       ssize_t got = ::read(fd.get(), buf, size);
@@ -143,7 +129,7 @@ class HostDirImpl final : public HostDir {
   }
 
  private:
-  Fd fd_;
+  UniqueFd fd_;
   std::string path_;
   std::string full_;
 };

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/discovery.h"
+#include "agent/inventory/discovery/parse.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
@@ -128,7 +129,7 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
       }
       if (p.state() != PORT_STATE_ACTIVE) {
         Add(&h, SEVERITY_CRITICAL, "port_state", subject,
-            absl::StrCat("port ", Av(PortStateName(p.state())),
+            absl::StrCat("port ", Av(PortStateWord(p.state())),
                          p.netdev().empty() ? "" : absl::StrCat(" (", p.netdev(), ")")));
         continue;
       }

@@ -18,8 +18,8 @@
 #include "absl/strings/str_join.h"
 #include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
+#include "agent/config/config.h"
 #include "agent/inventory/discovery/parse.h"
-#include "agent/policy/select/config.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {

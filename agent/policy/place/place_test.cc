@@ -15,24 +15,24 @@
 #include "absl/strings/str_format.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/policy/select/select.h"
-#include "agent/policy/select/testing_hosts.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/hosts/discovered.h"
 #include "tests/hosts/hosts.h"
+#include "tests/hosts/model_builder.h"
 
 namespace fabric {
 namespace {
 
 namespace fs = std::filesystem;
-using testbed::HostBuilder;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::ModelBuilder;
 using ::testing::SizeIs;
 
 // roce-9port's GPUs: 1a/1e share a switch on pci0000:15 and 3c/40 one on pci0000:37 (NUMA 0);
@@ -261,7 +261,7 @@ TEST(PlaceTest, SameNumaNodeKeepsOnlyOneNodeSets) {
 }
 
 TEST(PlaceTest, UnknownNumaIsANodeOfItsOwn) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu("0000:18:00.0", 0).Gpu("0000:28:00.0", std::nullopt).Gpu("0000:38:00.0", std::nullopt);
   b.Nic("mlx5_1", "0000:19:00.0", 0, "eth1", "10.0.1.1");
   for (const char* g : {"0000:18:00.0", "0000:28:00.0", "0000:38:00.0"}) {
@@ -283,8 +283,8 @@ TEST(PlaceTest, UnknownNumaIsANodeOfItsOwn) {
 }
 
 // GPUs a and b have only mlx5_1 close (PIX), c only mlx5_2.
-HostBuilder TwoNicsThreeGpus() {
-  HostBuilder b;
+ModelBuilder TwoNicsThreeGpus() {
+  ModelBuilder b;
   b.Gpu("0000:18:00.0", 0).Gpu("0000:1c:00.0", 0).Gpu("0000:28:00.0", 0);
   b.Nic("mlx5_1", "0000:19:00.0", 0, "eth1", "10.0.1.1");
   b.Nic("mlx5_2", "0000:29:00.0", 0, "eth2", "10.0.2.1");
@@ -297,7 +297,7 @@ HostBuilder TwoNicsThreeGpus() {
 }
 
 TEST(PlaceTest, SharedPortsRankBelowOwnPorts) {
-  HostBuilder b = TwoNicsThreeGpus();
+  ModelBuilder b = TwoNicsThreeGpus();
   absl::StatusOr<v1::PlaceResponse> r = PlaceOn(b.Build(), Request(2));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(AllGpus(*r), ElementsAre(ElementsAre("0000:18:00.0", "0000:28:00.0"),
@@ -309,7 +309,7 @@ TEST(PlaceTest, SharedPortsRankBelowOwnPorts) {
 }
 
 TEST(PlaceTest, OneNicPerGpuDropsSetsSharingAPort) {
-  HostBuilder b = TwoNicsThreeGpus();
+  ModelBuilder b = TwoNicsThreeGpus();
   v1::PlaceRequest req = Request(2);
   req.set_one_nic_per_gpu(true);
   absl::StatusOr<v1::PlaceResponse> r = PlaceOn(b.Build(), req);
@@ -330,7 +330,7 @@ TEST(PlaceTest, OneNicPerGpuDropsSetsSharingAPort) {
 
 // Spreading over equally good ports is part of the score: four GPUs, two equal NICs.
 TEST(PlaceTest, SpreadingAvoidsSharingWhereItCan) {
-  HostBuilder b;
+  ModelBuilder b;
   const std::vector<std::string> gpus = {"0000:18:00.0", "0000:28:00.0", "0000:38:00.0",
                                          "0000:48:00.0"};
   for (const std::string& g : gpus) b.Gpu(g, 0);
@@ -506,7 +506,7 @@ TEST(PlaceTest, GpuCount) {
   }
 
   // A host without GPUs.
-  HostBuilder b;
+  ModelBuilder b;
   b.Nic("mlx5_1", "0000:19:00.0", 0, "eth1", "10.0.1.1");
   r = Place(b.Build(), Request(1), {});
   ASSERT_TRUE(r.ok()) << r.status();
@@ -532,14 +532,14 @@ TEST(PlaceTest, MaxResults) {
 }
 
 TEST(PlaceTest, SelectionErrorsPropagate) {
-  HostBuilder none;
+  ModelBuilder none;
   none.Gpu("0000:18:00.0", 0);
   absl::StatusOr<v1::PlaceResponse> r = Place(none.Build(), Request(1), {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(r.status().message(), HasSubstr("no RDMA device"));
 
-  HostBuilder down;
+  ModelBuilder down;
   down.Gpu("0000:18:00.0", 0);
   down.Nic("mlx5_1", "0000:19:00.0", 0, "eth1", "10.0.1.1")
       ->mutable_ports(0)
@@ -616,7 +616,7 @@ TEST(PlaceTest, MatchesSelectNicsOnEverySet) {
   hosts.emplace_back("two NICs, three GPUs", TwoNicsThreeGpus().Build());
   {
     // Four GPUs over three equal NICs (spreading decides), one GPU with a NIC of its own.
-    HostBuilder b;
+    ModelBuilder b;
     const std::vector<std::string> gpus = {"0000:18:00.0", "0000:28:00.0", "0000:38:00.0",
                                            "0000:48:00.0", "0000:58:00.0"};
     for (const std::string& g : gpus) b.Gpu(g, g < "0000:40" ? 0 : 1);
@@ -693,8 +693,8 @@ TEST(PlaceTest, ManyHcasAvoidsTheGpuWithADownNic) {
 
 // 64 GPUs, 16 NICs. NIC j serves GPUs 4j..4j+3 under its switch (PIX); the other NICs of its
 // NUMA node (NICs 0-7 node 0, 8-15 node 1) are NODE, the rest SYS.
-HostBuilder SixtyFourGpus() {
-  HostBuilder b;
+ModelBuilder SixtyFourGpus() {
+  ModelBuilder b;
   auto gpu = [](int i) { return absl::StrFormat("0000:%02x:00.0", 0x10 + 3 * i); };
   for (int i = 0; i < 64; ++i) b.Gpu(gpu(i), i < 32 ? 0 : 1);
   for (int j = 0; j < 16; ++j) {
@@ -712,7 +712,7 @@ HostBuilder SixtyFourGpus() {
 }
 
 TEST(PlaceTest, LargeHostUsesTheSearch) {
-  HostBuilder b = SixtyFourGpus();
+  ModelBuilder b = SixtyFourGpus();
   const v1::Host& host = b.Build();
   std::vector<std::string> all;
   for (const v1::Accelerator& a : host.accelerators()) all.push_back(a.pci_address());

@@ -9,9 +9,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/natural_order.h"
+#include "agent/common/shell.h"
+#include "agent/config/config.h"
 #include "agent/inventory/discovery/parse.h"
-#include "agent/policy/select/cidr.h"
-#include "agent/policy/select/config.h"
+#include "agent/common/cidr.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
@@ -185,25 +186,6 @@ void SocketIfname(const Host& host, const std::vector<const GpuAssignment*>& por
     return;
   }
   (*env)["NCCL_SOCKET_IFNAME"] = absl::StrCat("=", ifname);
-}
-
-bool ShellSafe(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
-}
-
-std::string ShellQuote(const std::string& v) {
-  if (!v.empty() && std::all_of(v.begin(), v.end(), ShellSafe)) return v;
-  std::string out = "'";
-  for (char c : v) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  out += "'";
-  return out;
 }
 
 void JsonString(const std::string& s, std::string* out) {

@@ -15,20 +15,20 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "agent/policy/select/select.h"
-#include "agent/policy/select/testing_hosts.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/hosts/model_builder.h"
 
 namespace fabric {
 namespace {
 
-using testbed::HostBuilder;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Key;
+using testing::ModelBuilder;
 using ::testing::Not;
 
 // One RoCE port per GPU. The port's own RoCE v2 IPv4 GID is at `gid_index` (v1 just below it);
@@ -42,7 +42,7 @@ struct PortSpec {
 };
 
 struct Rig {
-  HostBuilder b;
+  ModelBuilder b;
   std::vector<std::string> gpus;
   std::vector<v1::Port*> ports;
 
@@ -55,8 +55,8 @@ struct Rig {
       v1::RdmaDevice* d = b.Device(p.dev, absl::StrFormat("0000:%02x:00.0", 0x90 + i), 0);
       v1::Port* port = b.RocePort(d, 1, p.netdev, "", p.subnet);
       if (!p.ipv4.empty()) {
-        HostBuilder::AddGid(port, p.gid_index - 1, v1::GID_TYPE_ROCE_V1, p.netdev, p.ipv4);
-        HostBuilder::AddGid(port, p.gid_index, v1::GID_TYPE_ROCE_V2, p.netdev, p.ipv4);
+        ModelBuilder::AddGid(port, p.gid_index - 1, v1::GID_TYPE_ROCE_V1, p.netdev, p.ipv4);
+        ModelBuilder::AddGid(port, p.gid_index, v1::GID_TYPE_ROCE_V2, p.netdev, p.ipv4);
       }
       ports.push_back(port);
     }
@@ -87,7 +87,7 @@ std::vector<std::string> Notes(Rig& r, const v1::SelectionPolicy& p = {}) {
 }
 
 TEST(RenderEnvTest, HcaListIsExactMatchWithMoreThanTenDevices) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu("0000:18:00.0", 0).Gpu("0000:28:00.0", 0).Gpu("0000:38:00.0", 0);
   for (int i = 0; i < 12; ++i) {
     b.Nic(absl::StrCat("mlx5_", i), absl::StrFormat("0000:%02x:00.0", 0x40 + i), 0,
@@ -192,7 +192,7 @@ TEST(RenderEnvTest, RangeThatWouldAlsoSelectAnotherGidIsLeftOut) {
   // A pod's macvlan on mlx5_1 with an address inside 10.224.0.0/21, at a lower index.
   Rig r = rig();
   r.b.Netdev("macvlan0")->set_upper(true);
-  HostBuilder::AddGid(r.ports[0], 2, v1::GID_TYPE_ROCE_V2, "macvlan0", "10.224.3.99");
+  ModelBuilder::AddGid(r.ports[0], 2, v1::GID_TYPE_ROCE_V2, "macvlan0", "10.224.3.99");
   EnvMap env = MustEnv(r);
   EXPECT_EQ(env["NCCL_IB_GID_INDEX"], "-1");
   EXPECT_EQ(env["NCCL_IB_ADDR_FAMILY"], "AF_INET");
@@ -202,23 +202,23 @@ TEST(RenderEnvTest, RangeThatWouldAlsoSelectAnotherGidIsLeftOut) {
 
   // The same macvlan outside the range does not get in the way.
   Rig outside = rig();
-  HostBuilder::AddGid(outside.ports[0], 9, v1::GID_TYPE_ROCE_V2, "macvlan0", "192.168.5.5");
+  ModelBuilder::AddGid(outside.ports[0], 9, v1::GID_TYPE_ROCE_V2, "macvlan0", "192.168.5.5");
   EXPECT_EQ(MustEnv(outside)["NCCL_IB_ADDR_RANGE"], "10.224.0.0/21");
 
   // A RoCE v1 entry in the range does not either: NCCL is told to take version 2.
   Rig v1_only = rig();
-  HostBuilder::AddGid(v1_only.ports[1], 8, v1::GID_TYPE_ROCE_V1, "macvlan1", "10.224.3.98");
+  ModelBuilder::AddGid(v1_only.ports[1], 8, v1::GID_TYPE_ROCE_V1, "macvlan1", "10.224.3.98");
   EXPECT_EQ(MustEnv(v1_only)["NCCL_IB_ADDR_RANGE"], "10.224.0.0/21");
 
   // Even the shared-subnet case is checked.
   Rig same({{"mlx5_1", "eth1", 3, "10.224.0.11", "10.224.0.0/24"},
             {"mlx5_2", "eth2", 5, "10.224.0.12", "10.224.0.0/24"}});
-  HostBuilder::AddGid(same.ports[1], 7, v1::GID_TYPE_ROCE_V2, "macvlan0", "10.224.0.200");
+  ModelBuilder::AddGid(same.ports[1], 7, v1::GID_TYPE_ROCE_V2, "macvlan0", "10.224.0.200");
   EXPECT_THAT(MustEnv(same), Not(Contains(Key("NCCL_IB_ADDR_RANGE"))));
 }
 
 TEST(RenderEnvTest, AllInfinibandHasNoGidVariables) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu("0000:18:00.0", 0).Gpu("0000:28:00.0", 0);
   b.IbPort(b.Device("mlx5_1", "0000:19:00.0", 0), 1);
   b.IbPort(b.Device("mlx5_2", "0000:29:00.0", 0), 1);
@@ -304,7 +304,7 @@ TEST(RenderEnvTest, SocketIfname) {
   }
   {
     SCOPED_TRACE("nothing to name");
-    HostBuilder b;
+    ModelBuilder b;
     b.Gpu("0000:18:00.0", 0);
     b.IbPort(b.Device("mlx5_1", "0000:19:00.0", 0), 1);
     absl::StatusOr<v1::Selection> s = SelectNics(b.Build(), {"18:00.0"}, {});

@@ -14,11 +14,12 @@
 #include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
+#include "agent/config/config.h"
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/topology/topology.h"
-#include "agent/policy/select/cidr.h"
-#include "agent/policy/select/config.h"
+#include "agent/common/cidr.h"
 #include "agent/policy/select/env.h"
+#include "agent/rdma/gid_choice.h"
 
 namespace fabric {
 
@@ -27,7 +28,7 @@ using namespace ::fabric::v1;  // NOLINT: enum values of the model
 namespace {
 
 // absl::StrCat takes no std::string_view in Debian's abseil (agent/common/strings.h).
-std::string State(PortState s) { return std::string(PortStateName(s)); }
+std::string State(PortState s) { return std::string(PortStateWord(s)); }
 
 std::string PortName(std::string_view dev, uint32_t port) {
   return absl::StrCat(Av(dev), ":", port);
@@ -80,16 +81,30 @@ bool IsRoce(const Port& port) {
   });
 }
 
-// Only the port's own netdev counts: a macvlan's GID carries the macvlan's address, which the
-// fabric may not route to this port, and it disappears with the pod that owns it.
+// The port's usable GID by the one rule (agent/rdma/gid_choice.h), over its own netdev's GIDs. A
+// port without a netdev of its own has none: another netdev's address may not route to it.
 const Gid* ChooseGid(const Port& port) {
   if (port.netdev().empty()) return nullptr;
-  const Gid* best = nullptr;
+  std::vector<rdma::GidSlot> table;
+  table.reserve(port.gids_size());
   for (const Gid& g : port.gids()) {
-    if (g.type() != GID_TYPE_ROCE_V2 || g.ipv4().empty() || g.netdev() != port.netdev()) continue;
-    if (best == nullptr || g.index() < best->index()) best = &g;
+    // The model's ipv4 field is the GID's address (discovery fills it from the GID).
+    absl::StatusOr<uint32_t> ipv4 = ParseIpv4(g.ipv4());
+    if (!ipv4.ok()) continue;
+    rdma::GidSlot& s = table.emplace_back();
+    s.index = static_cast<int>(g.index());
+    s.gid =
+        rdma::Ipv4MappedGid({static_cast<uint8_t>(*ipv4 >> 24), static_cast<uint8_t>(*ipv4 >> 16),
+                             static_cast<uint8_t>(*ipv4 >> 8), static_cast<uint8_t>(*ipv4)});
+    if (g.type() == GID_TYPE_ROCE_V2) s.kind = rdma::GidKind::kRoceV2;
+    s.netdev = g.netdev();
   }
-  return best;
+  std::optional<int> index = rdma::ChooseRoceV2Gid(table, {.netdev = port.netdev(), .ipv4 = {}});
+  if (!index) return nullptr;
+  for (const Gid& g : port.gids()) {
+    if (static_cast<int>(g.index()) == *index) return &g;
+  }
+  return nullptr;
 }
 
 const Netdev* FindNetdev(const Host& host, std::string_view name) {
@@ -348,23 +363,6 @@ std::string DeniedBy(const SelectionPolicy& policy, const RdmaDevice& dev, const
     if (!n.empty() && deny.count(n)) return absl::StrCat("denied by config (netdev ", n, ")");
   }
   return "";
-}
-
-std::string_view PortStateName(PortState state) {
-  switch (state) {
-    case PORT_STATE_DOWN:
-      return "DOWN";
-    case PORT_STATE_INIT:
-      return "INIT";
-    case PORT_STATE_ARMED:
-      return "ARMED";
-    case PORT_STATE_ACTIVE:
-      return "ACTIVE";
-    case PORT_STATE_ACTIVE_DEFER:
-      return "ACTIVE_DEFER";
-    default:
-      return "UNKNOWN";
-  }
 }
 
 std::vector<std::string> ComputeGpus(const Host& host) {

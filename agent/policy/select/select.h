@@ -43,9 +43,6 @@ inline constexpr size_t kMaxGpusPerRequest = 64;
 // `what` ("GPU", "candidate") and quotes an excerpt of `given`.
 absl::StatusOr<std::string> ParseGpuName(std::string_view given, std::string_view what = "GPU");
 
-// "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"; "UNKNOWN" when unspecified.
-std::string_view PortStateName(v1::PortState state);
-
 // Why `policy.deny` excludes this port: "denied by config (mlx5_0)", "(mlx5_0:1)" or
 // "(netdev eth0)", matching the device, the port, its netdev or a software device's parent
 // netdev; empty when it does not.

@@ -5,19 +5,21 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "agent/policy/select/testing_hosts.h"
+#include "absl/strings/str_format.h"
+#include "agent/inventory/discovery/parse.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/hosts/model_builder.h"
 
 namespace fabric {
 namespace {
 
-using testbed::HostBuilder;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::ModelBuilder;
 using ::testing::Not;
 using v1::DistanceClass;
 
@@ -45,7 +47,7 @@ std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 
 // One GPU on NUMA 0 and two NICs that are equal in everything but what a test changes.
 struct TwoNics {
-  HostBuilder b;
+  ModelBuilder b;
   v1::RdmaDevice* n1;
   v1::RdmaDevice* n2;
   TwoNics(DistanceClass d1, DistanceClass d2) {
@@ -149,7 +151,7 @@ TEST(SelectTest, HigherRateBreaksATie) {
 }
 
 TEST(SelectTest, EqualNicsAreSpreadOverTheRequestsGpus) {
-  HostBuilder b;
+  ModelBuilder b;
   std::vector<std::string> gpus = {"0000:18:00.0", "0000:28:00.0", "0000:38:00.0", "0000:48:00.0"};
   for (const std::string& g : gpus) b.Gpu(g, 0);
   b.Nic("mlx5_1", "0000:1a:00.0", 0, "eth1", "10.0.1.1");
@@ -171,7 +173,7 @@ TEST(SelectTest, EqualNicsAreSpreadOverTheRequestsGpus) {
 }
 
 TEST(SelectTest, SpreadingNeverBeatsDistance) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu("0000:18:00.0", 0).Gpu("0000:19:00.0", 0);
   b.Nic("mlx5_1", "0000:1a:00.0", 0, "eth1", "10.0.1.1");
   b.Nic("mlx5_2", "0000:2a:00.0", 0, "eth2", "10.0.2.1");
@@ -184,7 +186,7 @@ TEST(SelectTest, SpreadingNeverBeatsDistance) {
 }
 
 TEST(SelectTest, NamesCompareNaturally) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu(kGpu, 0);
   // mlx5_10 first in the host and in plain string order; natural order puts mlx5_2 first.
   b.Nic("mlx5_10", "0000:a0:00.0", 0, "eth10", "10.0.10.1");
@@ -199,7 +201,7 @@ TEST(SelectTest, NamesCompareNaturally) {
 }
 
 TEST(SelectTest, LowerPortNumberComesLast) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu(kGpu, 0);
   v1::RdmaDevice* d = b.Device("mlx5_1", "0000:1a:00.0", 0);
   b.RocePort(d, 2, "eth2", "10.0.2.1");
@@ -218,9 +220,9 @@ TEST(SelectTest, PortThatIsNotActiveIsNeverChosen) {
     t.n1->mutable_ports(0)->set_state(state);
     absl::StatusOr<v1::Selection> s = t.Select();
     ASSERT_TRUE(s.ok()) << s.status();
-    EXPECT_EQ(Chosen(s->assignments(0)), "mlx5_2:1") << PortStateName(state);
+    EXPECT_EQ(Chosen(s->assignments(0)), "mlx5_2:1") << PortStateWord(state);
     EXPECT_EQ(RejectionOf(s->assignments(0), "mlx5_1:1"),
-              absl::StrCat("port ", std::string(PortStateName(state))));
+              absl::StrCat("port ", std::string(PortStateWord(state))));
   }
 }
 
@@ -236,7 +238,7 @@ TEST(SelectTest, NoActivePortIsAnErrorListingStates) {
 }
 
 TEST(SelectTest, HostWithoutRdmaDevice) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu(kGpu, 0);
   absl::StatusOr<v1::Selection> s = SelectNics(b.Build(), {kGpu}, {});
   ASSERT_FALSE(s.ok());
@@ -246,7 +248,7 @@ TEST(SelectTest, HostWithoutRdmaDevice) {
 
 // mlx5_0 on eth0 carries the default route and is the closest to the GPU.
 struct FrontEndHost {
-  HostBuilder b;
+  ModelBuilder b;
   v1::RdmaDevice* fe;
   v1::RdmaDevice* be;
   FrontEndHost() {
@@ -318,7 +320,7 @@ TEST(SelectTest, DeniedPortIsTheLastResort) {
 // mlx5_1 is a PF across the socket link, mlx5_2 a VF under the GPU's switch.
 struct PfVf : TwoNics {
   PfVf() : TwoNics(v1::DISTANCE_CLASS_SYS, v1::DISTANCE_CLASS_PIX) {
-    HostBuilder::MakeVf(n2, "0000:29:00.0");
+    ModelBuilder::MakeVf(n2, "0000:29:00.0");
   }
 };
 
@@ -348,7 +350,7 @@ TEST(SelectTest, PreferVfsPutsVfsFirst) {
 
   // ...even when the VF is farther.
   TwoNics u(v1::DISTANCE_CLASS_PIX, v1::DISTANCE_CLASS_SYS);
-  HostBuilder::MakeVf(u.n2, "0000:29:00.0");
+  ModelBuilder::MakeVf(u.n2, "0000:29:00.0");
   s = u.Select(p);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(Chosen(s->assignments(0)), "mlx5_2:1");
@@ -356,7 +358,7 @@ TEST(SelectTest, PreferVfsPutsVfsFirst) {
 
 // A port with only link-local GIDs; tests add the rest.
 struct GidHost {
-  HostBuilder b;
+  ModelBuilder b;
   v1::Port* port;
   GidHost() {
     b.Gpu(kGpu, 0);
@@ -370,9 +372,9 @@ struct GidHost {
 
 TEST(SelectGidTest, OwnNetdevBeatsAMacvlansLowerIndex) {
   GidHost h;
-  HostBuilder::AddGid(h.port, 2, v1::GID_TYPE_ROCE_V2, "macvlan0", "10.1.0.50");
-  HostBuilder::AddGid(h.port, 4, v1::GID_TYPE_ROCE_V1, "eth1", "10.1.0.7");
-  HostBuilder::AddGid(h.port, 5, v1::GID_TYPE_ROCE_V2, "eth1", "10.1.0.7");
+  ModelBuilder::AddGid(h.port, 2, v1::GID_TYPE_ROCE_V2, "macvlan0", "10.1.0.50");
+  ModelBuilder::AddGid(h.port, 4, v1::GID_TYPE_ROCE_V1, "eth1", "10.1.0.7");
+  ModelBuilder::AddGid(h.port, 5, v1::GID_TYPE_ROCE_V2, "eth1", "10.1.0.7");
   absl::StatusOr<v1::Selection> s = h.Select();
   ASSERT_TRUE(s.ok()) << s.status();
   const v1::GpuAssignment& a = s->assignments(0);
@@ -385,9 +387,9 @@ TEST(SelectGidTest, OwnNetdevBeatsAMacvlansLowerIndex) {
 
 TEST(SelectGidTest, LowestOfSeveralOwnGids) {
   GidHost h;
-  HostBuilder::AddGid(h.port, 7, v1::GID_TYPE_ROCE_V2, "eth1", "10.1.0.9");
-  HostBuilder::AddGid(h.port, 3, v1::GID_TYPE_ROCE_V2, "eth1", "10.1.0.7");
-  HostBuilder::AddGid(h.port, 5, v1::GID_TYPE_ROCE_V2, "eth1", "10.1.0.8");
+  ModelBuilder::AddGid(h.port, 7, v1::GID_TYPE_ROCE_V2, "eth1", "10.1.0.9");
+  ModelBuilder::AddGid(h.port, 3, v1::GID_TYPE_ROCE_V2, "eth1", "10.1.0.7");
+  ModelBuilder::AddGid(h.port, 5, v1::GID_TYPE_ROCE_V2, "eth1", "10.1.0.8");
   absl::StatusOr<v1::Selection> s = h.Select();
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->assignments(0).gid_index(), 3u);
@@ -396,7 +398,7 @@ TEST(SelectGidTest, LowestOfSeveralOwnGids) {
 
 TEST(SelectGidTest, RoceV1IsNeverChosen) {
   GidHost h;
-  HostBuilder::AddGid(h.port, 2, v1::GID_TYPE_ROCE_V1, "eth1", "10.1.0.7");
+  ModelBuilder::AddGid(h.port, 2, v1::GID_TYPE_ROCE_V1, "eth1", "10.1.0.7");
   absl::StatusOr<v1::Selection> s = h.Select();
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_FALSE(s->assignments(0).has_gid_index());
@@ -406,11 +408,11 @@ TEST(SelectGidTest, RoceV1IsNeverChosen) {
 }
 
 TEST(SelectGidTest, PortWithoutUsableGidRanksBelowAnyPortWithOne) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu(kGpu, 0);
   b.Nic("mlx5_1", "0000:19:00.0", 0, "eth1", "");  // Link-local GIDs only.
   b.Nic("mlx5_2", "0000:a9:00.0", 1, "eth2", "25.11.128.12");
-  HostBuilder::MakeVf(b.host().mutable_rdma_devices(1), "0000:a8:00.0");
+  ModelBuilder::MakeVf(b.host().mutable_rdma_devices(1), "0000:a8:00.0");
   b.Distance(kGpu, "mlx5_1", v1::DISTANCE_CLASS_PIX)
       .Distance(kGpu, "mlx5_2", v1::DISTANCE_CLASS_SYS);
   // mlx5_2 is farther, on the other NUMA node and a VF: only the GID tier can make it win.
@@ -436,7 +438,7 @@ TEST(SelectGidTest, PortWithoutGidIsStillUsableAlone) {
 }
 
 TEST(SelectGidTest, InfinibandHasNoGidIndex) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu(kGpu, 0);
   b.IbPort(b.Device("mlx5_1", "0000:19:00.0", 0), 1);
   b.Distance(kGpu, "mlx5_1", v1::DISTANCE_CLASS_PIX);
@@ -449,7 +451,7 @@ TEST(SelectGidTest, InfinibandHasNoGidIndex) {
 }
 
 TEST(SelectGidTest, SubnetIsTheMostSpecificOneHoldingTheAddress) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu(kGpu, 0);
   b.Nic("mlx5_1", "0000:19:00.0", 0, "eth1", "25.11.128.13");
   for (const char* net : {"10.9.0.0/16", "25.0.0.0/8", "25.11.128.0/24", "25.11.129.0/24"}) {
@@ -464,7 +466,7 @@ TEST(SelectGidTest, SubnetIsTheMostSpecificOneHoldingTheAddress) {
 
 TEST(SelectGpuTest, AcceptsLongNvidiaSmiAndShortForms) {
   for (const char* given : {"0000:1a:00.0", "00000000:1A:00.0", "1a:00.0", "1A:00.0"}) {
-    HostBuilder b;
+    ModelBuilder b;
     b.Gpu("0000:1a:00.0", 0);
     b.Nic("mlx5_1", "0000:19:00.0", 0, "eth1", "10.0.0.1");
     b.Distance("0000:1a:00.0", "mlx5_1", v1::DISTANCE_CLASS_PIX);
@@ -483,7 +485,7 @@ struct BadGpus {
 };
 
 TEST(SelectGpuTest, RejectsBadGpuLists) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu("0000:1a:00.0", 0).Gpu("0000:2a:00.0", 0).Display("0000:03:00.0");
   b.Nic("mlx5_1", "0000:19:00.0", 0, "eth1", "10.0.0.1");
   for (const BadGpus& c : {
@@ -546,7 +548,7 @@ TEST(ParseGpuNameTest, Exact) {
 }
 
 TEST(SelectGpuTest, BoundsTheRequest) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu("0000:1a:00.0", 0);
   b.Nic("mlx5_1", "0000:19:00.0", 0, "eth1", "10.0.0.1");
   const v1::Host host = b.Build();
@@ -571,7 +573,7 @@ TEST(SelectTest, RejectsABadPolicy) {
 }
 
 TEST(SelectTest, DeviceWithoutTopologyPairIsSys) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu(kGpu, 0);
   v1::RdmaDevice* rxe = b.Device("rxe0", "");
   rxe->set_parent_netdev("eth5");
@@ -594,7 +596,7 @@ TEST(SelectTest, DeviceWithoutTopologyPairIsSys) {
 }
 
 TEST(SelectTest, ReasonsAnOperatorCanCheck) {
-  HostBuilder b;
+  ModelBuilder b;
   b.Gpu("0000:38:00.0", 0);
   b.Nic("mlx5_3", "0000:39:00.0", 0, "eth3", "25.11.128.13", "25.11.128.0/24");
   b.Nic("mlx5_4", "0000:3c:00.0", 0, "eth4", "25.11.128.14", "25.11.128.0/24");
@@ -619,7 +621,7 @@ TEST(SelectTest, ReasonsAnOperatorCanCheck) {
 // The field notes' typical RoCE host: mlx5_0 on eth0 (front-end), mlx5_1..8 on eth1..8, one per
 // GPU under a common switch, GIDs 0..3 on every port.
 TEST(SelectTest, TypicalRoceHost) {
-  HostBuilder b;
+  ModelBuilder b;
   std::vector<std::string> gpus;
   b.Nic("mlx5_0", "0000:0c:00.0", 0, "eth0", "10.0.60.3", "10.0.60.0/24", 100);
   b.DefaultRoute("eth0");

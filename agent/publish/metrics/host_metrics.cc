@@ -78,46 +78,10 @@ bool IsHwLevel(std::string_view name) {
   return absl::StartsWith(Av(name), "active_") || absl::StartsWith(Av(name), "watermark_");
 }
 
-// The kernel's words for the states (drivers/infiniband/core/sysfs.c).
-constexpr std::pair<v1::PortState, std::string_view> kPortStates[] = {
-    {v1::PORT_STATE_DOWN, "DOWN"},
-    {v1::PORT_STATE_INIT, "INIT"},
-    {v1::PORT_STATE_ARMED, "ARMED"},
-    {v1::PORT_STATE_ACTIVE, "ACTIVE"},
-    {v1::PORT_STATE_ACTIVE_DEFER, "ACTIVE_DEFER"},
-};
-
-std::string_view PhysStateWord(v1::PhysState s) {
-  switch (s) {
-    case v1::PHYS_STATE_SLEEP:
-      return "Sleep";
-    case v1::PHYS_STATE_POLLING:
-      return "Polling";
-    case v1::PHYS_STATE_DISABLED:
-      return "Disabled";
-    case v1::PHYS_STATE_PORT_CONFIGURATION_TRAINING:
-      return "PortConfigurationTraining";
-    case v1::PHYS_STATE_LINK_UP:
-      return "LinkUp";
-    case v1::PHYS_STATE_LINK_ERROR_RECOVERY:
-      return "LinkErrorRecovery";
-    case v1::PHYS_STATE_PHY_TEST:
-      return "Phy Test";
-    default:
-      return "<unknown>";
-  }
-}
-
-std::string_view LinkLayerWord(v1::LinkLayer l) {
-  switch (l) {
-    case v1::LINK_LAYER_INFINIBAND:
-      return "InfiniBand";
-    case v1::LINK_LAYER_ETHERNET:
-      return "Ethernet";
-    default:
-      return "";
-  }
-}
+// The states with a series each (PortStateWord gives their words).
+constexpr v1::PortState kPortStates[] = {v1::PORT_STATE_DOWN, v1::PORT_STATE_INIT,
+                                         v1::PORT_STATE_ARMED, v1::PORT_STATE_ACTIVE,
+                                         v1::PORT_STATE_ACTIVE_DEFER};
 
 Labels With(Labels labels, std::string name, std::string value) {
   labels.emplace_back(std::move(name), std::move(value));
@@ -152,11 +116,11 @@ void AppendPort(const RdmaDevice& dev, const Port& port, const HostDir& dev_dir,
   } else if (auto state = ParsePortState(*text); !state.ok()) {
     ++read_errors;
   } else {
-    for (const auto& [s, word] : kPortStates) {
+    for (const v1::PortState s : kPortStates) {
       out->Gauge("fabric_port_state",
                  "Port state, one series per state: 1 for the current one of DOWN, INIT, ARMED, "
                  "ACTIVE, ACTIVE_DEFER, 0 for the others.",
-                 With(base, "state", std::string(word)), *state == s ? 1 : 0);
+                 With(base, "state", std::string(PortStateWord(s))), *state == s ? 1 : 0);
     }
     out->Gauge("fabric_port_state_id",
                "Port state as the kernel numbers it (0: no change, 1: down, 2: init, 3: armed, "

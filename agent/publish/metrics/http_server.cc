@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "agent/common/fd.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
 
@@ -28,22 +29,6 @@ constexpr char kTextContentType[] = "text/plain; charset=utf-8";
 constexpr char kIndex[] = "fabric-agent: Prometheus metrics are at /metrics\n";
 constexpr char kNotFound[] = "404 page not found\n";
 constexpr char kNotAllowed[] = "405 method not allowed: use GET or HEAD\n";
-
-// A socket closed on every path out unless released.
-class Socket {
- public:
-  explicit Socket(int fd) : fd_(fd) {}
-  ~Socket() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 struct ListenAddress {
   sockaddr_storage addr{};
@@ -164,7 +149,7 @@ absl::StatusOr<int> Listen(const ListenAddress& a, std::string_view host_port) {
     family = AF_INET;
     fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   }
-  Socket s(fd);
+  UniqueFd s(fd);
   if (s.get() < 0) return SocketError(errno, "socket", host_port);
   const int one = 1, zero = 0;
   // A restarted agent can listen again while connections of the previous one are in TIME_WAIT.
@@ -275,7 +260,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   if (!address.ok()) return address.status();
   auto fd = Listen(*address, host_port);
   if (!fd.ok()) return fd.status();
-  Socket listening(*fd);
+  UniqueFd listening(*fd);
 
   sockaddr_storage bound{};
   socklen_t bound_len = sizeof(bound);

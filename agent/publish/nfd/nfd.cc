@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/common/errno.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
@@ -112,10 +113,8 @@ void Label(std::string& out, std::string_view name, const std::string& value) {
 
 const char* Bool(bool b) { return b ? "true" : "false"; }
 
-std::string Errno(int err) { return std::strerror(err); }
-
 absl::Status ErrnoStatus(int err, const std::string& what) {
-  return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(what, ": ", Errno(err)));
+  return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(what, ": ", ErrnoText(err)));
 }
 
 // The file's content, or nullopt when it cannot be read (absent, a directory, ...).

@@ -17,8 +17,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "agent/inventory/discovery/discovery.h"
-#include "agent/policy/select/testing_hosts.h"
 #include "tests/hosts/hosts.h"
+#include "tests/hosts/model_builder.h"
 
 namespace fabric {
 namespace {
@@ -157,7 +157,7 @@ TEST(RenderNfdFeatures, HostWithoutRdma) {
 }
 
 TEST(RenderNfdFeatures, PolicyAndPortsDecide) {
-  testbed::HostBuilder b;
+  testing::ModelBuilder b;
   b.Gpu("0000:1a:00.0", 0).Gpu("0000:3c:00.0", 1);
   b.Nic("mlx5_0", "0000:01:00.0", 0, "eth0", "10.0.60.3", "", 100);
   b.DefaultRoute("eth0");

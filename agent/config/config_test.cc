@@ -1,4 +1,4 @@
-#include "agent/policy/select/config.h"
+#include "agent/config/config.h"
 
 #include <unistd.h>
 

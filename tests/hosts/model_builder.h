@@ -1,5 +1,7 @@
-// Small Host models for the selection and env tests, built in code so each test shows the facts
-// that decide its outcome.
+// Small Host models (fabric.v1.Host) built in code, for the policy tests (selection, env,
+// placement, NFD labels, changes) where discovery is not under test: each test shows the facts
+// that decide its outcome. The sysfs side of example hosts is builder.h; a test that needs
+// discovery too writes a HostSpec and discovers it (discovered.h).
 #pragma once
 
 #include <cstdint>
@@ -7,28 +9,18 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "fabric/v1/host.pb.h"
+#include "tests/hosts/builder.h"
 
-namespace fabric::testbed {
+namespace fabric::testing {
 
-// The kernel's text for an IPv4-mapped GID (::ffff:a.b.c.d).
-inline std::string MappedGid(const std::string& ipv4) {
-  std::vector<std::string> o = absl::StrSplit(ipv4, '.');
-  int b[4] = {0, 0, 0, 0};
-  for (size_t i = 0; i < 4 && i < o.size(); ++i) (void)absl::SimpleAtoi(o[i], &b[i]);
-  return absl::StrFormat("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", b[0], b[1], b[2], b[3]);
-}
-
-class HostBuilder {
+class ModelBuilder {
  public:
   v1::Host& host() { return host_; }
   const v1::Host& Build() const { return host_; }
 
   // A GPU; numa nullopt means sysfs said -1.
-  HostBuilder& Gpu(const std::string& addr, std::optional<int> numa = 0) {
+  ModelBuilder& Gpu(const std::string& addr, std::optional<int> numa = 0) {
     v1::Accelerator* a = host_.add_accelerators();
     a->set_pci_address(addr);
     a->set_vendor(v1::ACCELERATOR_VENDOR_NVIDIA);
@@ -40,7 +32,7 @@ class HostBuilder {
   }
 
   // A BMC VGA (ASPEED), which is never a GPU.
-  HostBuilder& Display(const std::string& addr) {
+  ModelBuilder& Display(const std::string& addr) {
     v1::Accelerator* a = host_.add_accelerators();
     a->set_pci_address(addr);
     a->set_vendor_name("ASPEED");
@@ -121,7 +113,7 @@ class HostBuilder {
     g->set_type(type);
     g->set_netdev(netdev);
     g->set_ipv4(ipv4);
-    g->set_gid(gid.empty() ? MappedGid(ipv4) : gid);
+    g->set_gid(gid.empty() ? Ipv4MappedGid(ipv4) : gid);
   }
 
   // A back-end NIC in one call: device + ACTIVE RoCE port 1 on `netdev`.
@@ -133,8 +125,8 @@ class HostBuilder {
     return d;
   }
 
-  HostBuilder& Distance(const std::string& gpu, const std::string& dev, v1::DistanceClass cls,
-                        const std::string& reason = "") {
+  ModelBuilder& Distance(const std::string& gpu, const std::string& dev, v1::DistanceClass cls,
+                         const std::string& reason = "") {
     v1::TopologyPair* t = host_.add_topology();
     t->set_accelerator(gpu);
     t->set_rdma_device(dev);
@@ -143,7 +135,7 @@ class HostBuilder {
     return *this;
   }
 
-  HostBuilder& DefaultRoute(const std::string& netdev) {
+  ModelBuilder& DefaultRoute(const std::string& netdev) {
     Netdev(netdev)->set_default_route(true);
     host_.add_default_route_netdevs(netdev);
     return *this;
@@ -153,4 +145,4 @@ class HostBuilder {
   v1::Host host_;
 };
 
-}  // namespace fabric::testbed
+}  // namespace fabric::testing

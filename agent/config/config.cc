@@ -1,4 +1,4 @@
-#include "agent/policy/select/config.h"
+#include "agent/config/config.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/common/strings.h"
+#include "agent/config/probes_section.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace fabric {
@@ -88,6 +89,9 @@ absl::StatusOr<v1::AgentConfig> ParseConfig(std::string_view json) {
         absl::StrCat("config is not a valid AgentConfig: ", status.message().ToString()));
   }
   if (absl::Status s = ValidatePolicy(config.selection()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
+  }
+  if (absl::Status s = probes::ValidateSchedule(config.probes()); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
   }
   return config;

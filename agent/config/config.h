@@ -1,4 +1,6 @@
-// The agent's config file: the proto3 JSON mapping of fabric.v1.AgentConfig.
+// The agent's config file: the proto3 JSON mapping of fabric.v1.AgentConfig. The one loader: the
+// daemon and fabricctl --config read it here, and every section is checked here (`selection`
+// below, `probes` in probes_section.h).
 #pragma once
 
 #include <string>
@@ -10,8 +12,8 @@
 
 namespace fabric {
 
-// Parses and validates config text. Unknown fields are an error: a misspelt key would otherwise
-// fall back to a default without anyone noticing.
+// Parses and validates config text, every section. Unknown fields are an error: a misspelt key
+// would otherwise fall back to a default without anyone noticing.
 absl::StatusOr<v1::AgentConfig> ParseConfig(std::string_view json);
 
 // Reads `path` and parses it; every error names the path.

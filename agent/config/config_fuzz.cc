@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "agent/policy/select/config.h"
+#include "agent/config/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)fabric::ParseConfig(std::string_view(reinterpret_cast<const char*>(data), size));

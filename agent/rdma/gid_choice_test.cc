@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/gid.h"
+#include "agent/rdma/gid_choice.h"
 
 #include <gtest/gtest.h>
 
@@ -6,44 +6,38 @@
 #include <fstream>
 
 #include "agent/inventory/hostfs/host_fs.h"
+#include "agent/rdma/test_gids.h"
 
-namespace fabric::probes {
+namespace fabric::rdma {
 namespace {
 
-constexpr const char* kZero = "0000:0000:0000:0000:0000:0000:0000:0000";
-constexpr const char* kLinkLocal = "fe80:0000:0000:0000:5054:00ff:fe12:3456";
-constexpr const char* kV4 = "0000:0000:0000:0000:0000:ffff:0a4d:0001";       // 10.77.0.1
-constexpr const char* kV4Other = "0000:0000:0000:0000:0000:ffff:c0a8:0105";  // 192.168.1.5
-constexpr const char* kV6 = "2001:0db8:0000:0000:0000:0000:0000:0001";
+using namespace test_gids;  // NOLINT
 
-TEST(ParseGid, ParsesSysfsText) {
-  auto g = ParseGid(kV4);
-  ASSERT_TRUE(g.has_value());
-  EXPECT_EQ((*g)[10], 0xff);
-  EXPECT_EQ((*g)[12], 0x0a);
-  EXPECT_EQ((*g)[15], 0x01);
-  EXPECT_TRUE(ParseGid(std::string(kV4) + "\n").has_value());
-  EXPECT_FALSE(ParseGid("").has_value());
-  EXPECT_FALSE(ParseGid("0000:0000").has_value());
-  EXPECT_FALSE(ParseGid("0000:0000:0000:0000:0000:ffff:0a4d:000g").has_value());
-  EXPECT_FALSE(ParseGid("0000-0000-0000-0000-0000-ffff-0a4d-0001").has_value());
-  EXPECT_FALSE(ParseGid("::ffff:10.77.0.1").has_value());
-}
+// A table row as sysfs shows it; an empty type is an unreadable one.
+struct Row {
+  int index;
+  const char* gid;
+  const char* type;
+  const char* ndev;
+};
 
-TEST(Ipv4OfGid, OnlyIpv4Mapped) {
-  EXPECT_EQ(Ipv4OfGid(kV4), "10.77.0.1");
-  EXPECT_EQ(Ipv4OfGid(kV4Other), "192.168.1.5");
-  EXPECT_FALSE(Ipv4OfGid(kLinkLocal).has_value());
-  EXPECT_FALSE(Ipv4OfGid(kV6).has_value());
-  EXPECT_FALSE(Ipv4OfGid(kZero).has_value());
-  // ::ffff:0:a.b.c.d (IPv4-translated) is not IPv4-mapped.
-  EXPECT_FALSE(Ipv4OfGid("0000:0000:0000:0000:ffff:0000:0a4d:0001").has_value());
+std::vector<GidSlot> Table(const std::vector<Row>& rows) {
+  std::vector<GidSlot> out;
+  for (const Row& r : rows) {
+    GidSlot s;
+    s.index = r.index;
+    s.gid = *ParseGid(r.gid);
+    if (absl::StatusOr<GidKind> k = ParseGidKind(r.type); k.ok()) s.kind = *k;
+    s.netdev = r.ndev;
+    out.push_back(s);
+  }
+  return out;
 }
 
 struct Case {
   const char* name;
   const char* link_layer;
-  std::vector<GidEntry> table;
+  std::vector<Row> table;
   int want;  // -1: an error
 };
 
@@ -82,6 +76,10 @@ TEST(ChooseGidIndex, Table) {
        "Ethernet",
        {{0, kLinkLocal, "IB/RoCE v1", "eth2"}, {1, kV4, "IB/RoCE v1", "eth2"}},
        -1},
+      {"unreadable type: not v2",
+       "Ethernet",
+       {{0, kLinkLocal, "", "eth2"}, {1, kV4, "", "eth2"}},
+       -1},
       {"unreadable ndevs still count",
        "Ethernet",
        {{0, kLinkLocal, "RoCE v2", ""}, {1, kV4, "RoCE v2", ""}},
@@ -90,7 +88,7 @@ TEST(ChooseGidIndex, Table) {
       {"unknown link layer", "Unknown", {{0, kV4, "RoCE v2", "eth0"}}, -1},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<int> got = ChooseGidIndex(c.link_layer, c.table);
+    absl::StatusOr<int> got = ChooseGidIndex(c.link_layer, Table(c.table));
     if (c.want < 0) {
       EXPECT_FALSE(got.ok()) << c.name << ": chose " << *got;
     } else {
@@ -100,32 +98,59 @@ TEST(ChooseGidIndex, Table) {
   }
 }
 
+TEST(ChooseRoceV2Gid, WantedAddressesAndNetdev) {
+  const std::vector<GidSlot> t = Table({{0, kLinkLocal, "RoCE v2", "eth2"},
+                                        {1, kV4, "RoCE v2", "eth2"},
+                                        {2, kV4Other, "IB/RoCE v1", "macvlan0"},
+                                        {3, kV4Other, "RoCE v2", "macvlan0"}});
+  EXPECT_EQ(ChooseRoceV2Gid(t, {}), 1);
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "eth2", .ipv4 = {}}), 1);
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "macvlan0", .ipv4 = {}}), 3);
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "", .ipv4 = {{192, 168, 1, 5}}}), 3);
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "", .ipv4 = {{10, 9, 9, 9}, {10, 77, 0, 1}}}), 1);
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "eth2", .ipv4 = {{192, 168, 1, 5}}}), std::nullopt);
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "eth9", .ipv4 = {}}), std::nullopt);
+}
+
 void Write(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());
   std::ofstream(p) << text << "\n";
 }
 
 TEST(ChooseGidIndexFromSysfs, ReadsARxeLikeTree) {
-  const std::filesystem::path root =
-      std::filesystem::path(::testing::TempDir()) / "probe_gid_sysfs";
+  const std::filesystem::path root = std::filesystem::path(::testing::TempDir()) / "rdma_gid_sysfs";
   std::filesystem::remove_all(root);
   const std::filesystem::path port = root / "class/infiniband/rxe0/ports/1";
   Write(port / "link_layer", "Ethernet");
   Write(port / "gids/0", kLinkLocal);
   Write(port / "gids/1", kV4);
   Write(port / "gids/2", kZero);
+  Write(port / "gids/10", kV4Other);
+  Write(port / "gids/11", "garbage");
   Write(port / "gid_attrs/types/0", "RoCE v2");
   Write(port / "gid_attrs/types/1", "RoCE v2");
+  Write(port / "gid_attrs/types/10", "RoCE v2");
   Write(port / "gid_attrs/ndevs/0", "veth0");
   Write(port / "gid_attrs/ndevs/1", "veth0");
+  Write(port / "gid_attrs/ndevs/10", "veth0");
   HostFsImpl fs(root.string());
   absl::StatusOr<int> g = ChooseGidIndexFromSysfs(fs, "rxe0", 1);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(*g, 1);
   EXPECT_FALSE(ChooseGidIndexFromSysfs(fs, "rxe0", 2).ok());
   EXPECT_FALSE(ChooseGidIndexFromSysfs(fs, "mlx5_0", 1).ok());
+
+  // The table by index in natural order, zero and unparsable slots left out.
+  absl::StatusOr<std::vector<GidSlot>> t = ReadGidTable(fs, "class/infiniband/rxe0/ports/1");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->size(), 3u);
+  EXPECT_EQ((*t)[0].index, 0);
+  EXPECT_EQ((*t)[1].index, 1);
+  EXPECT_EQ((*t)[2].index, 10);
+  EXPECT_EQ((*t)[2].netdev, "veth0");
+  EXPECT_EQ((*t)[2].kind, GidKind::kRoceV2);
   std::filesystem::remove_all(root);
 }
 
 }  // namespace
-}  // namespace fabric::probes
+}  // namespace fabric::rdma

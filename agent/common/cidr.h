@@ -1,5 +1,5 @@
-// Networks in CIDR form: IPv4 (Ipv4Net) for the GID subnet logic of select.cc and env.cc, and
-// either family (IpNet) for the probe responder's allow-list.
+// Networks in CIDR form: IPv4 (Ipv4Net) for the GID subnet logic of selection, and either family
+// (IpNet) for the probe responder's allow-list.
 #pragma once
 
 #include <arpa/inet.h>
@@ -15,8 +15,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "agent/common/ip.h"
 #include "agent/common/strings.h"
-#include "agent/inventory/discovery/parse.h"
 
 namespace fabric {
 
@@ -63,17 +63,19 @@ struct IpNet {
 
   // "10.0.0.5" or "fe80::1" (a zone suffix "%eth0" is ignored) -> 16 bytes; IPv4 mapped.
   static absl::StatusOr<std::array<uint8_t, 16>> ParseAddress(std::string_view s) {
-    std::string t(s.substr(0, std::min(s.size(), s.find('%'))));
-    std::array<uint8_t, 16> a{};
-    in_addr v4addr{};
-    if (inet_pton(AF_INET, t.c_str(), &v4addr) == 1) {
-      a[10] = a[11] = 0xff;
-      std::memcpy(&a[12], &v4addr, 4);
-      return a;
+    absl::StatusOr<IpAddress> ip = ParseIp(s.substr(0, std::min(s.size(), s.find('%'))));
+    if (!ip.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("not an IP address: \"", Av(s.substr(0, 64)), "\""));
     }
-    if (inet_pton(AF_INET6, t.c_str(), a.data()) == 1) return a;
-    return absl::InvalidArgumentError(
-        absl::StrCat("not an IP address: \"", Av(s.substr(0, 64)), "\""));
+    std::array<uint8_t, 16> a{};
+    if (ip->family == AF_INET) {
+      a[10] = a[11] = 0xff;
+      std::memcpy(&a[12], &ip->addr, 4);
+    } else {
+      std::memcpy(a.data(), &ip->addr, 16);
+    }
+    return a;
   }
   bool Contains(const std::array<uint8_t, 16>& a) const {
     for (int bit = 0; bit < len; bit += 8) {
