@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +20,7 @@
 #include "agent/common/strings.h"
 #include "agent/fabric/probes/engine.h"
 #include "agent/fabric/probes/gid.h"
-#include "agent/fabric/probes/release_stack.h"
+#include "agent/fabric/probes/verbs_handles.h"
 #include "agent/inventory/hostfs/host_fs.h"
 
 namespace fabric::probes {
@@ -154,6 +155,31 @@ std::string PlainAddress(std::string a) {
   return a;
 }
 
+// One QP's objects in creation order: with rdma_cm its id (the first QP's is
+// VerbsObjects::first_id), the QP on it and the connection; without, the QP alone.
+struct QpObjects {
+  CmId id;
+  CmQp cm_qp;
+  Qp qp;
+  CmConnection connection;
+};
+
+// Every object of one test. Members are declared in creation order, so they are destroyed in
+// reverse.
+struct VerbsObjects {
+  ~VerbsObjects() { PopBackToFront(qps); }  // the newest QP first
+  EventChannel channel;
+  CmId listener;
+  CmId first_id;    // rdma_cm: the memory below is set up on this id's device
+  Context context;  // without rdma_cm (with it, the ids hold the device)
+  Pd pd;
+  Buffer buffer;
+  Mr mr;
+  Cq send_cq;
+  Cq recv_cq;
+  std::vector<QpObjects> qps;
+};
+
 class RdmaTestImpl final : public RdmaTest {
  public:
   RdmaTestImpl(Role role, const ProbeParams& p, const Endpoint& local, const Canceller* cancel)
@@ -166,7 +192,10 @@ class RdmaTestImpl final : public RdmaTest {
   absl::Status Connect(Channel& ch, const std::string& peer, uint16_t cm_port) override;
   absl::StatusOr<Measurement> RunClient() override;
   absl::Status RunServer(Channel& ch) override;
-  absl::Status Release() override { return stack_.Release(); }
+  absl::Status Release() override {
+    objects_.reset();
+    return released_.Take();
+  }
   const std::string& device() const override { return device_; }
   int gid_index() const override { return gid_index_; }
   uint8_t port() const override { return port_; }
@@ -179,7 +208,7 @@ class RdmaTestImpl final : public RdmaTest {
   absl::Status OpenDevice();
   absl::Status QueryDevice();
   absl::Status SetupMemory();
-  absl::Status CreateQp(rdma_cm_id* id);
+  absl::Status CreateQp(QpObjects& slot, rdma_cm_id* id);
   absl::Status ToInit(ibv_qp* qp);
   absl::Status ToRtr(ibv_qp* qp, const wire::QpEndpoint& remote, ibv_mtu mtu, bool global);
   absl::Status ToRts(ibv_qp* qp, uint32_t psn);
@@ -199,8 +228,10 @@ class RdmaTestImpl final : public RdmaTest {
   absl::Status ExpectCm(rdma_cm_event_type want, std::string_view what, rdma_cm_id** id = nullptr);
   absl::Status CmConnect(const std::string& peer, uint16_t port);
   absl::Status CmAccept();
-  absl::Status CmCreateQp(rdma_cm_id* id, std::string_view peer);
-  absl::Status CmEstablished(rdma_cm_id* id);
+  // Owns a new id of `slot`'s QP.
+  void OwnCmId(QpObjects& slot, rdma_cm_id* id);
+  absl::Status CmCreateQp(QpObjects& slot, rdma_cm_id* id, std::string_view peer);
+  absl::Status CmEstablished(QpObjects& slot, rdma_cm_id* id);
   rdma_conn_param ConnParam() const;
 
   absl::Status Exchange(Channel& ch);
@@ -240,7 +271,8 @@ class RdmaTestImpl final : public RdmaTest {
   ProbeParams p_;
   Endpoint local_;
   const Canceller* cancel_;
-  ReleaseStack stack_;
+  ReleaseErrors released_;  // declared before objects_, which report to it
+  std::optional<VerbsObjects> objects_{std::in_place};
 
   std::string device_;
   uint8_t port_ = 1;
@@ -295,10 +327,7 @@ absl::Status RdmaTestImpl::Init(const std::string& cm_bind) {
       return absl::UnavailableError(
           absl::StrCat("rdma_create_event_channel: ", Errno(errno), " (is rdma_ucm loaded?)"));
     }
-    stack_.Push("rdma_destroy_event_channel", [ec = ec_] {
-      rdma_destroy_event_channel(ec);
-      return 0;
-    });
+    objects_->channel = EventChannel(ec_, "rdma_destroy_event_channel", released_);
     const int flags = fcntl(ec_->fd, F_GETFL);
     if (flags < 0 || fcntl(ec_->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
       return absl::InternalError(absl::StrCat("fcntl on the rdma_cm channel: ", Errno(errno)));
@@ -309,7 +338,7 @@ absl::Status RdmaTestImpl::Init(const std::string& cm_bind) {
   FABRIC_RETURN_IF_ERROR(OpenDevice());
   FABRIC_RETURN_IF_ERROR(SetupMemory());
   for (uint32_t q = 0; q < p_.num_qps; ++q) {
-    FABRIC_RETURN_IF_ERROR(CreateQp(nullptr));
+    FABRIC_RETURN_IF_ERROR(CreateQp(objects_->qps.emplace_back(), nullptr));
     FABRIC_RETURN_IF_ERROR(ToInit(qps_.back()));
   }
   return absl::OkStatus();
@@ -339,7 +368,7 @@ absl::Status RdmaTestImpl::OpenDevice() {
   if (ctx_ == nullptr) {
     return absl::UnavailableError(absl::StrCat("ibv_open_device ", device_, ": ", Errno(errno)));
   }
-  stack_.Push("ibv_close_device", [c = ctx_] { return ibv_close_device(c); });
+  objects_->context = Context(ctx_, "ibv_close_device", released_);
   FABRIC_RETURN_IF_ERROR(QueryDevice());
   if (port_attr_.state != IBV_PORT_ACTIVE) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -392,7 +421,7 @@ absl::Status RdmaTestImpl::SetupMemory() {
   }
   pd_ = ibv_alloc_pd(ctx_);
   if (pd_ == nullptr) return absl::InternalError(absl::StrCat("ibv_alloc_pd: ", Errno(errno)));
-  stack_.Push("ibv_dealloc_pd", [pd = pd_] { return ibv_dealloc_pd(pd); });
+  objects_->pd = Pd(pd_, "ibv_dealloc_pd", released_);
 
   const size_t bytes = stride_ * regions_ * p_.num_qps;
   void* mem = nullptr;
@@ -402,31 +431,28 @@ absl::Status RdmaTestImpl::SetupMemory() {
   }
   buf_ = static_cast<uint8_t*>(mem);
   std::memset(buf_, 0, bytes);
-  stack_.Push("free buffer", [mem] {
-    free(mem);
-    return 0;
-  });
+  objects_->buffer = Buffer(buf_, "free buffer", released_);
   mr_ = ibv_reg_mr(pd_, buf_, bytes,
                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   if (mr_ == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "ibv_reg_mr of ", bytes, " bytes: ", Errno(errno), " (locked memory limit: ulimit -l?)"));
   }
-  stack_.Push("ibv_dereg_mr", [mr = mr_] { return ibv_dereg_mr(mr); });
+  objects_->mr = Mr(mr_, "ibv_dereg_mr", released_);
 
   const int scq = static_cast<int>(std::min<uint64_t>(tx * p_.num_qps + 1, dev_attr_.max_cqe));
   scq_ = ibv_create_cq(ctx_, scq, nullptr, nullptr, 0);
   if (scq_ == nullptr) return absl::InternalError(absl::StrCat("ibv_create_cq: ", Errno(errno)));
-  stack_.Push("ibv_destroy_cq (send)", [cq = scq_] { return ibv_destroy_cq(cq); });
+  objects_->send_cq = Cq(scq_, "ibv_destroy_cq (send)", released_);
   const int rcq =
       static_cast<int>(std::min<uint64_t>(uint64_t{rx_depth_} * p_.num_qps + 1, dev_attr_.max_cqe));
   rcq_ = ibv_create_cq(ctx_, rcq, nullptr, nullptr, 0);
   if (rcq_ == nullptr) return absl::InternalError(absl::StrCat("ibv_create_cq: ", Errno(errno)));
-  stack_.Push("ibv_destroy_cq (recv)", [cq = rcq_] { return ibv_destroy_cq(cq); });
+  objects_->recv_cq = Cq(rcq_, "ibv_destroy_cq (recv)", released_);
   return absl::OkStatus();
 }
 
-absl::Status RdmaTestImpl::CreateQp(rdma_cm_id* id) {
+absl::Status RdmaTestImpl::CreateQp(QpObjects& slot, rdma_cm_id* id) {
   ibv_qp_init_attr a{};
   a.send_cq = scq_;
   a.recv_cq = rcq_;
@@ -444,10 +470,7 @@ absl::Status RdmaTestImpl::CreateQp(rdma_cm_id* id) {
           "rdma_create_qp: ", Errno(errno), p_.inline_size > 0 ? " (inline size too large?)" : ""));
     }
     qp = id->qp;
-    stack_.Push("rdma_destroy_qp", [id] {
-      rdma_destroy_qp(id);
-      return 0;
-    });
+    slot.cm_qp = CmQp(id, "rdma_destroy_qp", released_);
   } else {
     qp = ibv_create_qp(pd_, &a);
     if (qp == nullptr) {
@@ -457,7 +480,7 @@ absl::Status RdmaTestImpl::CreateQp(rdma_cm_id* id) {
                                                          " too large for this device? try -I 0)")
                                           : ""));
     }
-    stack_.Push("ibv_destroy_qp", [qp] { return ibv_destroy_qp(qp); });
+    slot.qp = Qp(qp, "ibv_destroy_qp", released_);
   }
   qps_.push_back(qp);
   static thread_local std::mt19937 rng{std::random_device{}()};
@@ -577,7 +600,7 @@ absl::Status RdmaTestImpl::CmListen(const std::string& bind) {
   if (rdma_create_id(ec_, &listen_id_, nullptr, RDMA_PS_TCP) != 0) {
     return absl::InternalError(absl::StrCat("rdma_create_id: ", Errno(errno)));
   }
-  stack_.Push("rdma_destroy_id (listener)", [id = listen_id_] { return rdma_destroy_id(id); });
+  objects_->listener = CmId(listen_id_, "rdma_destroy_id (listener)", released_);
   addrinfo hints{};
   hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
   addrinfo* res = nullptr;
@@ -650,11 +673,12 @@ absl::Status RdmaTestImpl::CmConnect(const std::string& peer, uint16_t port) {
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owned(res, freeaddrinfo);
   const int timeout_ms = static_cast<int>(absl::ToInt64Milliseconds(local_.timeout));
   for (uint32_t q = 0; q < p_.num_qps; ++q) {
+    QpObjects& slot = objects_->qps.emplace_back();
     rdma_cm_id* id = nullptr;
     if (rdma_create_id(ec_, &id, nullptr, RDMA_PS_TCP) != 0) {
       return absl::InternalError(absl::StrCat("rdma_create_id: ", Errno(errno)));
     }
-    stack_.Push("rdma_destroy_id", [id] { return rdma_destroy_id(id); });
+    OwnCmId(slot, id);
     if (rdma_resolve_addr(id, nullptr, res->ai_addr, timeout_ms) != 0) {
       return absl::UnavailableError(absl::StrCat("rdma_resolve_addr ", addr, ": ", Errno(errno)));
     }
@@ -663,35 +687,42 @@ absl::Status RdmaTestImpl::CmConnect(const std::string& peer, uint16_t port) {
       return absl::UnavailableError(absl::StrCat("rdma_resolve_route: ", Errno(errno)));
     }
     FABRIC_RETURN_IF_ERROR(ExpectCm(RDMA_CM_EVENT_ROUTE_RESOLVED, "rdma_cm route resolution"));
-    FABRIC_RETURN_IF_ERROR(CmCreateQp(id, addr));
+    FABRIC_RETURN_IF_ERROR(CmCreateQp(slot, id, addr));
     rdma_conn_param cp = ConnParam();
     if (rdma_connect(id, &cp) != 0) {
       return absl::UnavailableError(absl::StrCat("rdma_connect: ", Errno(errno)));
     }
-    FABRIC_RETURN_IF_ERROR(CmEstablished(id));
+    FABRIC_RETURN_IF_ERROR(CmEstablished(slot, id));
   }
   return absl::OkStatus();
 }
 
 absl::Status RdmaTestImpl::CmAccept() {
   for (uint32_t q = 0; q < p_.num_qps; ++q) {
+    QpObjects& slot = objects_->qps.emplace_back();
     rdma_cm_id* id = nullptr;
     FABRIC_RETURN_IF_ERROR(
         ExpectCm(RDMA_CM_EVENT_CONNECT_REQUEST, "an rdma_cm connect request", &id));
-    stack_.Push("rdma_destroy_id", [id] { return rdma_destroy_id(id); });
-    FABRIC_RETURN_IF_ERROR(CmCreateQp(id, /*peer=*/""));
+    OwnCmId(slot, id);
+    FABRIC_RETURN_IF_ERROR(CmCreateQp(slot, id, /*peer=*/""));
     rdma_conn_param cp = ConnParam();
     if (rdma_accept(id, &cp) != 0) {
       return absl::UnavailableError(absl::StrCat("rdma_accept: ", Errno(errno)));
     }
-    FABRIC_RETURN_IF_ERROR(CmEstablished(id));
+    FABRIC_RETURN_IF_ERROR(CmEstablished(slot, id));
   }
   return absl::OkStatus();
 }
 
+// The first id (no device yet) is created before the memory set up on its device, so it is
+// released after it; the others go with their QPs.
+void RdmaTestImpl::OwnCmId(QpObjects& slot, rdma_cm_id* id) {
+  (ctx_ == nullptr ? objects_->first_id : slot.id) = CmId(id, "rdma_destroy_id", released_);
+}
+
 // The first id tells which device and port rdma_cm chose: the memory and CQs are set up for that
 // device then. The client's named device (-d) must be the one rdma_cm routes `peer` through.
-absl::Status RdmaTestImpl::CmCreateQp(rdma_cm_id* id, std::string_view peer) {
+absl::Status RdmaTestImpl::CmCreateQp(QpObjects& slot, rdma_cm_id* id, std::string_view peer) {
   if (ctx_ == nullptr) {
     ctx_ = id->verbs;
     device_ = ibv_get_device_name(ctx_->device);
@@ -703,7 +734,7 @@ absl::Status RdmaTestImpl::CmCreateQp(rdma_cm_id* id, std::string_view peer) {
     FABRIC_RETURN_IF_ERROR(QueryDevice());
     FABRIC_RETURN_IF_ERROR(SetupMemory());
   }
-  FABRIC_RETURN_IF_ERROR(CreateQp(id));
+  FABRIC_RETURN_IF_ERROR(CreateQp(slot, id));
   uint8_t timeout = kAckTimeout;
   if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, 1) != 0) {
     Log(LogLevel::kWarning, "rdma_set_option ACK_TIMEOUT: ", Errno(errno),
@@ -713,9 +744,9 @@ absl::Status RdmaTestImpl::CmCreateQp(rdma_cm_id* id, std::string_view peer) {
 }
 
 // Waits for the connection rdma_connect or rdma_accept asked for; it is disconnected on release.
-absl::Status RdmaTestImpl::CmEstablished(rdma_cm_id* id) {
+absl::Status RdmaTestImpl::CmEstablished(QpObjects& slot, rdma_cm_id* id) {
   FABRIC_RETURN_IF_ERROR(ExpectCm(RDMA_CM_EVENT_ESTABLISHED, "the rdma_cm connection"));
-  stack_.Push("rdma_disconnect", [id] { return rdma_disconnect(id); });
+  slot.connection = CmConnection(id, "rdma_disconnect", released_);
   return absl::OkStatus();
 }
 
