@@ -1,0 +1,420 @@
+#include "agent/fabric/probes/verbs_loops.h"
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/common/status.h"
+#include "agent/common/strings.h"
+#include "agent/fabric/probes/clock.h"
+#include "agent/fabric/probes/spin.h"
+
+namespace fabric::probes {
+namespace {
+
+constexpr int kPollBatch = 16;
+constexpr uint8_t kStopMark = 0xff;
+constexpr int kQpShift = 40;  // wr_id = qp index << 40 | message sequence number
+constexpr uint64_t kSeqMask = (uint64_t{1} << kQpShift) - 1;
+
+// The ping-pong marker of message k in the last byte: 1..127, never the stop mark, never the
+// previous message's value.
+inline uint8_t Seq(uint64_t k) { return static_cast<uint8_t>((k - 1) % 127 + 1); }
+
+std::string WcError(const ibv_wc& wc, std::string_view where) {
+  std::string hint;
+  switch (wc.status) {
+    case IBV_WC_RETRY_EXC_ERR:
+      hint = " (the peer stopped answering: it is gone or unreachable)";
+      break;
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+      hint = " (the peer had no receive posted)";
+      break;
+    case IBV_WC_REM_ACCESS_ERR:
+      hint = " (the peer rejected the rkey or address)";
+      break;
+    case IBV_WC_WR_FLUSH_ERR:
+      hint = " (the QP had already failed)";
+      break;
+    default:
+      break;
+  }
+  return absl::StrCat(Av(where), ": completion error '", ibv_wc_status_str(wc.status), "'", hint,
+                      " (vendor error 0x", absl::Hex(wc.vendor_err), ")");
+}
+
+// One test's loops over `v_`'s QPs.
+class Loops {
+ public:
+  Loops(VerbsResources& v, absl::Duration timeout, const Canceller* cancel, const Channel* watch)
+      : v_(v),
+        p_(v.params()),
+        scq_(v.send_cq()),
+        rcq_(v.recv_cq()),
+        timeout_(timeout),
+        cancel_(cancel),
+        watch_(watch) {}
+
+  absl::StatusOr<Measurement> RunClient();
+  absl::Status RunServer(Channel& ch);
+
+ private:
+  // Duration mode, from now: the warm-up margin ends at `warm_end`, the measured window at `end`.
+  struct Window {
+    int64_t warm_end;
+    int64_t end;
+  };
+  Window DurationWindow() const {
+    const int64_t warm_end = NowNs() + absl::ToInt64Nanoseconds(p_.margin);
+    return {warm_end, warm_end + absl::ToInt64Nanoseconds(p_.duration)};
+  }
+  absl::StatusOr<Measurement> RunBw();
+  template <typename RoundTrip>
+  absl::StatusOr<Measurement> TimeRoundTrips(RoundTrip round_trip);
+  template <typename AwaitReply>
+  absl::StatusOr<Measurement> RunPingPongClient(std::string_view noun, AwaitReply await_reply);
+  template <typename AwaitPing>
+  absl::Status RunPingPongServer(std::string_view reply_completion, AwaitPing await_ping);
+  absl::StatusOr<Measurement> RunWriteLatClient();
+  absl::StatusOr<Measurement> RunSendLatClient();
+  absl::StatusOr<Measurement> RunReadLatClient();
+  absl::Status RunWriteLatServer();
+  absl::Status RunSendLatServer();
+  absl::Status RunSendBwServer(Channel& ch);
+  // Waits for one completion on `cq` into `wc`.
+  absl::Status WaitCompletion(ibv_cq* cq, Spin& spin, std::string_view what, ibv_wc* wc);
+  // Waits for one send completion (latency tests signal every message).
+  absl::Status WaitSend(Spin& spin, std::string_view what);
+  absl::Status WaitRecv(Spin& spin, std::string_view what);
+  // Posts one work request on QP 0 and waits for its completion: `wr` must be signalled.
+  absl::Status PostAndWait(ibv_send_wr& wr, Spin& spin, std::string_view what);
+
+  VerbsResources& v_;
+  const ProbeParams& p_;
+  ibv_cq* const scq_;
+  ibv_cq* const rcq_;
+  absl::Duration timeout_;
+  const Canceller* cancel_;
+  const Channel* watch_;  // the control connection, watched while measuring
+};
+
+absl::Status Loops::WaitCompletion(ibv_cq* cq, Spin& spin, std::string_view what, ibv_wc* wc) {
+  for (;;) {
+    const int n = ibv_poll_cq(cq, 1, wc);
+    if (n > 0) {
+      if (wc->status != IBV_WC_SUCCESS) return absl::UnavailableError(WcError(*wc, what));
+      spin.Progress();
+      return absl::OkStatus();
+    }
+    if (n < 0) return absl::UnavailableError("ibv_poll_cq failed (device removed?)");
+    if (spin.Tick()) return spin.Why(what);
+  }
+}
+
+absl::Status Loops::WaitSend(Spin& spin, std::string_view what) {
+  ibv_wc wc;
+  return WaitCompletion(scq_, spin, what, &wc);
+}
+
+absl::Status Loops::WaitRecv(Spin& spin, std::string_view what) {
+  ibv_wc wc;
+  FABRIC_RETURN_IF_ERROR(WaitCompletion(rcq_, spin, what, &wc));
+  return v_.PostRecv(static_cast<uint32_t>(wc.wr_id));
+}
+
+absl::Status Loops::PostAndWait(ibv_send_wr& wr, Spin& spin, std::string_view what) {
+  FABRIC_RETURN_IF_ERROR(v_.PostSend(0, &wr));
+  return WaitSend(spin, what);
+}
+
+absl::StatusOr<Measurement> Loops::RunClient() {
+  switch (p_.test) {
+    case TestKind::kWriteBw:
+    case TestKind::kSendBw:
+    case TestKind::kReadBw:
+      return RunBw();
+    case TestKind::kWriteLat:
+      return RunWriteLatClient();
+    case TestKind::kSendLat:
+      return RunSendLatClient();
+    case TestKind::kReadLat:
+      return RunReadLatClient();
+  }
+  return absl::InternalError("unknown test");
+}
+
+absl::Status Loops::RunServer(Channel& ch) {
+  switch (p_.test) {
+    case TestKind::kWriteLat:
+      return RunWriteLatServer();
+    case TestKind::kSendLat:
+      return RunSendLatServer();
+    case TestKind::kSendBw:
+      return RunSendBwServer(ch);
+    default:
+      // write_bw, read_bw, read_lat: the server's memory is the target; its CPU stays out.
+      return absl::OkStatus();
+  }
+}
+
+absl::StatusOr<Measurement> Loops::RunBw() {
+  const uint32_t nq = p_.num_qps;
+  const bool dur = p_.duration_mode();
+  const uint64_t iters = p_.iterations;
+
+  std::vector<ibv_sge> sges(nq);
+  std::vector<std::vector<ibv_send_wr>> wrs(nq, std::vector<ibv_send_wr>(p_.post_list));
+  for (uint32_t q = 0; q < nq; ++q) {
+    sges[q] = v_.Sge(v_.outbox(q));
+    for (ibv_send_wr& wr : wrs[q]) wr = v_.WorkRequest(q, sges[q]);
+  }
+  std::vector<uint64_t> posted(nq, 0), completed(nq, 0), last_signaled(nq, 0);
+  uint64_t total_completed = 0;
+  const uint64_t total = dur ? 0 : iters * nq;
+
+  Measurement m;
+  Spin spin(timeout_, cancel_, watch_);
+  ibv_wc wc[kPollBatch];
+  const auto [warm_end, end] = DurationWindow();
+  bool in_window = !dur;
+  bool stopping = false;
+  uint64_t window_base = 0;
+  if (!dur) m.first_ns = NowNs();
+
+  for (;;) {
+    for (uint32_t q = 0; q < nq; ++q) {
+      for (;;) {
+        const uint64_t room = p_.tx_depth - (posted[q] - completed[q]);
+        uint64_t chunk = p_.post_list;
+        if (!dur) chunk = std::min(chunk, iters - posted[q]);
+        // Stopping: one last signaled message, so its completion covers the unsignaled tail.
+        if (stopping) chunk = last_signaled[q] < posted[q] ? 1 : 0;
+        if (chunk == 0 || room < chunk) break;
+        for (uint64_t j = 0; j < chunk; ++j) {
+          const uint64_t seq = posted[q] + j + 1;
+          ibv_send_wr& wr = wrs[q][j];
+          wr.wr_id = (uint64_t{q} << kQpShift) | seq;
+          const bool signal = stopping || seq % p_.cq_mod == 0 || (!dur && seq == iters);
+          wr.send_flags = (wr.send_flags & ~IBV_SEND_SIGNALED) | (signal ? IBV_SEND_SIGNALED : 0);
+          if (signal) last_signaled[q] = seq;
+          wr.next = j + 1 < chunk ? &wrs[q][j + 1] : nullptr;
+        }
+        FABRIC_RETURN_IF_ERROR(v_.PostSend(q, wrs[q].data()));
+        posted[q] += chunk;
+        if (stopping) break;
+      }
+    }
+    const int n = ibv_poll_cq(scq_, kPollBatch, wc);
+    if (n > 0) {
+      for (int i = 0; i < n; ++i) {
+        if (wc[i].status != IBV_WC_SUCCESS) {
+          return absl::UnavailableError(WcError(
+              wc[i], absl::StrCat(Av(TestName(p_.test)), " after ", total_completed, " messages")));
+        }
+        const auto q = static_cast<uint32_t>(wc[i].wr_id >> kQpShift);
+        const uint64_t seq = wc[i].wr_id & kSeqMask;
+        total_completed += seq - completed[q];
+        completed[q] = seq;
+      }
+      const int64_t now = NowNs();
+      spin.Progress();
+      if (!dur) {
+        m.marks.push_back({now, total_completed});
+        m.last_ns = now;
+        if (total_completed == total) break;
+      } else if (!in_window && !stopping) {
+        if (now >= warm_end) {
+          in_window = true;
+          window_base = total_completed;
+          m.first_ns = now;
+        }
+      } else if (in_window) {
+        m.messages = total_completed - window_base;
+        m.marks.push_back({now, m.messages});
+        m.last_ns = now;
+        if (now >= end) {
+          in_window = false;
+          stopping = true;
+        }
+      }
+    } else if (n < 0) {
+      return absl::UnavailableError("ibv_poll_cq failed (device removed?)");
+    } else if (spin.Tick()) {
+      return spin.Why(absl::StrCat("completions after ", total_completed, " messages"));
+    }
+    if (stopping) {
+      bool drained = true;
+      for (uint32_t q = 0; q < nq; ++q) drained = drained && completed[q] == posted[q];
+      if (drained) break;
+    }
+  }
+  if (!dur) m.messages = total;
+  return m;
+}
+
+// perftest's latency loop on QP 0: `round_trip(k)` posts message k and waits for what ends it,
+// for k = 1.. until the iterations are done or, in duration mode, the margin and then the
+// duration have passed. The time is read just before each post, so a sample is the time between
+// two successive posts; in duration mode only those after the warm-up margin are kept. (A
+// template, so that the body is inlined into the timed loop.)
+template <typename RoundTrip>
+absl::StatusOr<Measurement> Loops::TimeRoundTrips(RoundTrip round_trip) {
+  const bool dur = p_.duration_mode();
+  Measurement m;
+  if (!dur) m.posts.reserve(p_.iterations);
+  const auto [warm_end, end] = DurationWindow();
+  for (uint64_t k = 1;; ++k) {
+    const int64_t now = NowNs();
+    if (dur ? now >= end : k > p_.iterations) break;
+    if (!dur || now >= warm_end) m.posts.push_back(now);
+    FABRIC_RETURN_IF_ERROR(round_trip(k));
+  }
+  return m;
+}
+
+// write_lat and send_lat: message k carries Seq(k) in its last byte; `await_reply(spin, k)` waits
+// for the server's answer. In duration mode a last message carries the stop mark, which ends the
+// server's loop.
+template <typename AwaitReply>
+absl::StatusOr<Measurement> Loops::RunPingPongClient(std::string_view noun,
+                                                     AwaitReply await_reply) {
+  uint8_t* out_last = v_.outbox(0) + p_.size - 1;
+  ibv_sge sge = v_.Sge(v_.outbox(0));
+  ibv_send_wr wr = v_.WorkRequest(0, sge, IBV_SEND_SIGNALED);
+  const std::string completion = absl::StrCat("the ", Av(noun), "'s completion");
+  Spin spin(timeout_, cancel_, watch_);
+  absl::StatusOr<Measurement> m = TimeRoundTrips([&](uint64_t k) -> absl::Status {
+    *out_last = Seq(k);
+    FABRIC_RETURN_IF_ERROR(PostAndWait(wr, spin, completion));
+    return await_reply(spin, k);
+  });
+  if (!m.ok()) return m;
+  if (p_.duration_mode()) {
+    *out_last = kStopMark;
+    FABRIC_RETURN_IF_ERROR(
+        PostAndWait(wr, spin, absl::StrCat("the last ", Av(noun), "'s completion")));
+  }
+  m->messages = m->posts.size();
+  return m;
+}
+
+// The server's side of write_lat and send_lat: `await_ping(spin, k)` waits for the client's
+// message k and prepares the reply; it returns true when the message was the stop mark.
+template <typename AwaitPing>
+absl::Status Loops::RunPingPongServer(std::string_view reply_completion, AwaitPing await_ping) {
+  ibv_sge sge = v_.Sge(v_.outbox(0));
+  ibv_send_wr wr = v_.WorkRequest(0, sge, IBV_SEND_SIGNALED);
+  Spin spin(timeout_ + p_.margin, cancel_, watch_);
+  for (uint64_t k = 1; p_.duration_mode() || k <= p_.iterations; ++k) {
+    absl::StatusOr<bool> stop = await_ping(spin, k);
+    if (!stop.ok()) return stop.status();
+    if (*stop) break;
+    FABRIC_RETURN_IF_ERROR(PostAndWait(wr, spin, reply_completion));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Measurement> Loops::RunWriteLatClient() {
+  volatile uint8_t* in_last = v_.inbox(0) + p_.size - 1;
+  return RunPingPongClient("write", [&](Spin& spin, uint64_t k) -> absl::Status {
+    const uint8_t want = Seq(k);
+    while (*in_last != want) {
+      if (spin.Tick()) return spin.Why(absl::StrCat("the server's write ", k));
+    }
+    spin.Progress();
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Loops::RunWriteLatServer() {
+  volatile uint8_t* in_last = v_.inbox(0) + p_.size - 1;
+  uint8_t* out_last = v_.outbox(0) + p_.size - 1;
+  auto await_write = [&](Spin& spin, uint64_t k) -> absl::StatusOr<bool> {
+    const uint8_t want = Seq(k);
+    uint8_t got;
+    while ((got = *in_last) != want && got != kStopMark) {
+      if (spin.Tick()) return spin.Why(absl::StrCat("the client's write ", k));
+    }
+    if (got == kStopMark) return true;
+    spin.Progress();
+    *out_last = want;
+    return false;
+  };
+  return RunPingPongServer("the write's completion", await_write);
+}
+
+absl::StatusOr<Measurement> Loops::RunSendLatClient() {
+  return RunPingPongClient("send", [&](Spin& spin, uint64_t k) {
+    return WaitRecv(spin, absl::StrCat("the server's reply ", k));
+  });
+}
+
+absl::Status Loops::RunSendLatServer() {
+  volatile uint8_t* in_last = v_.inbox(0) + p_.size - 1;
+  auto await_send = [&](Spin& spin, uint64_t k) -> absl::StatusOr<bool> {
+    FABRIC_RETURN_IF_ERROR(WaitRecv(spin, absl::StrCat("the client's send ", k)));
+    return *in_last == kStopMark;
+  };
+  return RunPingPongServer("the reply's completion", await_send);
+}
+
+absl::StatusOr<Measurement> Loops::RunReadLatClient() {
+  ibv_sge sge = v_.Sge(v_.outbox(0));
+  ibv_send_wr wr = v_.WorkRequest(0, sge, IBV_SEND_SIGNALED);
+  Spin spin(timeout_, cancel_, watch_);
+  absl::StatusOr<Measurement> m =
+      TimeRoundTrips([&](uint64_t k) { return PostAndWait(wr, spin, absl::StrCat("read ", k)); });
+  if (!m.ok()) return m;
+  // The last read's completion closes the last sample.
+  m->posts.push_back(NowNs());
+  m->messages = m->posts.size() - 1;
+  return m;
+}
+
+absl::Status Loops::RunSendBwServer(Channel& ch) {
+  const bool dur = p_.duration_mode();
+  const uint64_t expected = dur ? 0 : p_.iterations * p_.num_qps;
+  uint64_t received = 0;
+  ibv_wc wc[kPollBatch];
+  // The client's warm-up counts as traffic, but its set-up may take a margin's time.
+  Spin spin(timeout_ + p_.margin, cancel_);
+  uint32_t idle = 0;
+  for (;;) {
+    const int n = ibv_poll_cq(rcq_, kPollBatch, wc);
+    if (n > 0) {
+      for (int i = 0; i < n; ++i) {
+        if (wc[i].status != IBV_WC_SUCCESS) {
+          return absl::UnavailableError(
+              WcError(wc[i], absl::StrCat("receive after ", received, " messages")));
+        }
+        FABRIC_RETURN_IF_ERROR(v_.PostRecv(static_cast<uint32_t>(wc[i].wr_id)));
+      }
+      received += static_cast<uint64_t>(n);
+      spin.Progress();
+      idle = 0;
+      if (!dur && received >= expected) return absl::OkStatus();
+      continue;
+    }
+    if (n < 0) return absl::UnavailableError("ibv_poll_cq failed (device removed?)");
+    // In duration mode the client's Done ends the test; in either mode it means the client
+    // has finished (or given up), so stop receiving.
+    if ((++idle & 1023) == 0 && ch.Readable()) return absl::OkStatus();
+    if (spin.Tick()) return spin.Why(absl::StrCat("receives after ", received, " messages"));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Measurement> RunVerbsClient(VerbsResources& verbs, absl::Duration timeout,
+                                           const Canceller* cancel, const Channel* watch) {
+  return Loops(verbs, timeout, cancel, watch).RunClient();
+}
+
+absl::Status RunVerbsServer(VerbsResources& verbs, absl::Duration timeout, const Canceller* cancel,
+                            const Channel* watch, Channel& ch) {
+  return Loops(verbs, timeout, cancel, watch).RunServer(ch);
+}
+
+}  // namespace fabric::probes

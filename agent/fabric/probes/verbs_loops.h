@@ -1,0 +1,22 @@
+// perftest's measurement loops on connected RC QPs: write/send/read bandwidth and latency.
+#pragma once
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/fabric/probes/engine.h"
+#include "agent/fabric/probes/net.h"
+#include "agent/fabric/probes/verbs_resources.h"
+
+namespace fabric::probes {
+
+// The client's loop of the test. Every wait is bounded by `timeout` without progress and by
+// `cancel`; `watch`, the control connection, is polled for a peer that gave up.
+absl::StatusOr<Measurement> RunVerbsClient(VerbsResources& verbs, absl::Duration timeout,
+                                           const Canceller* cancel, const Channel* watch);
+// The server's part until its loop ends (write_bw, read_bw and read_lat leave its CPU out); the
+// client's Done on `ch` ends send_bw's receive loop.
+absl::Status RunVerbsServer(VerbsResources& verbs, absl::Duration timeout, const Canceller* cancel,
+                            const Channel* watch, Channel& ch);
+
+}  // namespace fabric::probes
