@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/errno.h"
 #include "agent/common/log.h"
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
@@ -39,12 +40,12 @@ absl::Status RdmaCm::Open(bool server, const std::string& bind) {
   rdma_event_channel* ec = rdma_create_event_channel();
   if (ec == nullptr) {
     return absl::UnavailableError(
-        absl::StrCat("rdma_create_event_channel: ", Errno(errno), " (is rdma_ucm loaded?)"));
+        absl::StrCat("rdma_create_event_channel: ", ErrnoText(errno), " (is rdma_ucm loaded?)"));
   }
   verbs_.objects().channel = EventChannel(ec, "rdma_destroy_event_channel", verbs_.errors());
   const int flags = fcntl(ec->fd, F_GETFL);
   if (flags < 0 || fcntl(ec->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    return absl::InternalError(absl::StrCat("fcntl on the rdma_cm channel: ", Errno(errno)));
+    return absl::InternalError(absl::StrCat("fcntl on the rdma_cm channel: ", ErrnoText(errno)));
   }
   if (server) return Listen(bind);
   return absl::OkStatus();
@@ -53,7 +54,7 @@ absl::Status RdmaCm::Open(bool server, const std::string& bind) {
 absl::Status RdmaCm::Listen(const std::string& bind) {
   rdma_cm_id* listen_id = nullptr;
   if (rdma_create_id(channel(), &listen_id, nullptr, RDMA_PS_TCP) != 0) {
-    return absl::InternalError(absl::StrCat("rdma_create_id: ", Errno(errno)));
+    return absl::InternalError(absl::StrCat("rdma_create_id: ", ErrnoText(errno)));
   }
   verbs_.objects().listener = CmId(listen_id, "rdma_destroy_id (listener)", verbs_.errors());
   addrinfo hints{};
@@ -66,11 +67,11 @@ absl::Status RdmaCm::Listen(const std::string& bind) {
   }
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owned(res, freeaddrinfo);
   if (rdma_bind_addr(listen_id, res->ai_addr) != 0) {
-    return absl::UnavailableError(absl::StrCat("rdma_bind_addr ", addr, ": ", Errno(errno),
+    return absl::UnavailableError(absl::StrCat("rdma_bind_addr ", addr, ": ", ErrnoText(errno),
                                                " (no RDMA device on that address?)"));
   }
   if (rdma_listen(listen_id, static_cast<int>(verbs_.params().num_qps)) != 0) {
-    return absl::InternalError(absl::StrCat("rdma_listen: ", Errno(errno)));
+    return absl::InternalError(absl::StrCat("rdma_listen: ", ErrnoText(errno)));
   }
   port_ = ntohs(rdma_get_src_port(listen_id));
   return absl::OkStatus();
@@ -84,11 +85,11 @@ absl::StatusOr<RdmaCm::Event> RdmaCm::Wait(std::string_view what) {
     rdma_cm_event* ev = nullptr;
     if (rdma_get_cm_event(channel(), &ev) != 0) {
       if (errno == EAGAIN || errno == EINTR) continue;
-      return absl::InternalError(absl::StrCat("rdma_get_cm_event: ", Errno(errno)));
+      return absl::InternalError(absl::StrCat("rdma_get_cm_event: ", ErrnoText(errno)));
     }
     Event e{ev->event, ev->status, ev->id};
     if (int rc = rdma_ack_cm_event(ev); rc != 0) {
-      return absl::InternalError(absl::StrCat("rdma_ack_cm_event: ", Errno(errno)));
+      return absl::InternalError(absl::StrCat("rdma_ack_cm_event: ", ErrnoText(errno)));
     }
     return e;
   }
@@ -131,21 +132,22 @@ absl::Status RdmaCm::Connect(const std::string& peer, uint16_t port) {
     QpObjects& slot = verbs_.objects().qps.emplace_back();
     rdma_cm_id* id = nullptr;
     if (rdma_create_id(channel(), &id, nullptr, RDMA_PS_TCP) != 0) {
-      return absl::InternalError(absl::StrCat("rdma_create_id: ", Errno(errno)));
+      return absl::InternalError(absl::StrCat("rdma_create_id: ", ErrnoText(errno)));
     }
     OwnId(slot, id);
     if (rdma_resolve_addr(id, nullptr, res->ai_addr, timeout_ms) != 0) {
-      return absl::UnavailableError(absl::StrCat("rdma_resolve_addr ", addr, ": ", Errno(errno)));
+      return absl::UnavailableError(
+          absl::StrCat("rdma_resolve_addr ", addr, ": ", ErrnoText(errno)));
     }
     FABRIC_RETURN_IF_ERROR(Expect(RDMA_CM_EVENT_ADDR_RESOLVED, "rdma_cm address resolution"));
     if (rdma_resolve_route(id, timeout_ms) != 0) {
-      return absl::UnavailableError(absl::StrCat("rdma_resolve_route: ", Errno(errno)));
+      return absl::UnavailableError(absl::StrCat("rdma_resolve_route: ", ErrnoText(errno)));
     }
     FABRIC_RETURN_IF_ERROR(Expect(RDMA_CM_EVENT_ROUTE_RESOLVED, "rdma_cm route resolution"));
     FABRIC_RETURN_IF_ERROR(CreateQp(slot, id, addr));
     rdma_conn_param cp = ConnParam();
     if (rdma_connect(id, &cp) != 0) {
-      return absl::UnavailableError(absl::StrCat("rdma_connect: ", Errno(errno)));
+      return absl::UnavailableError(absl::StrCat("rdma_connect: ", ErrnoText(errno)));
     }
     FABRIC_RETURN_IF_ERROR(Established(slot, id));
   }
@@ -162,7 +164,7 @@ absl::Status RdmaCm::Accept() {
     FABRIC_RETURN_IF_ERROR(CreateQp(slot, id, /*peer=*/""));
     rdma_conn_param cp = ConnParam();
     if (rdma_accept(id, &cp) != 0) {
-      return absl::UnavailableError(absl::StrCat("rdma_accept: ", Errno(errno)));
+      return absl::UnavailableError(absl::StrCat("rdma_accept: ", ErrnoText(errno)));
     }
     FABRIC_RETURN_IF_ERROR(Established(slot, id));
   }
@@ -191,7 +193,7 @@ absl::Status RdmaCm::CreateQp(QpObjects& slot, rdma_cm_id* id, std::string_view 
   FABRIC_RETURN_IF_ERROR(verbs_.CreateQp(slot, id));
   uint8_t timeout = kAckTimeout;
   if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, 1) != 0) {
-    Log(LogLevel::kWarning, "rdma_set_option ACK_TIMEOUT: ", Errno(errno),
+    Log(LogLevel::kWarning, "rdma_set_option ACK_TIMEOUT: ", ErrnoText(errno),
         " (keeping the CM's default)");
   }
   return absl::OkStatus();

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/errno.h"
 #include "agent/common/log.h"
 
 namespace fabric::probes {
@@ -15,7 +16,7 @@ ReleaseErrors::~ReleaseErrors() {
 }
 
 void ReleaseErrors::Add(const char* what, int err) {
-  if (err != 0) failed_.push_back(absl::StrCat(what, ": ", std::strerror(err)));
+  if (err != 0) failed_.push_back(absl::StrCat(what, ": ", ErrnoText(err)));
 }
 
 absl::Status ReleaseErrors::Take() {

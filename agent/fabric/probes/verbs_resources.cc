@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/status.h"
-#include "agent/fabric/probes/gid.h"
 #include "agent/inventory/hostfs/host_fs.h"
+#include "agent/rdma/gid_choice.h"
 
 namespace fabric::probes {
 
@@ -33,7 +33,7 @@ absl::Status VerbsResources::OpenDevice() {
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr) {
     return absl::NotFoundError(
-        absl::StrCat("no RDMA support on this host (ibv_get_device_list: ", Errno(errno), ")"));
+        absl::StrCat("no RDMA support on this host (ibv_get_device_list: ", ErrnoText(errno), ")"));
   }
   std::unique_ptr<ibv_device*, decltype(&ibv_free_device_list)> owned(list, ibv_free_device_list);
   ibv_device* dev = nullptr;
@@ -50,7 +50,8 @@ absl::Status VerbsResources::OpenDevice() {
   device_ = ibv_get_device_name(dev);
   ctx_ = ibv_open_device(dev);
   if (ctx_ == nullptr) {
-    return absl::UnavailableError(absl::StrCat("ibv_open_device ", device_, ": ", Errno(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("ibv_open_device ", device_, ": ", ErrnoText(errno)));
   }
   objects_->context = Context(ctx_, "ibv_close_device", errors_);
   FABRIC_RETURN_IF_ERROR(QueryDevice());
@@ -63,7 +64,7 @@ absl::Status VerbsResources::OpenDevice() {
     gid_index_ = *local_.gid_index;
   } else {
     HostFsImpl sysfs(local_.sysfs);
-    absl::StatusOr<int> g = ChooseGidIndexFromSysfs(sysfs, device_, port_);
+    absl::StatusOr<int> g = rdma::ChooseGidIndexFromSysfs(sysfs, device_, port_);
     if (!g.ok()) {
       return absl::Status(g.status().code(),
                           absl::StrCat(device_, " port ", port_, ": ", g.status().message()));
@@ -75,7 +76,7 @@ absl::Status VerbsResources::OpenDevice() {
         absl::StrCat("GID index ", gid_index_, " outside 0..", port_attr_.gid_tbl_len - 1));
   }
   if (int rc = ibv_query_gid(ctx_, port_, gid_index_, &gid_); rc != 0) {
-    return absl::InternalError(absl::StrCat("ibv_query_gid ", gid_index_, ": ", Errno(errno)));
+    return absl::InternalError(absl::StrCat("ibv_query_gid ", gid_index_, ": ", ErrnoText(errno)));
   }
   // RoCE always routes by GID; InfiniBand by LID unless a GID index was asked for.
   global_ = ethernet || local_.gid_index.has_value();
@@ -90,14 +91,14 @@ void VerbsResources::UseDevice(ibv_context* ctx, uint8_t port) {
 
 absl::Status VerbsResources::QueryDevice() {
   if (int rc = ibv_query_device(ctx_, &dev_attr_); rc != 0) {
-    return absl::InternalError(absl::StrCat("ibv_query_device: ", Errno(rc)));
+    return absl::InternalError(absl::StrCat("ibv_query_device: ", ErrnoText(rc)));
   }
   if (port_ < 1 || port_ > dev_attr_.phys_port_cnt) {
     return absl::InvalidArgumentError(absl::StrCat(device_, " has no port ", port_, " (ports 1..",
                                                    int{dev_attr_.phys_port_cnt}, ")"));
   }
   if (int rc = ibv_query_port(ctx_, port_, &port_attr_); rc != 0) {
-    return absl::InternalError(absl::StrCat("ibv_query_port ", port_, ": ", Errno(rc)));
+    return absl::InternalError(absl::StrCat("ibv_query_port ", port_, ": ", ErrnoText(rc)));
   }
   return absl::OkStatus();
 }
@@ -110,7 +111,7 @@ absl::Status VerbsResources::SetupMemory() {
         absl::StrCat("tx depth ", tx, " above ", device_, "'s limit of ", dev_attr_.max_qp_wr));
   }
   ibv_pd* pd = ibv_alloc_pd(ctx_);
-  if (pd == nullptr) return absl::InternalError(absl::StrCat("ibv_alloc_pd: ", Errno(errno)));
+  if (pd == nullptr) return absl::InternalError(absl::StrCat("ibv_alloc_pd: ", ErrnoText(errno)));
   objects_->pd = Pd(pd, "ibv_dealloc_pd", errors_);
 
   const size_t bytes = stride_ * regions_ * p_.num_qps;
@@ -124,22 +125,23 @@ absl::Status VerbsResources::SetupMemory() {
   ibv_mr* mr = ibv_reg_mr(
       pd, mem, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   if (mr == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "ibv_reg_mr of ", bytes, " bytes: ", Errno(errno), " (locked memory limit: ulimit -l?)"));
+    return absl::ResourceExhaustedError(absl::StrCat("ibv_reg_mr of ", bytes,
+                                                     " bytes: ", ErrnoText(errno),
+                                                     " (locked memory limit: ulimit -l?)"));
   }
   objects_->mr = Mr(mr, "ibv_dereg_mr", errors_);
 
   const int scq = static_cast<int>(std::min<uint64_t>(tx * p_.num_qps + 1, dev_attr_.max_cqe));
   ibv_cq* send_cq = ibv_create_cq(ctx_, scq, nullptr, nullptr, 0);
   if (send_cq == nullptr) {
-    return absl::InternalError(absl::StrCat("ibv_create_cq: ", Errno(errno)));
+    return absl::InternalError(absl::StrCat("ibv_create_cq: ", ErrnoText(errno)));
   }
   objects_->send_cq = Cq(send_cq, "ibv_destroy_cq (send)", errors_);
   const int rcq =
       static_cast<int>(std::min<uint64_t>(uint64_t{rx_depth_} * p_.num_qps + 1, dev_attr_.max_cqe));
   ibv_cq* recv_cq = ibv_create_cq(ctx_, rcq, nullptr, nullptr, 0);
   if (recv_cq == nullptr) {
-    return absl::InternalError(absl::StrCat("ibv_create_cq: ", Errno(errno)));
+    return absl::InternalError(absl::StrCat("ibv_create_cq: ", ErrnoText(errno)));
   }
   objects_->recv_cq = Cq(recv_cq, "ibv_destroy_cq (recv)", errors_);
   return absl::OkStatus();
@@ -159,8 +161,9 @@ absl::Status VerbsResources::CreateQp(QpObjects& slot, rdma_cm_id* id) {
   ibv_qp* qp = nullptr;
   if (id != nullptr) {
     if (rdma_create_qp(id, objects_->pd.get(), &a) != 0) {
-      return absl::InternalError(absl::StrCat(
-          "rdma_create_qp: ", Errno(errno), p_.inline_size > 0 ? " (inline size too large?)" : ""));
+      return absl::InternalError(
+          absl::StrCat("rdma_create_qp: ", ErrnoText(errno),
+                       p_.inline_size > 0 ? " (inline size too large?)" : ""));
     }
     qp = id->qp;
     slot.cm_qp = CmQp(id, "rdma_destroy_qp", errors_);
@@ -168,7 +171,7 @@ absl::Status VerbsResources::CreateQp(QpObjects& slot, rdma_cm_id* id) {
     qp = ibv_create_qp(objects_->pd.get(), &a);
     if (qp == nullptr) {
       return absl::InternalError(
-          absl::StrCat("ibv_create_qp: ", Errno(errno),
+          absl::StrCat("ibv_create_qp: ", ErrnoText(errno),
                        p_.inline_size > 0 ? absl::StrCat(" (inline size ", p_.inline_size,
                                                          " too large for this device? try -I 0)")
                                           : ""));
@@ -190,7 +193,7 @@ absl::Status VerbsResources::ToInit(ibv_qp* qp) {
   if (int rc = ibv_modify_qp(qp, &a,
                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
       rc != 0) {
-    return absl::InternalError(absl::StrCat("ibv_modify_qp to INIT: ", Errno(rc)));
+    return absl::InternalError(absl::StrCat("ibv_modify_qp to INIT: ", ErrnoText(rc)));
   }
   return absl::OkStatus();
 }
@@ -217,7 +220,7 @@ absl::Status VerbsResources::ToRtr(ibv_qp* qp, const wire::QpEndpoint& remote, i
                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
       rc != 0) {
-    return absl::InternalError(absl::StrCat("ibv_modify_qp to RTR: ", Errno(rc)));
+    return absl::InternalError(absl::StrCat("ibv_modify_qp to RTR: ", ErrnoText(rc)));
   }
   return absl::OkStatus();
 }
@@ -234,7 +237,7 @@ absl::Status VerbsResources::ToRts(ibv_qp* qp, uint32_t psn) {
                              IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
       rc != 0) {
-    return absl::InternalError(absl::StrCat("ibv_modify_qp to RTS: ", Errno(rc)));
+    return absl::InternalError(absl::StrCat("ibv_modify_qp to RTS: ", ErrnoText(rc)));
   }
   return absl::OkStatus();
 }
@@ -247,7 +250,7 @@ absl::Status VerbsResources::PostRecv(uint32_t q) {
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
   if (int rc = ibv_post_recv(qps_[q], &wr, &bad); rc != 0) {
-    return absl::InternalError(absl::StrCat("ibv_post_recv: ", Errno(rc)));
+    return absl::InternalError(absl::StrCat("ibv_post_recv: ", ErrnoText(rc)));
   }
   return absl::OkStatus();
 }
@@ -272,7 +275,7 @@ ibv_send_wr VerbsResources::WorkRequest(uint32_t q, ibv_sge& sge, unsigned flags
 absl::Status VerbsResources::PostSend(uint32_t q, ibv_send_wr* wr) {
   ibv_send_wr* bad = nullptr;
   if (int rc = ibv_post_send(qps_[q], wr, &bad); rc != 0) {
-    return absl::UnavailableError(absl::StrCat("ibv_post_send: ", Errno(rc)));
+    return absl::UnavailableError(absl::StrCat("ibv_post_send: ", ErrnoText(rc)));
   }
   return absl::OkStatus();
 }

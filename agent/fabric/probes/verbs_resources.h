@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "agent/common/errno.h"
 #include "agent/fabric/probes/params.h"
 #include "agent/fabric/probes/verbs_handles.h"
 #include "agent/fabric/probes/wire.h"
@@ -38,8 +39,6 @@ inline constexpr uint32_t kRxDepthSendBw = 512;  // perftest's receive depth for
 inline uint8_t RnrRetryFor(TestKind t) {
   return t == TestKind::kSendBw ? kRnrRetrySendBw : kRnrRetry;
 }
-
-inline std::string Errno(int e) { return std::strerror(e); }
 
 // One QP's objects in creation order: with rdma_cm its id (the first QP's is
 // VerbsObjects::first_id), the QP on it and the connection; without, the QP alone.
