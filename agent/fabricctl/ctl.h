@@ -85,9 +85,10 @@ int RunTopo(const Options& opt);
 int RunSelect(const Options& opt);
 int RunEnv(const Options& opt);
 int RunHealth(const Options& opt);
-// The commands that act through the agent or on the network (agent_commands.cc).
+// announce_command.cc: packets sent from here, or through the agent.
 int RunAnnounceLocal(const Options& opt);
 int RunAnnounceRemote(const Options& opt);
+// The commands through the agent (agent_commands.cc).
 int RunAnnouncements(const Options& opt);
 int RunProbe(const Options& opt);
 int RunProbes(const Options& opt);
