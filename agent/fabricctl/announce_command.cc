@@ -1,71 +1,55 @@
-// fabricctl announce: gratuitous ARP / unsolicited NA sent from here (the agent's announce
-// library), or asked of the agent for a pod fabric-cni handed to it.
+// fabricctl announce: gratuitous ARP / unsolicited NA for an interface's addresses, sent from
+// here (the agent's announce library, in --netns if given), or asked of the agent (--via-agent,
+// --container) for a pod fabric-cni handed to it.
 #include <arpa/inet.h>
-#include <google/protobuf/util/json_util.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
-#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "agent/fabric/announce/announce.h"
 #include "agent/fabric/announce/link.h"
 #include "agent/fabric/announce/to_proto.h"
 #include "agent/fabric/announce/validate.h"
-#include "agent/fabric/probes/report.h"
-#include "agent/fabric/probes/schedule.h"
 #include "agent/fabricctl/client.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/render.h"
-#include "agent/inventory/discovery/discovery.h"
-#include "agent/inventory/discovery/parse.h"
-#include "agent/inventory/hostfs/host_fs.h"
-#include "agent/policy/health/health.h"
-#include "agent/policy/select/config.h"
-#include "agent/policy/select/env.h"
-#include "agent/policy/select/select.h"
 
 namespace fabric::ctl {
+namespace {
 
-int RunAnnounceLocal(const Options& opt) {
-  if (absl::Status s = announce::CheckIfname(opt.ifname, "--ifname"); !s.ok()) {
-    return Fail(kUsage, std::string(s.message()));
-  }
-  std::unique_ptr<announce::ScopedNetns> in_netns;
-  if (!opt.netns.empty()) {
-    auto entered = announce::ScopedNetns::Enter(opt.netns);
-    if (!entered.ok()) {
-      return Fail(entered.status().code() == absl::StatusCode::kNotFound ? kFailed : kUnreadable,
-                  std::string(entered.status().message()));
-    }
-    in_netns = *std::move(entered);
-  }
-  auto target = announce::DescribeInterface(opt.ifname);
-  if (!target.ok()) return Fail(kFailed, std::string(target.status().message()));
+struct AnnounceOptions {
+  std::string ifname;
+  std::vector<std::string> ips;
+  std::string container;
+  bool via_agent = false;
+  // Local announcements only.
+  std::string netns;
+  std::vector<std::string> gateways;
+  bool repeat = false;
+  bool arp_reply = false;
+  bool no_ipv6 = false;
+  bool conflict_probe = false;
+};
+
+// The target interface's addresses (--ip: a subset) with their gateways (--gateway).
+absl::Status ChooseAddresses(const AnnounceOptions& opt, announce::Target* target) {
   // The agent's rules (agent/fabric/announce/validate.h): only the interface's own addresses.
   auto chosen = announce::ChooseOwnAddresses(*target, opt.ips);
   if (!chosen.ok()) {
-    return Fail(absl::IsFailedPrecondition(chosen.status()) ? kFailed : kUsage,
-                std::string(chosen.status().message()));
+    return absl::IsFailedPrecondition(chosen.status()) ? FailedError(chosen.status())
+                                                       : UsageError(chosen.status());
   }
   target->addresses = *std::move(chosen);
   for (const std::string& gw : opt.gateways) {
     int family = gw.find(':') == std::string::npos ? AF_INET : AF_INET6;
     in6_addr addr{};
     if (inet_pton(family, gw.c_str(), &addr) != 1) {
-      return Fail(kUsage, absl::StrCat("--gateway=", gw, ": not an IP address"));
+      return absl::InvalidArgumentError(absl::StrCat("--gateway=", gw, ": not an IP address"));
     }
     for (announce::Address& a : target->addresses) {
       if (a.family == family) {
@@ -74,6 +58,26 @@ int RunAnnounceLocal(const Options& opt) {
       }
     }
   }
+  return absl::OkStatus();
+}
+
+// Sends from here: needs CAP_NET_RAW (and CAP_SYS_ADMIN for --netns).
+Outcome RunLocal(const CommonOptions& common, const AnnounceOptions& opt) {
+  if (absl::Status s = announce::CheckIfname(opt.ifname, "--ifname"); !s.ok()) {
+    return UsageError(s);
+  }
+  std::unique_ptr<announce::ScopedNetns> in_netns;
+  if (!opt.netns.empty()) {
+    auto entered = announce::ScopedNetns::Enter(opt.netns);
+    if (!entered.ok()) {
+      return absl::IsNotFound(entered.status()) ? FailedError(entered.status())
+                                                : UnreadableError(entered.status());
+    }
+    in_netns = *std::move(entered);
+  }
+  auto target = announce::DescribeInterface(opt.ifname);
+  if (!target.ok()) return FailedError(target.status());
+  if (absl::Status s = ChooseAddresses(opt, &*target); !s.ok()) return s;
   announce::Plan plan;
   if (!opt.repeat) {
     plan.schedule.fast_count = 0;
@@ -85,46 +89,105 @@ int RunAnnounceLocal(const Options& opt) {
   plan.conflict_probe = opt.conflict_probe;
   auto link = announce::PacketLink::Open(target->ifindex);
   if (!link.ok()) {
-    return Fail(link.status().code() == absl::StatusCode::kPermissionDenied ? kUnreadable : kFailed,
-                absl::StrCat(link.status().message(),
-                             link.status().code() == absl::StatusCode::kPermissionDenied
-                                 ? " (needs CAP_NET_RAW)"
-                                 : ""));
+    if (absl::IsPermissionDenied(link.status())) {
+      return UnreadableError(absl::PermissionDeniedError(
+          absl::StrCat(link.status().message(), " (needs CAP_NET_RAW)")));
+    }
+    return FailedError(link.status());
   }
   if (absl::Status s = announce::CheckAnnounceable(**link, *target, plan.ipv6, !opt.ips.empty());
       !s.ok()) {
-    return Fail(absl::IsPermissionDenied(s) ? kUsage : kFailed, std::string(s.message()));
+    return absl::IsPermissionDenied(s) ? UsageError(s) : FailedError(s);
   }
   in_netns.reset();  // The socket stays bound to the pod's interface.
   announce::Job job(*target, plan, *std::move(link), announce::MonotonicNow());
   announce::Report report = announce::RunToCompletion(job);
   v1::Announcement a = announce::ToAnnouncement(*target, &report);
   a.set_netns(opt.netns);
-  if (opt.json) {
+  if (common.json) {
     Print(ToJson(a));
   } else {
     Print(RenderAnnouncements({a}));
   }
-  bool failed = report.arp_sent + report.na_sent == 0 || !report.conflicts.empty();
-  return failed ? kFailed : kOk;
+  if (report.arp_sent + report.na_sent == 0 || !report.conflicts.empty()) {
+    // The printed announcement says what went wrong.
+    Outcome o(absl::FailedPreconditionError("nothing announced, or an address conflict"));
+    o.reported = true;
+    return o;
+  }
+  return {};
 }
 
 // Re-announce a pod the agent holds (or an interface of the agent's netns), through the agent.
-int RunAnnounceRemote(const Options& opt) {
-  auto client = Client(opt);
-  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
+Outcome RunRemote(const CommonOptions& common, const AnnounceOptions& opt) {
+  auto client = Connect(common);
+  if (!client.ok()) return client.status();
   v1::AnnounceRequest req;
   req.set_container_id(opt.container);
   req.set_ifname(opt.ifname);
   for (const std::string& ip : opt.ips) req.add_ips(ip);
   auto resp = (*client)->Announce(req);
-  if (!resp.ok()) return Fail(AgentCode(resp.status()), std::string(resp.status().message()));
-  if (opt.json) {
+  if (!resp.ok()) return resp.status();
+  if (common.json) {
     Print(ToJson(*resp));
   } else {
     Print(RenderAnnouncements({resp->announcements().begin(), resp->announcements().end()}));
   }
-  return kOk;
+  return {};
+}
+
+Outcome RunAnnounce(const CommonOptions& common, const AnnounceOptions& opt) {
+  if (!opt.container.empty() || opt.via_agent) {
+    if (!opt.netns.empty() || !opt.gateways.empty() || opt.repeat || opt.arp_reply || opt.no_ipv6 ||
+        opt.conflict_probe) {
+      return absl::InvalidArgumentError(
+          "--netns, --gateway, --repeat, --arp-reply, --no-ipv6 and --conflict-probe are for "
+          "local announcements; the agent uses its own plan");
+    }
+    if (opt.container.empty() && opt.ifname.empty()) {
+      return absl::InvalidArgumentError("--via-agent needs --container or --ifname");
+    }
+    return RunRemote(common, opt);
+  }
+  if (opt.ifname.empty()) {
+    return absl::InvalidArgumentError("announce needs --ifname (or --container)");
+  }
+  return RunLocal(common, opt);
+}
+
+}  // namespace
+
+Command AddAnnounce(CLI::App& app, CommonOptions& common) {
+  CLI::App* cmd = app.add_subcommand(
+      "announce",
+      "gratuitous ARP / unsolicited NA for an interface's addresses now (here, or --via-agent "
+      "for a pod fabric-cni handed to the agent)");
+  auto opt = std::make_shared<AnnounceOptions>();
+  AddJsonFlag(cmd, &common);
+  AddAgentFlags(cmd, &common, "fabric-agent to ask (with --via-agent)");
+  cmd->add_option("--ifname", opt->ifname, "the interface to announce");
+  cmd->add_option("--netns", opt->netns,
+                  "network namespace of the interface: /var/run/netns/NAME, "
+                  "/proc/PID/ns/net, a CNI_NETNS path");
+  cmd->add_option("--ip", opt->ips,
+                  "address to announce (repeatable); default: every global address of "
+                  "the interface");
+  cmd->add_option("--gateway", opt->gateways,
+                  "prime this gateway (ARP request / NS) and report whether it answers");
+  cmd->add_flag("--repeat", opt->repeat,
+                "follow the default schedule (now, 3 x 100 ms, 1 s, 5 s) instead of "
+                "one round");
+  cmd->add_flag("--arp-reply", opt->arp_reply, "also send the ARP reply form");
+  cmd->add_flag("--no-ipv6", opt->no_ipv6, "skip IPv6 addresses");
+  cmd->add_flag("--conflict-probe", opt->conflict_probe,
+                "RFC 5227 probe first; an address someone else answers for is not "
+                "announced (exit 1)");
+  cmd->add_option("--container", opt->container,
+                  "re-announce a pod fabric-cni handed to the agent (asks the agent)");
+  cmd->add_flag("--via-agent", opt->via_agent,
+                "ask the agent to announce (--container, or --ifname of the agent's "
+                "own network namespace)");
+  return {cmd, [&common, opt] { return RunAnnounce(common, *opt); }};
 }
 
 }  // namespace fabric::ctl
