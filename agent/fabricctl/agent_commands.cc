@@ -1,15 +1,13 @@
-// fabricctl announce, announcements, probe, probes and watch: acting on the network or through the
-// agent.
-#include <arpa/inet.h>
+// fabricctl announcements, probe, probes and watch: the agent's own state and actions, asked of
+// it.
 #include <google/protobuf/util/json_util.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
+#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,148 +16,86 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "agent/config/config.h"
-#include "agent/fabric/announce/announce.h"
-#include "agent/fabric/announce/link.h"
-#include "agent/fabric/announce/to_proto.h"
-#include "agent/fabric/announce/validate.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "agent/fabric/probes/report.h"
-#include "agent/fabric/probes/schedule.h"
+#include "agent/fabric/probes/schedule.h"  // ResultFromProto
 #include "agent/fabricctl/client.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/render.h"
-#include "agent/inventory/discovery/discovery.h"
-#include "agent/inventory/discovery/parse.h"
-#include "agent/inventory/hostfs/host_fs.h"
-#include "agent/policy/health/health.h"
-#include "agent/policy/select/env.h"
-#include "agent/policy/select/select.h"
 
 namespace fabric::ctl {
+namespace {
 
-int RunAnnounceLocal(const Options& opt) {
-  if (absl::Status s = announce::CheckIfname(opt.ifname, "--ifname"); !s.ok()) {
-    return Fail(kUsage, std::string(s.message()));
-  }
-  std::unique_ptr<announce::ScopedNetns> in_netns;
-  if (!opt.netns.empty()) {
-    auto entered = announce::ScopedNetns::Enter(opt.netns);
-    if (!entered.ok()) {
-      return Fail(entered.status().code() == absl::StatusCode::kNotFound ? kFailed : kUnreadable,
-                  std::string(entered.status().message()));
-    }
-    in_netns = *std::move(entered);
-  }
-  auto target = announce::DescribeInterface(opt.ifname);
-  if (!target.ok()) return Fail(kFailed, std::string(target.status().message()));
-  // The agent's rules (agent/fabric/announce/validate.h): only the interface's own addresses.
-  auto chosen = announce::ChooseOwnAddresses(*target, opt.ips);
-  if (!chosen.ok()) {
-    return Fail(absl::IsFailedPrecondition(chosen.status()) ? kFailed : kUsage,
-                std::string(chosen.status().message()));
-  }
-  target->addresses = *std::move(chosen);
-  for (const std::string& gw : opt.gateways) {
-    int family = gw.find(':') == std::string::npos ? AF_INET : AF_INET6;
-    in6_addr addr{};
-    if (inet_pton(family, gw.c_str(), &addr) != 1) {
-      return Fail(kUsage, absl::StrCat("--gateway=", gw, ": not an IP address"));
-    }
-    for (announce::Address& a : target->addresses) {
-      if (a.family == family) {
-        a.has_gateway = true;
-        a.gateway = addr;
-      }
-    }
-  }
-  announce::Plan plan;
-  if (!opt.repeat) {
-    plan.schedule.fast_count = 0;
-    plan.schedule.tail.clear();
-  }
-  plan.arp_reply_form = opt.arp_reply;
-  plan.ipv6 = !opt.no_ipv6;
-  plan.prime_gateway = !opt.gateways.empty();
-  plan.conflict_probe = opt.conflict_probe;
-  auto link = announce::PacketLink::Open(target->ifindex);
-  if (!link.ok()) {
-    return Fail(link.status().code() == absl::StatusCode::kPermissionDenied ? kUnreadable : kFailed,
-                absl::StrCat(link.status().message(),
-                             link.status().code() == absl::StatusCode::kPermissionDenied
-                                 ? " (needs CAP_NET_RAW)"
-                                 : ""));
-  }
-  if (absl::Status s = announce::CheckAnnounceable(**link, *target, plan.ipv6, !opt.ips.empty());
-      !s.ok()) {
-    return Fail(absl::IsPermissionDenied(s) ? kUsage : kFailed, std::string(s.message()));
-  }
-  in_netns.reset();  // The socket stays bound to the pod's interface.
-  announce::Job job(*target, plan, *std::move(link), announce::MonotonicNow());
-  announce::Report report = announce::RunToCompletion(job);
-  v1::Announcement a = announce::ToAnnouncement(*target, &report);
-  a.set_netns(opt.netns);
-  if (opt.json) {
-    Print(ToJson(a));
-  } else {
-    Print(RenderAnnouncements({a}));
-  }
-  bool failed = report.arp_sent + report.na_sent == 0 || !report.conflicts.empty();
-  return failed ? kFailed : kOk;
+// A subcommand that asks the agent: --json and how to reach it.
+CLI::App* AgentCommand(CLI::App& app, const char* name, const char* help, CommonOptions* common) {
+  CLI::App* cmd = app.add_subcommand(name, help);
+  AddJsonFlag(cmd, common);
+  AddAgentFlags(cmd, common, "fabric-agent to ask (with --via-agent)");
+  return cmd;
 }
 
-// Re-announce a pod the agent holds (or an interface of the agent's netns), through the agent.
-int RunAnnounceRemote(const Options& opt) {
-  auto client = Client(opt);
-  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
-  v1::AnnounceRequest req;
-  req.set_container_id(opt.container);
-  req.set_ifname(opt.ifname);
-  for (const std::string& ip : opt.ips) req.add_ips(ip);
-  auto resp = (*client)->Announce(req);
-  if (!resp.ok()) return Fail(AgentCode(resp.status()), std::string(resp.status().message()));
-  if (opt.json) {
-    Print(ToJson(*resp));
-  } else {
-    Print(RenderAnnouncements({resp->announcements().begin(), resp->announcements().end()}));
-  }
-  return kOk;
+// A flag parsed into a uint field of the request: rejected outside [lo, hi].
+template <typename T, typename Set>
+std::function<bool(const std::vector<std::string>&)> Unsigned(T lo, T hi, Set set) {
+  return [=](const std::vector<std::string>& v) {
+    T n = 0;
+    if (!absl::SimpleAtoi(v[0], &n) || n < lo || n > hi) return false;
+    set(n);
+    return true;
+  };
 }
 
-int RunAnnouncements(const Options& opt) {
-  auto client = Client(opt);
-  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
-  auto resp = (*client)->ListAnnouncements(opt.container);
-  if (!resp.ok()) return Fail(AgentCode(resp.status()), std::string(resp.status().message()));
-  if (opt.json) {
-    Print(ToJson(*resp));
-  } else if (resp->announcements().empty()) {
-    std::printf("no announcements held%s\n",
-                opt.container.empty() ? "" : absl::StrCat(" for ", opt.container).c_str());
-  } else {
-    Print(RenderAnnouncements({resp->announcements().begin(), resp->announcements().end()}));
-  }
-  return kOk;
+}  // namespace
+
+Command AddAnnouncements(CLI::App& app, CommonOptions& common) {
+  CLI::App* cmd = AgentCommand(app, "announcements",
+                               "the pod interfaces the agent announces, with results", &common);
+  auto container = std::make_shared<std::string>();
+  cmd->add_option("--container", *container, "only this CNI container ID");
+  return {
+      cmd, [&common, container]() -> Outcome {
+        auto client = Connect(common);
+        if (!client.ok()) return client.status();
+        auto resp = (*client)->ListAnnouncements(*container);
+        if (!resp.ok()) return resp.status();
+        if (common.json) {
+          Print(ToJson(*resp));
+        } else if (resp->announcements().empty()) {
+          std::printf("no announcements held%s\n",
+                      container->empty() ? "" : absl::StrCat(" for ", *container).c_str());
+        } else {
+          Print(RenderAnnouncements({resp->announcements().begin(), resp->announcements().end()}));
+        }
+        return {};
+      }};
 }
+
+namespace {
+
+struct ProbeOptions {
+  v1::RunProbeRequest req;
+  double duration_s = 0;
+  double step_timeout_s = 10;
+};
 
 // One test now, by the agent (it holds the device and keeps the result with its schedule's).
-int RunProbe(const Options& opt) {
-  auto client = Client(opt);
-  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
-  v1::RunProbeRequest req = opt.probe;
-  if (opt.probe_duration_s > 0) {
-    req.set_duration_seconds(static_cast<uint32_t>(std::ceil(opt.probe_duration_s)));
+Outcome RunProbe(const CommonOptions& common, const ProbeOptions& opt) {
+  auto client = Connect(common);
+  if (!client.ok()) return client.status();
+  v1::RunProbeRequest req = opt.req;
+  if (opt.duration_s > 0) {
+    req.set_duration_seconds(static_cast<uint32_t>(std::ceil(opt.duration_s)));
   }
-  req.set_timeout_seconds(static_cast<uint32_t>(std::ceil(opt.probe_step_timeout_s)));
+  req.set_timeout_seconds(static_cast<uint32_t>(std::ceil(opt.step_timeout_s)));
   // The agent may wait up to a minute for the device, then every step is bounded by the step
   // timeout; iterations run as long as they run, so leave room for both.
-  const absl::Duration bound = absl::Seconds(opt.timeout_s) + absl::Seconds(60) +
+  const absl::Duration bound = absl::Seconds(common.timeout_s) + absl::Seconds(60) +
                                absl::Seconds(req.duration_seconds() + 2) +
                                8 * absl::Seconds(req.timeout_seconds());
   auto r = (*client)->RunProbe(req, bound);
-  if (!r.ok()) return Fail(AgentCode(r.status()), std::string(r.status().message()));
-  if (opt.json) {
+  if (!r.ok()) return r.status();
+  if (common.json) {
     Print(ToJson(*r));
   } else if (r->ok()) {
     Print(probes::FormatTable(probes::ResultFromProto(*r)));
@@ -172,36 +108,114 @@ int RunProbe(const Options& opt) {
     }
   }
   if (!r->ok()) {
-    return Fail(kFailed, absl::StrCat(r->test(), " with ", r->peer(), ": ", r->error_code(), ": ",
-                                      r->error()));
+    return absl::FailedPreconditionError(
+        absl::StrCat(r->test(), " with ", r->peer(), ": ", r->error_code(), ": ", r->error()));
   }
-  return kOk;
+  return {};
 }
 
-int RunProbes(const Options& opt) {
-  auto client = Client(opt);
-  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
-  v1::ListProbeResultsRequest req;
-  req.set_peer(opt.peer);
-  req.set_device(opt.device);
-  req.set_test(opt.test);
-  req.set_limit(opt.limit);
-  auto resp = (*client)->ListProbeResults(req);
-  if (!resp.ok()) return Fail(AgentCode(resp.status()), std::string(resp.status().message()));
-  Print(opt.json ? ToJson(*resp) : RenderProbeResults(*resp));
-  return kOk;
+}  // namespace
+
+Command AddProbe(CLI::App& app, CommonOptions& common) {
+  CLI::App* cmd = AgentCommand(
+      app, "probe", "a bandwidth or latency test against a peer's responder now, run by the agent",
+      &common);
+  auto opt = std::make_shared<ProbeOptions>();
+  v1::RunProbeRequest* pr = &opt->req;
+  cmd->add_option("--peer", *pr->mutable_peer(),
+                  "the responder: HOST or HOST:PORT (another agent's --probe-listen, or "
+                  "fabric-probe)")
+      ->required();
+  cmd->add_option("--test", *pr->mutable_test(), "the test")
+      ->check(
+          CLI::IsMember({"write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "read_lat"}))
+      ->default_str("write_bw");
+  cmd->add_option("-d,--device", *pr->mutable_device(),
+                  "local RDMA device (default: the first the schedule probes from)");
+  cmd->add_option("-i,--ib-port",
+                  Unsigned<uint32_t>(1, 254, [pr](uint32_t n) { pr->set_ib_port(n); }),
+                  "port of the device");
+  cmd->add_option("-x,--gid-index",
+                  Unsigned<uint32_t>(0, 65535, [pr](uint32_t n) { pr->set_gid_index(n); }),
+                  "GID index (default: chosen as NIC selection chooses it)");
+  cmd->add_option("--remote-device", *pr->mutable_remote_device(),
+                  "the peer's RDMA device (default: the peer's choice)");
+  cmd->add_option("--transport", *pr->mutable_transport(), "rdma, tcp or auto")
+      ->check(CLI::IsMember({"rdma", "tcp", "auto"}))
+      ->default_str("auto");
+  cmd->add_flag(
+      "-R,--rdma-cm", [pr](int64_t n) { pr->set_rdma_cm(n > 0); }, "connect with rdma_cm");
+  cmd->add_option("-s,--size",
+                  Unsigned<uint64_t>(1, UINT64_MAX, [pr](uint64_t n) { pr->set_size(n); }),
+                  "message size in bytes (default: the test's, as perftest)");
+  auto* o_iters = cmd->add_option(
+      "-n,--iterations",
+      Unsigned<uint64_t>(1, UINT64_MAX, [pr](uint64_t n) { pr->set_iterations(n); }),
+      "iterations (default: the test's)");
+  cmd->add_option("-D,--duration", opt->duration_s, "seconds instead of -n")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->excludes(o_iters);
+  cmd->add_option("-q,--qps",
+                  Unsigned<uint32_t>(1, UINT32_MAX, [pr](uint32_t n) { pr->set_qps(n); }),
+                  "queue pairs (bandwidth tests)");
+  cmd->add_option("--step-timeout", opt->step_timeout_s,
+                  "seconds any one step of the test may take")
+      ->check(CLI::Range(1.0, 300.0))
+      ->capture_default_str();
+  return {cmd, [&common, opt] { return RunProbe(common, *opt); }};
 }
+
+namespace {
+
+struct ProbesOptions {
+  std::string peer;
+  std::string device;
+  std::string test;
+  uint32_t limit = 0;
+};
+
+}  // namespace
+
+Command AddProbes(CLI::App& app, CommonOptions& common) {
+  CLI::App* cmd = AgentCommand(
+      app, "probes", "the agent's probe results (scheduled and on demand), newest first", &common);
+  auto opt = std::make_shared<ProbesOptions>();
+  cmd->add_option("--peer", opt->peer, "only this peer");
+  cmd->add_option("--device", opt->device, "only this local device");
+  cmd->add_option("--test", opt->test, "only this test");
+  cmd->add_option("--limit", opt->limit, "at most this many results (0: all kept)");
+  return {cmd, [&common, opt]() -> Outcome {
+            auto client = Connect(common);
+            if (!client.ok()) return client.status();
+            v1::ListProbeResultsRequest req;
+            req.set_peer(opt->peer);
+            req.set_device(opt->device);
+            req.set_test(opt->test);
+            req.set_limit(opt->limit);
+            auto resp = (*client)->ListProbeResults(req);
+            if (!resp.ok()) return resp.status();
+            Print(common.json ? ToJson(*resp) : RenderProbeResults(*resp));
+            return {};
+          }};
+}
+
+namespace {
+
+struct WatchOptions {
+  uint32_t count = 0;
+  double duration_s = 0;
+};
 
 // One line per change as the agent sees it: "TIME gen N KIND SUBJECT OLD -> NEW"; with --json
 // each event on one line (the proto3 JSON mapping without the inventory after the first).
-int RunWatch(const Options& opt) {
-  auto client = Client(opt);
-  if (!client.ok()) return Fail(kUsage, std::string(client.status().message()));
+Outcome RunWatch(const CommonOptions& common, const WatchOptions& opt) {
+  auto client = Connect(common);
+  if (!client.ok()) return client.status();
   uint32_t seen = 0;
-  absl::Status s = (*client)->Watch(
+  return (*client)->Watch(
       [&](const v1::InventoryEvent& e) {
         const std::string when = absl::FormatTime("%H:%M:%E3S", absl::Now(), absl::LocalTimeZone());
-        if (opt.json) {
+        if (common.json) {
           v1::InventoryEvent compact = e;
           if (seen > 0) compact.mutable_inventory()->clear_host();
           google::protobuf::util::JsonPrintOptions o;
@@ -233,8 +247,20 @@ int RunWatch(const Options& opt) {
         return opt.count == 0 || seen < opt.count;
       },
       opt.duration_s > 0 ? absl::Seconds(opt.duration_s) : absl::InfiniteDuration());
-  if (!s.ok()) return Fail(AgentCode(s), std::string(s.message()));
-  return kOk;
+}
+
+}  // namespace
+
+Command AddWatch(CLI::App& app, CommonOptions& common) {
+  CLI::App* cmd = AgentCommand(
+      app, "watch",
+      "the agent's inventory changes as they happen (device, port, GID, netdev events)", &common);
+  auto opt = std::make_shared<WatchOptions>();
+  cmd->add_option("--count", opt->count,
+                  "stop after this many events (the first is the inventory itself)");
+  cmd->add_option("--duration", opt->duration_s, "stop after this many seconds")
+      ->check(CLI::Range(0.0, 365 * 86400.0));
+  return {cmd, [&common, opt] { return RunWatch(common, *opt); }};
 }
 
 }  // namespace fabric::ctl

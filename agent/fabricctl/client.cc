@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/common/errno.h"
 #include "agent/common/strings.h"
 
 namespace fabric {
@@ -40,7 +41,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentialsFor(
     if (path->empty()) continue;  // No --tls-ca: the system's roots.
     std::ifstream in(*path, std::ios::binary);
     if (!in.is_open()) {
-      return absl::InvalidArgumentError(absl::StrCat(flag, "=", *path, ": ", std::strerror(errno)));
+      return absl::InvalidArgumentError(absl::StrCat(flag, "=", *path, ": ", ErrnoText(errno)));
     }
     std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (pem.empty()) {

@@ -1,5 +1,5 @@
-// fabricctl's commands, shared by its files: the options of every command, how a command reaches
-// the agent or the host, and how its errors become exit codes (main.cc has the flags).
+// What every fabricctl command shares: the connection flags and output format, how a command
+// reaches the agent, and how the way it ended becomes an exit code (ExitCodeFor, the one place).
 //
 // Exit codes: 0 success; 1 the host lacks what was asked (no RDMA device, an unknown GPU, no
 // usable port); 2 usage or bad input (flags, addresses, config); 3 the host cannot be read (the
@@ -7,10 +7,12 @@
 // convention instead.
 #pragma once
 
-#include <cstdint>
+#include <CLI/CLI.hpp>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
-#include <vector>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -19,78 +21,65 @@
 
 namespace fabric::ctl {
 
-enum ExitCode { kOk = 0, kFailed = 1, kUsage = 2, kUnreadable = 3 };
-
-struct Options {
-  std::string sysfs = "/sys";
-  std::string procfs = "/proc";
-  std::string config;
+// Flags every command that may ask the agent has: how to reach it, and --json.
+struct CommonOptions {
   bool json = false;
-  std::string gpus;
-  std::string format = "shell";
-  bool keep_set = false;
-  bool is_export = false;
   std::string target = kDefaultTarget;
   double timeout_s = 5;
   ClientTls tls;
-  bool local = false;  // --sysfs or --procfs given: discover here instead of asking the agent.
-  std::string fail_on = "unknown";
-  bool liveness = false;
-  // announce
-  std::string ifname;
-  std::string netns;
-  std::vector<std::string> ips;
-  std::vector<std::string> gateways;
-  std::string container;
-  bool repeat = false;
-  bool arp_reply = false;
-  bool no_ipv6 = false;
-  bool conflict_probe = false;
-  // probe, probes
-  v1::RunProbeRequest probe;
-  double probe_duration_s = 0;
-  double probe_step_timeout_s = 10;
-  std::string test;
-  std::string device;
-  std::string peer;
-  uint32_t limit = 0;
-  // watch
-  uint32_t count = 0;
-  double duration_s = 0;
+};
+void AddJsonFlag(CLI::App* cmd, CommonOptions* common);
+// --target, --timeout, --tls-ca, --tls-cert, --tls-key.
+void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help);
+
+// The agent for this invocation. A bad --target or unreadable TLS files are usage errors.
+absl::StatusOr<std::unique_ptr<AgentClient>> Connect(const CommonOptions& common);
+
+// Errors as fabricctl classifies them, message kept: the status code is what ExitCodeFor reads.
+// The agent's own statuses already follow it (InvalidArgument: bad input; NotFound or
+// FailedPrecondition: the host lacks it; anything else: it cannot be reached).
+absl::Status UsageError(const absl::Status& s);       // exit 2
+absl::Status FailedError(const absl::Status& s);      // exit 1
+absl::Status UnreadableError(const absl::Status& s);  // exit 3
+
+// How a command ended.
+struct Outcome {
+  Outcome(absl::Status s = absl::OkStatus()) : status(std::move(s)) {}  // NOLINT: implicit
+
+  // OK, or the error: "fabricctl: MESSAGE" on stderr, its code decides the exit code.
+  absl::Status status;
+  // The error's message was already part of the printed result: stderr stays quiet.
+  bool reported = false;
+  // health: the monitoring-plugin verdict decides the exit code instead (after --fail-on).
+  std::optional<v1::Severity> verdict;
 };
 
-// The agent for this invocation; an error for a bad --target or unreadable TLS files.
-absl::StatusOr<std::unique_ptr<AgentClient>> Client(const Options& opt);
-// The exit code for an error from the agent: the agent's verdict on the request (bad input,
-// unknown GPU) or, when it cannot be reached, "the host cannot be read".
-int AgentCode(const absl::Status& s);
-// Prints "fabricctl: MESSAGE" to stderr; returns `code`.
-int Fail(int code, const std::string& message);
+// The exit code of a status: 0, or the kind of error (the table in the header comment).
+int ExitCodeFor(const absl::Status& s);
+int ExitCodeFor(const Outcome& o);
+// Reports an unreported error on stderr; returns ExitCodeFor(o).
+int Finish(const Outcome& o);
+
 void Print(const std::string& s);
 
-struct Loaded {
-  v1::Host host;
-  v1::AgentConfig config;
+// A subcommand: its flags are on `cmd`; `run` runs it once the command line is parsed.
+struct Command {
+  CLI::App* cmd;
+  std::function<Outcome()> run;
 };
-// Discovers the host and reads the config, or asks the agent for its inventory; on failure
-// sets the exit code.
-absl::StatusOr<Loaded> Load(const Options& opt, int* code);
-int NoRdma(const v1::Host& host);
-// --gpus as a list ("all": every GPU of `host`).
-absl::StatusOr<std::vector<std::string>> GpuList(const v1::Host& host, const std::string& gpus);
 
-// The commands about the host (host_commands.cc): here or through the agent.
-int RunInventory(const Options& opt);
-int RunTopo(const Options& opt);
-int RunSelect(const Options& opt);
-int RunEnv(const Options& opt);
-int RunHealth(const Options& opt);
-// The commands that act through the agent or on the network (agent_commands.cc).
-int RunAnnounceLocal(const Options& opt);
-int RunAnnounceRemote(const Options& opt);
-int RunAnnouncements(const Options& opt);
-int RunProbe(const Options& opt);
-int RunProbes(const Options& opt);
-int RunWatch(const Options& opt);
+// host_commands.cc: about the host, here (--sysfs/--procfs) or through the agent.
+Command AddInventory(CLI::App& app, CommonOptions& common);
+Command AddTopo(CLI::App& app, CommonOptions& common);
+Command AddSelect(CLI::App& app, CommonOptions& common);
+Command AddEnv(CLI::App& app, CommonOptions& common);
+Command AddHealth(CLI::App& app, CommonOptions& common);
+// announce_command.cc: packets sent from here, or through the agent.
+Command AddAnnounce(CLI::App& app, CommonOptions& common);
+// agent_commands.cc: through the agent only.
+Command AddAnnouncements(CLI::App& app, CommonOptions& common);
+Command AddProbe(CLI::App& app, CommonOptions& common);
+Command AddProbes(CLI::App& app, CommonOptions& common);
+Command AddWatch(CLI::App& app, CommonOptions& common);
 
 }  // namespace fabric::ctl

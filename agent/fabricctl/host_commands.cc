@@ -1,151 +1,143 @@
-// fabricctl inventory, topo, select, env and health: here (--sysfs/--procfs) or through the agent.
-#include <arpa/inet.h>
-#include <google/protobuf/util/json_util.h>
-
+// fabricctl inventory, topo, select, env and health: each written once against HostSource, so
+// the same code runs here (--sysfs/--procfs) and through the agent.
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
+#include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "agent/config/config.h"
-#include "agent/fabric/announce/announce.h"
-#include "agent/fabric/announce/link.h"
-#include "agent/fabric/announce/to_proto.h"
-#include "agent/fabric/announce/validate.h"
-#include "agent/fabric/probes/report.h"
-#include "agent/fabric/probes/schedule.h"
-#include "agent/fabricctl/client.h"
 #include "agent/fabricctl/ctl.h"
+#include "agent/fabricctl/host_source.h"
 #include "agent/fabricctl/render.h"
-#include "agent/inventory/discovery/discovery.h"
-#include "agent/inventory/discovery/parse.h"
-#include "agent/inventory/hostfs/host_fs.h"
 #include "agent/policy/health/health.h"
 #include "agent/policy/select/env.h"
-#include "agent/policy/select/select.h"
 
 namespace fabric::ctl {
-
-int RunInventory(const Options& opt) {
-  int code = kOk;
-  auto loaded = Load(opt, &code);
-  if (!loaded.ok()) return Fail(code, std::string(loaded.status().message()));
-  Print(opt.json ? ToJson(loaded->host) : RenderInventory(loaded->host));
-  if (loaded->host.rdma_devices().empty()) return NoRdma(loaded->host);
-  return kOk;
-}
-
-int RunTopo(const Options& opt) {
-  int code = kOk;
-  auto loaded = Load(opt, &code);
-  if (!loaded.ok()) return Fail(code, std::string(loaded.status().message()));
-  if (opt.json) {
-    v1::Host topo;
-    *topo.mutable_topology() = loaded->host.topology();
-    Print(ToJson(topo));
-  } else {
-    Print(RenderTopology(loaded->host));
-  }
-  if (loaded->host.rdma_devices().empty()) return NoRdma(loaded->host);
-  return kOk;
-}
-
 namespace {
 
-// select and env against the agent: its policy, its inventory.
-absl::StatusOr<v1::Selection> RemoteSelection(const Options& opt, int* code) {
-  auto client = Client(opt);
-  if (!client.ok()) {
-    *code = kUsage;
-    return client.status();
+// Where a host command gets the host: discovered here when --sysfs or --procfs is given (with
+// --config), else asked of the agent. Created with the subcommand: these flags come first.
+class SourceFlags {
+ public:
+  SourceFlags(CLI::App& app, const char* name, const char* help, CommonOptions* common)
+      : cmd_(app.add_subcommand(name, help)), common_(common) {
+    cmd_->add_option("--sysfs", local_.sysfs, "sysfs root to discover from")->capture_default_str();
+    cmd_->add_option("--procfs", local_.procfs, "procfs root to discover from")
+        ->capture_default_str();
+    cmd_->add_option("--config", local_.config,
+                     "agent config file (JSON: selection policy, static env)");
+    AddJsonFlag(cmd_, common);
+    AddAgentFlags(cmd_, common,
+                  "fabric-agent to ask: unix:///PATH, /PATH or HOST:PORT (ignored with "
+                  "--sysfs/--procfs)");
   }
-  std::vector<std::string> gpus;
-  if (opt.gpus == "all") {
-    auto inv = (*client)->GetInventory();
-    if (!inv.ok()) {
-      *code = AgentCode(inv.status());
-      return inv.status();
+  SourceFlags(const SourceFlags&) = delete;  // CLI11 holds pointers into it.
+  SourceFlags& operator=(const SourceFlags&) = delete;
+
+  CLI::App* cmd() const { return cmd_; }
+  bool local() const { return cmd_->count("--sysfs") + cmd_->count("--procfs") > 0; }
+
+  absl::StatusOr<std::unique_ptr<HostSource>> Source() const {
+    if (local()) return LocalHostSource(local_);
+    if (!local_.config.empty()) {
+      return absl::InvalidArgumentError(
+          "--config applies to local discovery (--sysfs/--procfs); the agent uses the config it "
+          "was started with");
     }
-    auto list = GpuList(inv->host(), opt.gpus);
-    if (!list.ok()) {
-      *code = kFailed;
-      return list.status();
-    }
-    gpus = *std::move(list);
-  } else {
-    auto list = GpuList(v1::Host(), opt.gpus);
-    if (!list.ok()) {
-      *code = kUsage;
-      return list.status();
-    }
-    gpus = *std::move(list);
+    return AgentHostSource(*common_);
   }
-  auto sel = (*client)->SelectNics(gpus, /*include_rejected=*/true);
-  if (!sel.ok()) *code = AgentCode(sel.status());
-  return sel;
+
+ private:
+  CLI::App* cmd_;
+  CommonOptions* common_;
+  LocalOptions local_;
+};
+
+// Runs `run` against the command's source.
+template <typename Run>
+Command HostCommand(std::shared_ptr<SourceFlags> flags, Run run) {
+  CLI::App* cmd = flags->cmd();
+  return {cmd, [flags = std::move(flags), run = std::move(run)]() -> Outcome {
+            auto source = flags->Source();
+            if (!source.ok()) return source.status();
+            return run(**source);
+          }};
 }
 
-// Shared by select and env: discovery, GPU list, selection.
-absl::StatusOr<v1::Selection> RunSelection(const Options& opt, int* code) {
-  if (!opt.local) return RemoteSelection(opt, code);
-  auto loaded = Load(opt, code);
-  if (!loaded.ok()) return loaded.status();
-  if (loaded->host.rdma_devices().empty()) {
-    *code = kFailed;
-    return absl::NotFoundError(absl::StrCat("no RDMA device found under ",
-                                            loaded->host.sysfs_root(), "/class/infiniband"));
-  }
-  auto gpus = GpuList(loaded->host, opt.gpus);
-  if (!gpus.ok()) {
-    *code = absl::IsInvalidArgument(gpus.status()) ? kUsage : kFailed;
-    return gpus.status();
-  }
-  auto sel = SelectNics(loaded->host, *gpus, loaded->config.selection());
-  if (!sel.ok()) {
-    // Bad input (malformed, duplicate, not a GPU) is a usage error; a GPU or port the host
-    // lacks is a failed query.
-    *code = absl::IsInvalidArgument(sel.status()) ? kUsage : kFailed;
-    std::string msg(sel.status().message());
-    // Point at discovery problems that explain an unknown GPU.
-    for (const v1::FieldProblem& p : loaded->host.problems()) {
-      for (const std::string& g : *gpus) {
-        auto canon = ParsePciAddress(g);
-        if (canon.ok() && p.path().find(*canon) != std::string::npos) {
-          absl::StrAppend(&msg, "; ", *canon, " could not be read: ", p.reason());
-        }
-      }
-    }
-    return absl::Status(sel.status().code(), msg);
-  }
-  return sel;
+absl::Status NoRdma(const v1::Host& host) {
+  return absl::NotFoundError(absl::StrCat("no RDMA device found under ", host.sysfs_root(),
+                                          "/class/infiniband (is the RDMA driver loaded?)"));
+}
+
+// --gpus, for select and env.
+void AddGpusFlag(CLI::App* cmd, std::string* gpus) {
+  cmd->add_option("--gpus", *gpus,
+                  "GPU PCI addresses, comma separated (0000:17:00.0, 17:00.0 or nvidia-smi's "
+                  "00000000:17:00.0), or 'all'")
+      ->required();
 }
 
 }  // namespace
 
-int RunSelect(const Options& opt) {
-  int code = kOk;
-  auto sel = RunSelection(opt, &code);
-  if (!sel.ok()) return Fail(code, std::string(sel.status().message()));
-  Print(opt.json ? ToJson(*sel) : RenderSelection(*sel));
-  return kOk;
+Command AddInventory(CLI::App& app, CommonOptions& common) {
+  auto flags = std::make_shared<SourceFlags>(app, "inventory", "everything discovered on this host",
+                                             &common);
+  return HostCommand(flags, [&common](HostSource& source) -> Outcome {
+    auto host = source.Inventory();
+    if (!host.ok()) return host.status();
+    Print(common.json ? ToJson(*host) : RenderInventory(*host));
+    if (host->rdma_devices().empty()) return NoRdma(*host);
+    return {};
+  });
 }
 
-int RunEnv(const Options& opt) {
-  int code = kOk;
-  auto sel = RunSelection(opt, &code);
-  if (!sel.ok()) return Fail(code, std::string(sel.status().message()));
+Command AddTopo(CLI::App& app, CommonOptions& common) {
+  auto flags = std::make_shared<SourceFlags>(app, "topo",
+                                             "GPU x NIC matrix of PCIe distance classes", &common);
+  return HostCommand(flags, [&common](HostSource& source) -> Outcome {
+    auto host = source.Inventory();
+    if (!host.ok()) return host.status();
+    if (common.json) {
+      v1::Host topo;
+      *topo.mutable_topology() = host->topology();
+      Print(ToJson(topo));
+    } else {
+      Print(RenderTopology(*host));
+    }
+    if (host->rdma_devices().empty()) return NoRdma(*host);
+    return {};
+  });
+}
+
+Command AddSelect(CLI::App& app, CommonOptions& common) {
+  auto flags = std::make_shared<SourceFlags>(
+      app, "select", "the RDMA port, GID index and reasons per GPU", &common);
+  auto gpus = std::make_shared<std::string>();
+  AddGpusFlag(flags->cmd(), gpus.get());
+  return HostCommand(flags, [&common, gpus](HostSource& source) -> Outcome {
+    auto sel = source.Select(*gpus);
+    if (!sel.ok()) return sel.status();
+    Print(common.json ? ToJson(*sel) : RenderSelection(*sel));
+    return {};
+  });
+}
+
+namespace {
+
+struct EnvOptions {
+  std::string gpus;
+  std::string format = "shell";
+  bool keep_set = false;
+  bool is_export = false;
+};
+
+Outcome RunEnv(HostSource& source, const EnvOptions& opt) {
+  auto sel = source.Select(opt.gpus);
+  if (!sel.ok()) return sel.status();
   EnvMap env = EnvOf(*sel);
   if (opt.keep_set) env = DropAlreadySet(env, [](const char* name) { return std::getenv(name); });
   if (opt.format == "json") {
@@ -164,76 +156,51 @@ int RunEnv(const Options& opt) {
     Print(text);
   }
   for (const std::string& note : sel->notes()) std::fprintf(stderr, "note: %s\n", note.c_str());
-  return kOk;
-}
-
-namespace {
-
-// The health verdict and, when known, the host it is about: evaluated here with --sysfs, else
-// the agent's. An agent that does not answer is itself a CRITICAL finding ("daemon").
-struct HealthReport {
-  v1::Health health;
-  std::optional<v1::Host> host;
-};
-
-HealthReport GatherHealth(const Options& opt) {
-  HealthReport r;
-  auto critical = [&](const std::string& check, const std::string& message) {
-    v1::Finding f;
-    f.set_severity(v1::SEVERITY_CRITICAL);
-    f.set_check(check);
-    f.set_message(message);
-    AddFinding(&r.health, std::move(f));
-  };
-  if (opt.local) {
-    int code = kOk;
-    auto loaded = Load(opt, &code);
-    if (!loaded.ok()) {
-      v1::Finding f;
-      f.set_severity(v1::SEVERITY_UNKNOWN);
-      f.set_check("discovery");
-      f.set_message(std::string(loaded.status().message()));
-      AddFinding(&r.health, std::move(f));
-      return r;
-    }
-    r.health = EvaluateHealth(loaded->host, loaded->config.selection());
-    r.host = std::move(loaded->host);
-    return r;
-  }
-  auto client = Client(opt);
-  if (!client.ok()) {
-    critical("daemon", std::string(client.status().message()));
-    return r;
-  }
-  if (opt.liveness) {
-    // Liveness: only whether the agent answers and reports itself serving.
-    if (absl::Status s = (*client)->CheckServing(); !s.ok()) {
-      critical("daemon", std::string(s.message()));
-    } else {
-      r.health.set_verdict(v1::SEVERITY_OK);
-    }
-    return r;
-  }
-  auto health = (*client)->GetHealth();
-  if (!health.ok()) {
-    critical("daemon", std::string(health.status().message()));
-    return r;
-  }
-  r.health = *std::move(health);
-  auto inv = (*client)->GetInventory();
-  if (inv.ok()) r.host = std::move(*inv->mutable_host());
-  return r;
+  return {};
 }
 
 }  // namespace
 
+Command AddEnv(CLI::App& app, CommonOptions& common) {
+  auto flags = std::make_shared<SourceFlags>(
+      app, "env", "NCCL/RCCL/UCX environment for a set of GPUs", &common);
+  auto opt = std::make_shared<EnvOptions>();
+  CLI::App* cmd = flags->cmd();
+  AddGpusFlag(cmd, &opt->gpus);
+  cmd->add_option("--format", opt->format, "shell (NAME=VALUE lines), json or nccl-conf")
+      ->check(CLI::IsMember({"shell", "json", "nccl-conf"}))
+      ->capture_default_str();
+  cmd->add_flag("--keep-set", opt->keep_set,
+                "leave out variables already set in this environment (your choice wins)");
+  cmd->add_flag("--export", opt->is_export, "prefix shell lines with 'export '");
+  return HostCommand(flags, [opt](HostSource& source) { return RunEnv(source, *opt); });
+}
+
+namespace {
+
+struct HealthOptions {
+  std::string fail_on = "unknown";
+  bool liveness = false;
+};
+
 // Monitoring-plugin convention: one status line, then a line per finding; the exit code is the
 // verdict's (OK 0, WARNING 1, CRITICAL 2, UNKNOWN 3), unless --fail-on lets lesser verdicts
 // pass with 0 (readiness probes that should fail only on CRITICAL).
-int RunHealth(const Options& opt) {
-  HealthReport r = GatherHealth(opt);
+Outcome RunHealth(HostSource& source, const CommonOptions& common, const HealthOptions& opt) {
+  HealthReport r;
+  if (opt.liveness) {
+    auto live = source.Liveness();
+    if (!live.ok()) {
+      Outcome o(live.status());
+      o.verdict = v1::SEVERITY_UNKNOWN;
+      return o;
+    }
+    r = *std::move(live);
+  } else {
+    r = source.Health();
+  }
   const v1::Health& health = r.health;
-  if (opt.json) {
+  if (common.json) {
     Print(ToJson(health));
   } else {
     int counts[5] = {0, 0, 0, 0, 0};
@@ -245,7 +212,7 @@ int RunHealth(const Options& opt) {
       absl::StrAppend(&line, "; ", r.host->rdma_devices_size(), " RDMA devices, ",
                       r.host->accelerators_size(), " accelerators");
     } else if (opt.liveness && health.verdict() == v1::SEVERITY_OK) {
-      absl::StrAppend(&line, "; fabric-agent serving at ", opt.target);
+      absl::StrAppend(&line, "; fabric-agent serving at ", common.target);
     }
     std::printf("%s\n", line.c_str());
     for (const v1::Finding& f : health.findings()) {
@@ -256,8 +223,29 @@ int RunHealth(const Options& opt) {
   const v1::Severity floor = opt.fail_on == "critical"  ? v1::SEVERITY_CRITICAL
                              : opt.fail_on == "warning" ? v1::SEVERITY_WARNING
                                                         : v1::SEVERITY_UNKNOWN;
-  if (SeverityRank(health.verdict()) < SeverityRank(floor)) return 0;
-  return HealthExitCode(health.verdict());
+  Outcome o;
+  o.verdict =
+      SeverityRank(health.verdict()) < SeverityRank(floor) ? v1::SEVERITY_OK : health.verdict();
+  return o;
+}
+
+}  // namespace
+
+Command AddHealth(CLI::App& app, CommonOptions& common) {
+  auto flags = std::make_shared<SourceFlags>(
+      app, "health", "checks before a job lands here; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN",
+      &common);
+  auto opt = std::make_shared<HealthOptions>();
+  CLI::App* cmd = flags->cmd();
+  cmd->add_option("--fail-on", opt->fail_on,
+                  "lowest verdict that exits non-zero: unknown (any problem), warning "
+                  "(UNKNOWN exits 0) or critical (for readiness probes)")
+      ->check(CLI::IsMember({"unknown", "warning", "critical"}))
+      ->capture_default_str();
+  cmd->add_flag("--liveness", opt->liveness,
+                "only check that fabric-agent answers and is serving (liveness probes)");
+  return HostCommand(
+      flags, [&common, opt](HostSource& source) { return RunHealth(source, common, *opt); });
 }
 
 }  // namespace fabric::ctl

@@ -20,6 +20,7 @@ namespace {
 
 using namespace ::fabric::v1;  // NOLINT
 
+// Shorter than the kernel's words (PhysStateWord), to fit the inventory table's column.
 std::string PhysName(PhysState s) {
   switch (s) {
     case PHYS_STATE_SLEEP:
@@ -42,14 +43,8 @@ std::string PhysName(PhysState s) {
 }
 
 std::string LayerName(LinkLayer l) {
-  switch (l) {
-    case LINK_LAYER_INFINIBAND:
-      return "InfiniBand";
-    case LINK_LAYER_ETHERNET:
-      return "Ethernet";
-    default:
-      return "?";
-  }
+  const std::string_view word = LinkLayerWord(l);
+  return word.empty() ? "?" : std::string(word);
 }
 
 std::string GidTypeName(GidType t) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "fabric/v1/select.pb.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric {
@@ -27,9 +28,9 @@ using ::testing::Not;
 using testing::RunResult;
 using testing::Subprocess;
 
-const std::string kAgent = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
-const std::string kCtl = FABRIC_BINARY_DIR "/agent/fabricctl/fabricctl";
-const std::string kProbe = FABRIC_BINARY_DIR "/agent/fabric/probes/fabric-probe";
+const std::string kAgent = testing::kAgentBinary;
+const std::string kCtl = testing::kFabricctlBinary;
+const std::string kProbe = testing::kProbeBinary;
 
 class DaemonCliTest : public ::testing::Test {
  protected:
@@ -51,10 +52,7 @@ class DaemonCliTest : public ::testing::Test {
     auto p = Subprocess::Start({kAgent, "--socket=" + socket_, sysfs_, procfs_});
     ASSERT_TRUE(p.ok());
     agent_ = *std::move(p);
-    ASSERT_TRUE(
-        testing::WaitFor([&] { return !agent_->running() || testing::UnixSocketAccepts(socket_); },
-                         absl::Seconds(20)));
-    ASSERT_TRUE(agent_->running()) << agent_->Stderr();
+    ASSERT_TRUE(testing::WaitForSocket(*agent_, socket_)) << agent_->Stderr();
     // Serving once the liveness check passes.
     ASSERT_TRUE(testing::WaitFor(
         [&] {

@@ -1,0 +1,100 @@
+// HostSource through the node's fabric-agent (gRPC over its unix socket, TCP or TLS): its
+// inventory, its selection policy, its health verdict.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "agent/fabricctl/client.h"
+#include "agent/fabricctl/host_source.h"
+#include "agent/policy/health/health.h"
+
+namespace fabric::ctl {
+namespace {
+
+class AgentSource : public HostSource {
+ public:
+  explicit AgentSource(CommonOptions common) : common_(std::move(common)) {}
+
+  absl::StatusOr<v1::Host> Inventory() override {
+    auto client = Client();
+    if (!client.ok()) return client.status();
+    auto inv = (*client)->GetInventory();
+    if (!inv.ok()) return inv.status();
+    return std::move(*inv->mutable_host());
+  }
+
+  absl::StatusOr<v1::Selection> Select(const std::string& gpu_flag) override {
+    auto client = Client();
+    if (!client.ok()) return client.status();
+    std::vector<std::string> gpus;
+    if (gpu_flag == "all") {
+      // "all" is the agent's GPUs: ask for its inventory first.
+      auto host = Inventory();
+      if (!host.ok()) return host.status();
+      auto list = GpuList(*host, gpu_flag);
+      if (!list.ok()) return FailedError(list.status());
+      gpus = *std::move(list);
+    } else {
+      auto list = GpuList(v1::Host(), gpu_flag);
+      if (!list.ok()) return UsageError(list.status());
+      gpus = *std::move(list);
+    }
+    return (*client)->SelectNics(gpus, /*include_rejected=*/true);
+  }
+
+  HealthReport Health() override {
+    HealthReport r;
+    auto client = Client();
+    if (!client.ok()) return NotAnswering(client.status());
+    auto health = (*client)->GetHealth();
+    if (!health.ok()) return NotAnswering(health.status());
+    r.health = *std::move(health);
+    auto inv = (*client)->GetInventory();
+    if (inv.ok()) r.host = std::move(*inv->mutable_host());
+    return r;
+  }
+
+  absl::StatusOr<HealthReport> Liveness() override {
+    auto client = Client();
+    if (!client.ok()) return NotAnswering(client.status());
+    if (absl::Status s = (*client)->CheckServing(); !s.ok()) return NotAnswering(s);
+    HealthReport r;
+    r.health.set_verdict(v1::SEVERITY_OK);
+    return r;
+  }
+
+ private:
+  // One connection for the command's calls.
+  absl::StatusOr<AgentClient*> Client() {
+    if (!client_) {
+      auto client = Connect(common_);
+      if (!client.ok()) return client.status();
+      client_ = *std::move(client);
+    }
+    return client_.get();
+  }
+
+  // An agent that does not answer is itself a CRITICAL finding ("daemon").
+  static HealthReport NotAnswering(const absl::Status& s) {
+    HealthReport r;
+    v1::Finding f;
+    f.set_severity(v1::SEVERITY_CRITICAL);
+    f.set_check("daemon");
+    f.set_message(std::string(s.message()));
+    AddFinding(&r.health, std::move(f));
+    return r;
+  }
+
+  CommonOptions common_;
+  std::unique_ptr<AgentClient> client_;
+};
+
+}  // namespace
+
+std::unique_ptr<HostSource> AgentHostSource(const CommonOptions& common) {
+  return std::make_unique<AgentSource>(common);
+}
+
+}  // namespace fabric::ctl

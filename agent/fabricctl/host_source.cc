@@ -1,0 +1,28 @@
+// What both host sources share (host_source.h).
+#include "agent/fabricctl/host_source.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_split.h"
+#include "agent/policy/select/select.h"
+
+namespace fabric::ctl {
+
+// "all" means every compute accelerator, in PCI order.
+absl::StatusOr<std::vector<std::string>> GpuList(const v1::Host& host, const std::string& gpus) {
+  std::vector<std::string> list;
+  if (gpus == "all") {
+    list = ComputeGpus(host);
+    if (list.empty()) return absl::NotFoundError("--gpus=all: the host has no GPU or accelerator");
+    return list;
+  }
+  for (absl::string_view g : absl::StrSplit(gpus, ',', absl::SkipWhitespace())) {
+    list.emplace_back(g);
+  }
+  if (list.empty()) return absl::InvalidArgumentError("--gpus is empty");
+  return list;
+}
+
+}  // namespace fabric::ctl

@@ -1,0 +1,54 @@
+// Where fabricctl's host commands (inventory, topo, select, env, health) get the host: discovered
+// here from a sysfs/procfs root and a config file, or asked of the node's fabric-agent. Each
+// command is written once against HostSource; errors come back as absl::Status classified for
+// ExitCodeFor (ctl.h).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "agent/fabricctl/ctl.h"
+#include "fabric/v1/agent.pb.h"
+
+namespace fabric::ctl {
+
+// The health verdict and, when known, the host it is about.
+struct HealthReport {
+  v1::Health health;
+  std::optional<v1::Host> host;
+};
+
+class HostSource {
+ public:
+  virtual ~HostSource() = default;
+
+  // Everything discovered on the host.
+  virtual absl::StatusOr<v1::Host> Inventory() = 0;
+  // The RDMA port per GPU, rejected candidates included, under the source's selection policy.
+  // `gpus`: --gpus, a comma-separated list or "all".
+  virtual absl::StatusOr<v1::Selection> Select(const std::string& gpus) = 0;
+  // Never fails: a source that cannot answer is itself a finding.
+  virtual HealthReport Health() = 0;
+  // Only whether the source answers and reports itself serving (liveness probes); an error when
+  // the source has no such notion.
+  virtual absl::StatusOr<HealthReport> Liveness() = 0;
+};
+
+// Local discovery: what fabricctl does with --sysfs or --procfs.
+struct LocalOptions {
+  std::string sysfs = "/sys";
+  std::string procfs = "/proc";
+  std::string config;  // Agent config file (selection policy); empty: the defaults.
+};
+std::unique_ptr<HostSource> LocalHostSource(const LocalOptions& local);
+// The agent at common.target; connects on first use.
+std::unique_ptr<HostSource> AgentHostSource(const CommonOptions& common);
+
+// --gpus as a list ("all": every GPU of `host`).
+absl::StatusOr<std::vector<std::string>> GpuList(const v1::Host& host, const std::string& gpus);
+
+}  // namespace fabric::ctl
