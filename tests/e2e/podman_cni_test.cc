@@ -219,9 +219,8 @@ TEST_F(PodmanCniTest, AgentHoldsThePodAndReannouncesIt) {
   ASSERT_TRUE(
       testing::WaitFor([&] { return testing::UnixSocketAccepts(socket); }, absl::Seconds(20)))
       << agent_->Stderr();
-  WriteConflist(BridgePlugin(),
-                absl::StrCat(R"(,"agentSocket":")", dir_,
-                             R"(/agent/fabric/announce.sock","requireAgent":true)"));
+  WriteConflist(BridgePlugin(), absl::StrCat(R"(,"agentSocket":")", dir_,
+                                             R"(/agent/announce.sock","requireAgent":true)"));
   ASSERT_FALSE(HasFatalFailure());
   const absl::Time start = absl::Now();
   std::string id = RunPod("30");
