@@ -21,76 +21,42 @@
 #include "absl/strings/str_split.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
+#include "agent/inventory/discovery/discovery_internal.h"
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/topology/topology.h"
 
 namespace fabric {
-namespace {
-
-using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
-using Problems = google::protobuf::RepeatedPtrField<FieldProblem>;
+namespace discovery_internal {
 
 void AddProblem(Problems* problems, std::string_view field, std::string_view path,
                 absl::string_view reason) {
-  FieldProblem* p = problems->Add();
+  v1::FieldProblem* p = problems->Add();
   p->set_field(std::string(field));
   p->set_path(std::string(path));
   p->set_reason(std::string(reason));
 }
 
-// A failed read or parse: the status's message, and whether the read may succeed next time.
 void AddProblem(Problems* problems, std::string_view field, std::string_view path,
                 const absl::Status& why) {
   AddProblem(problems, field, path, why.message());
   if (IsTransientReadError(why)) problems->rbegin()->set_transient(true);
 }
 
-// For reads whose failure is normally no problem (an optional file, a module not loaded): only a
-// transient failure is recorded, so that a rescan under pressure is not taken for the truth.
 void NoteTransient(Problems* problems, std::string_view field, std::string_view path,
                    const absl::Status& why) {
   if (IsTransientReadError(why)) AddProblem(problems, field, path, why);
 }
 
-// gid_attrs of an unused GID entry fail with EINVAL on a real kernel and may be absent in a
-// container: both mean "no attributes".
 bool NoAttributes(const absl::Status& s) {
   return absl::IsInvalidArgument(s) || absl::IsNotFound(s);
 }
 
-std::string Basename(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
-}
+}  // namespace discovery_internal
 
-std::string Dirname(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? std::string() : std::string(path.substr(0, slash));
-}
+namespace {
 
-// Reads one attribute and parses it; on failure records why and returns nullopt.
-template <typename Parser>
-auto ReadField(const HostDir& dir, std::string_view file, std::string_view field,
-               Problems* problems, Parser parse)
-    -> std::optional<typename decltype(parse(std::string_view()))::value_type> {
-  absl::StatusOr<std::string> text = dir.ReadFile(file);
-  if (!text.ok()) {
-    AddProblem(problems, field, JoinPath(dir.path(), file), text.status());
-    return std::nullopt;
-  }
-  auto value = parse(*text);
-  if (!value.ok()) {
-    AddProblem(problems, field, JoinPath(dir.path(), file), value.status());
-    return std::nullopt;
-  }
-  return *std::move(value);
-}
-
-absl::StatusOr<std::string> ParseText(std::string_view s) {
-  std::string_view t = Trim(s);
-  if (t.empty()) return absl::InvalidArgumentError("empty");
-  return std::string(t);
-}
+using namespace ::fabric::v1;                  // NOLINT: the model's messages and enum values
+using namespace ::fabric::discovery_internal;  // NOLINT: the parts of the scan
 
 struct VendorInfo {
   uint32_t id;

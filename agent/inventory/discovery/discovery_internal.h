@@ -1,0 +1,80 @@
+// Shared by the parts of discovery: discovery.cc runs the scan in order and records problems; one
+// .cc per concern reads its part of the host. Only for this folder; other code uses discovery.h.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "agent/inventory/discovery/parse.h"
+#include "agent/inventory/hostfs/host_fs.h"
+#include "fabric/v1/host.pb.h"
+
+namespace fabric::discovery_internal {
+
+using Problems = google::protobuf::RepeatedPtrField<v1::FieldProblem>;
+
+// --- Problems (discovery.cc) ------------------------------------------------------------------
+
+void AddProblem(Problems* problems, std::string_view field, std::string_view path,
+                absl::string_view reason);
+
+// A failed read or parse: the status's message, and whether the read may succeed next time.
+void AddProblem(Problems* problems, std::string_view field, std::string_view path,
+                const absl::Status& why);
+
+// For reads whose failure is normally no problem (an optional file, a module not loaded): only a
+// transient failure is recorded, so that a rescan under pressure is not taken for the truth.
+void NoteTransient(Problems* problems, std::string_view field, std::string_view path,
+                   const absl::Status& why);
+
+// gid_attrs of an unused GID entry fail with EINVAL on a real kernel and may be absent in a
+// container: both mean "no attributes".
+bool NoAttributes(const absl::Status& s);
+
+// --- Reading one attribute --------------------------------------------------------------------
+
+inline std::string Basename(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+inline std::string Dirname(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? std::string() : std::string(path.substr(0, slash));
+}
+
+// Reads one attribute and parses it; on failure records why and returns nullopt.
+template <typename Parser>
+auto ReadField(const HostDir& dir, std::string_view file, std::string_view field,
+               Problems* problems, Parser parse)
+    -> std::optional<typename decltype(parse(std::string_view()))::value_type> {
+  absl::StatusOr<std::string> text = dir.ReadFile(file);
+  if (!text.ok()) {
+    AddProblem(problems, field, JoinPath(dir.path(), file), text.status());
+    return std::nullopt;
+  }
+  auto value = parse(*text);
+  if (!value.ok()) {
+    AddProblem(problems, field, JoinPath(dir.path(), file), value.status());
+    return std::nullopt;
+  }
+  return *std::move(value);
+}
+
+// Non-empty text without surrounding whitespace (a parser for ReadField).
+inline absl::StatusOr<std::string> ParseText(std::string_view s) {
+  std::string_view t = Trim(s);
+  if (t.empty()) return absl::InvalidArgumentError("empty");
+  return std::string(t);
+}
+
+}  // namespace fabric::discovery_internal
