@@ -77,4 +77,18 @@ inline absl::StatusOr<std::string> ParseText(std::string_view s) {
   return std::string(t);
 }
 
+// --- The parts, in the order discovery.cc runs them -------------------------------------------
+
+// pci.cc: reads PCI functions by their real directory (root-relative, links resolved), each once
+// per scan, however many devices lead to it.
+class PciReader {
+ public:
+  explicit PciReader(const HostFs& sys) : sys_(sys) {}
+  const v1::PciFunction& Read(const std::string& dir);
+
+ private:
+  const HostFs& sys_;
+  std::map<std::string, v1::PciFunction> cache_;
+};
+
 }  // namespace fabric::discovery_internal
