@@ -58,52 +58,6 @@ namespace {
 using namespace ::fabric::v1;                  // NOLINT: the model's messages and enum values
 using namespace ::fabric::discovery_internal;  // NOLINT: the parts of the scan
 
-struct VendorInfo {
-  uint32_t id;
-  AcceleratorVendor vendor;
-  const char* name;
-  bool management_display;
-};
-constexpr VendorInfo kVendors[] = {
-    {0x10de, ACCELERATOR_VENDOR_NVIDIA, "NVIDIA", false},
-    {0x1002, ACCELERATOR_VENDOR_AMD, "AMD", false},
-    {0x1022, ACCELERATOR_VENDOR_AMD, "AMD", false},
-    {0x8086, ACCELERATOR_VENDOR_INTEL, "Intel", false},
-    {0x1da3, ACCELERATOR_VENDOR_INTEL, "Habana Labs", false},
-    {0x1e52, ACCELERATOR_VENDOR_OTHER, "Tenstorrent", false},
-    {0x1ed5, ACCELERATOR_VENDOR_OTHER, "Moore Threads", false},
-    {0x1dbf, ACCELERATOR_VENDOR_OTHER, "Graphcore", false},
-    // BMC display controllers: present on every server, never a compute device.
-    {0x1a03, ACCELERATOR_VENDOR_OTHER, "ASPEED", true},
-    {0x102b, ACCELERATOR_VENDOR_OTHER, "Matrox", true},
-};
-
-std::optional<AcceleratorKind> KindOf(uint32_t class_code) {
-  switch (class_code >> 8) {
-    case 0x0300:
-      return ACCELERATOR_KIND_VGA;
-    case 0x0301:
-      return ACCELERATOR_KIND_XGA;
-    case 0x0302:
-      return ACCELERATOR_KIND_3D;
-  }
-  if ((class_code >> 16) == 0x03) return ACCELERATOR_KIND_DISPLAY_OTHER;
-  if ((class_code >> 16) == 0x12) return ACCELERATOR_KIND_PROCESSING_ACCELERATOR;
-  return std::nullopt;
-}
-
-// "6.1.0-18-amd64" -> {6, 1}.
-std::optional<std::pair<int, int>> KernelVersion(std::string_view release) {
-  std::vector<absl::string_view> parts = absl::StrSplit(Av(release), absl::MaxSplits('.', 2));
-  int major, minor;
-  if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &major)) return std::nullopt;
-  absl::string_view m = parts[1];
-  size_t end = 0;
-  while (end < m.size() && absl::ascii_isdigit(static_cast<unsigned char>(m[end]))) ++end;
-  if (!absl::SimpleAtoi(m.substr(0, end), &minor)) return std::nullopt;
-  return std::make_pair(major, minor);
-}
-
 class Discovery {
  public:
   Discovery(const HostFs& sys, const HostFs& proc) : sys_(sys), proc_(proc) {}
@@ -124,8 +78,8 @@ class Discovery {
     ReadRdmaDevices();
     ReadGidTables();
     ReadNetdevs();
-    ReadAccelerators();
-    ReadGpuDirect();
+    ReadAccelerators(sys_, &pci_, &host_);
+    ReadGpuDirect(proc_, modules_, &host_);
     BuildTopology(&host_);
     return std::move(host_);
   }
@@ -578,119 +532,6 @@ class Discovery {
       }
       *host_.add_netdevs() = std::move(nd);
     }
-  }
-
-  // --- accelerators -------------------------------------------------------------------
-  void ReadAccelerators() {
-    auto names = sys_.ListDir("bus/pci/devices");
-    if (!names.ok()) {
-      AddProblem(host_.mutable_problems(), "accelerators", "bus/pci/devices", names.status());
-      return;
-    }
-    for (const std::string& name : *names) {
-      const std::string link = absl::StrCat("bus/pci/devices/", name);
-      // Only the class is read for every function; the rest only for accelerators.
-      auto cls_text = sys_.ReadFile(absl::StrCat(link, "/class"));
-      if (!cls_text.ok()) {
-        AddProblem(host_.mutable_problems(), "accelerators", link, cls_text.status());
-        continue;
-      }
-      auto cls = ParseHex(*cls_text);
-      if (!cls.ok()) {
-        AddProblem(host_.mutable_problems(), "accelerators", absl::StrCat(link, "/class"),
-                   cls.status());
-        continue;
-      }
-      std::optional<AcceleratorKind> kind = KindOf(static_cast<uint32_t>(*cls));
-      if (!kind) continue;
-      auto real = sys_.RealPath(link);
-      if (!real.ok()) {
-        AddProblem(host_.mutable_problems(), "accelerators", link, real.status());
-        continue;
-      }
-      Accelerator* acc = host_.add_accelerators();
-      *acc->mutable_pci() = pci_.Read(*real);
-      acc->set_pci_address(acc->pci().address());
-      acc->set_kind(*kind);
-      uint64_t vendor_id = 0;
-      if (auto v = ParseHex(acc->pci().vendor_id()); v.ok()) vendor_id = *v;
-      acc->set_vendor(ACCELERATOR_VENDOR_OTHER);
-      acc->set_vendor_name(absl::StrFormat("0x%04x", vendor_id));
-      for (const VendorInfo& v : kVendors) {
-        if (v.id != vendor_id) continue;
-        acc->set_vendor(v.vendor);
-        acc->set_vendor_name(v.name);
-        acc->set_management_display(v.management_display);
-      }
-    }
-    std::sort(host_.mutable_accelerators()->begin(), host_.mutable_accelerators()->end(),
-              [](const Accelerator& a, const Accelerator& b) {
-                return a.pci_address() < b.pci_address();
-              });
-  }
-
-  // --- GPUDirect RDMA -----------------------------------------------------------------
-  void ReadGpuDirect() {
-    GpuDirect* gd = host_.mutable_gpudirect();
-    bool nvidia = false, amd = false, habana = false, any = false;
-    for (const Accelerator& a : host_.accelerators()) {
-      if (a.management_display()) continue;
-      any = true;
-      nvidia |= a.vendor() == ACCELERATOR_VENDOR_NVIDIA;
-      amd |= a.vendor() == ACCELERATOR_VENDOR_AMD;
-      habana |= a.vendor_name() == "Habana Labs";
-    }
-    for (const char* m : {"nvidia_peermem", "nv_peer_mem"}) {
-      if (modules_.count(m)) {
-        GpuDirectPath* p = gd->add_paths();
-        p->set_mechanism(m);
-        p->set_detail(absl::StrCat("module ", m, " loaded"));
-      }
-    }
-    // dma-buf: the kernel's RDMA core imports dma-bufs since 5.12, and the GPU driver must
-    // export them (NVIDIA: open kernel modules 515+; AMD amdgpu; Habana habanalabs).
-    auto kv = KernelVersion(host_.kernel_release());
-    const bool kernel_ok = kv && *kv >= std::make_pair(5, 12);
-    std::string exporter;
-    if (nvidia) {
-      auto v = proc_.ReadFile("driver/nvidia/version");
-      if (!v.ok()) {
-        NoteTransient(host_.mutable_problems(), "gpudirect", "driver/nvidia/version", v.status());
-      } else {
-        std::string_view text = *v;
-        if (absl::StrContains(Av(text), "Open Kernel Module")) {
-          int major = 0;
-          size_t x86 = text.find("x86_64");
-          size_t at = x86 == std::string_view::npos ? text.find("aarch64") : x86;
-          if (at != std::string_view::npos) {
-            std::string_view rest = Trim(text.substr(text.find(' ', at)));
-            (void)absl::SimpleAtoi(Av(rest.substr(0, rest.find('.'))), &major);
-          }
-          if (major >= 515) {
-            exporter = absl::StrCat("NVIDIA open kernel module ", major);
-          }
-        }
-      }
-    }
-    if (exporter.empty() && amd && modules_.count("amdgpu")) exporter = "amdgpu";
-    if (exporter.empty() && habana && modules_.count("habanalabs")) exporter = "habanalabs";
-    if (kernel_ok && !exporter.empty()) {
-      GpuDirectPath* p = gd->add_paths();
-      p->set_mechanism("dma_buf");
-      p->set_detail(absl::StrCat("kernel ", host_.kernel_release(), " imports dma-buf; ", exporter,
-                                 " exports it"));
-    }
-    if (!any) {
-      gd->set_reason("no GPU or accelerator");
-    } else if (host_.rdma_devices().empty()) {
-      gd->set_reason("no RDMA device");
-    } else if (gd->paths().empty()) {
-      gd->set_reason(absl::StrCat(
-          "no nvidia_peermem or nv_peer_mem module loaded, and no dma-buf path (kernel ",
-          host_.kernel_release().empty() ? "unknown" : host_.kernel_release(),
-          exporter.empty() ? ", no GPU driver exporting dma-buf" : "", ")"));
-    }
-    gd->set_available(any && !host_.rdma_devices().empty() && !gd->paths().empty());
   }
 
   const HostFs& sys_;

@@ -91,4 +91,10 @@ class PciReader {
   std::map<std::string, v1::PciFunction> cache_;
 };
 
+// accelerators.cc: GPUs and other accelerators among the PCI functions, by PCI address.
+void ReadAccelerators(const HostFs& sys, PciReader* pci, v1::Host* host);
+
+// gpudirect.cc: GPUDirect RDMA readiness. Needs the accelerators, RDMA devices and modules read.
+void ReadGpuDirect(const HostFs& proc, const std::set<std::string>& modules, v1::Host* host);
+
 }  // namespace fabric::discovery_internal
