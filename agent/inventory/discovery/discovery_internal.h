@@ -91,6 +91,11 @@ class PciReader {
   std::map<std::string, v1::PciFunction> cache_;
 };
 
+// netdevs.cc: the RDMA devices' netdevs (matched to their ports), upper devices named by GID
+// entries, and the default-route netdevs. Needs the GID tables and default routes read.
+void ReadNetdevs(const HostFs& sys, const std::map<std::string, std::string>& device_pci_dirs,
+                 const std::vector<Ipv4Route>& routes, v1::Host* host);
+
 // accelerators.cc: GPUs and other accelerators among the PCI functions, by PCI address.
 void ReadAccelerators(const HostFs& sys, PciReader* pci, v1::Host* host);
 
