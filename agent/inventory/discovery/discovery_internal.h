@@ -91,6 +91,20 @@ class PciReader {
   std::map<std::string, v1::PciFunction> cache_;
 };
 
+// rdma.cc: each port's directory, kept open for its GID table.
+using PortDirs = std::map<const v1::Port*, std::pair<std::string, std::unique_ptr<HostDir>>>;
+// What the later parts need of the RDMA devices.
+struct RdmaScan {
+  std::map<std::string, std::string> pci_dirs;  // device -> PCI directory; "" for rxe, siw
+  PortDirs port_dirs;
+};
+// The RDMA devices (with their uverbs nodes) and ports, in natural name order, without GIDs.
+RdmaScan ReadRdmaDevices(const HostFs& sys, PciReader* pci, v1::Host* host);
+
+// gids.cc: fills in the ports' GID tables. Takes the directories by value so that they are closed
+// once read.
+void ReadGidTables(PortDirs port_dirs, v1::Host* host);
+
 // netdevs.cc: the RDMA devices' netdevs (matched to their ports), upper devices named by GID
 // entries, and the default-route netdevs. Needs the GID tables and default routes read.
 void ReadNetdevs(const HostFs& sys, const std::map<std::string, std::string>& device_pci_dirs,
