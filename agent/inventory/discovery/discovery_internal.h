@@ -79,6 +79,15 @@ inline absl::StatusOr<std::string> ParseText(std::string_view s) {
 
 // --- The parts, in the order discovery.cc runs them -------------------------------------------
 
+// procfs.cc: what the later parts need of procfs.
+struct ProcfsScan {
+  std::vector<Ipv4Route> routes;  // for the netdevs' connected subnets
+  std::set<std::string> modules;  // loaded kernel modules, for GPUDirect
+};
+// Hostname, kernel release, default-route netdevs and loaded modules.
+ProcfsScan ReadProcfs(const HostFs& sys, const HostFs& proc, v1::Host* host);
+void ReadNumaNodes(const HostFs& sys, v1::Host* host);
+
 // pci.cc: reads PCI functions by their real directory (root-relative, links resolved), each once
 // per scan, however many devices lead to it.
 class PciReader {
