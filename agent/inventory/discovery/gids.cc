@@ -13,6 +13,7 @@
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/discovery_internal.h"
 #include "agent/inventory/discovery/parse.h"
+#include "agent/rdma/gid.h"
 
 namespace fabric::discovery_internal {
 
@@ -56,16 +57,16 @@ void ReadGids(const HostDir& pd, const std::string& dir, Port* port) {
       continue;
     }
     const std::string_view text(buf, *len);
-    auto gid = ParseGid(text);
+    auto gid = rdma::ParseGid(text);
     if (!gid.ok()) {
       AddProblem(problems, "gids", absl::StrCat(dir, "/gids/", i), gid.status());
       continue;
     }
-    if (IsZeroGid(*gid)) continue;
+    if (rdma::IsZeroGid(*gid)) continue;
     Gid* g = port->add_gids();
     g->set_index(i);
     g->set_gid(absl::AsciiStrToLower(Av(Trim(text))));
-    if (auto v4 = GidIpv4(*gid)) g->set_ipv4(*v4);
+    if (auto v4 = rdma::GidIpv4(*gid)) g->set_ipv4(*v4);
     if (types.ok()) {
       if (auto type = (*types)->ReadFile(index); type.ok()) {
         if (auto t = ParseGidType(*type, port->link_layer()); t.ok()) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "agent/common/strings.h"
+#include "agent/rdma/gid.h"
 
 namespace fabric {
 

@@ -12,7 +12,6 @@
 
 #include "absl/status/statusor.h"
 #include "agent/common/ip.h"  // ParseIpv4, FormatIpv4, FormatCidr: the readers of routes use them
-#include "agent/rdma/gid.h"
 #include "fabric/v1/host.pb.h"
 
 namespace fabric {
@@ -57,12 +56,8 @@ std::string_view PhysStateWord(PhysState state);
 // "InfiniBand", "Ethernet"; "" otherwise.
 std::string_view LinkLayerWord(LinkLayer layer);
 
-// GIDs themselves are parsed in agent/rdma/gid.h (proto-free, shared with the CNI plugin and the
-// probe tool); discovery reads them through these names.
-using rdma::GidBytes;
-using rdma::GidIpv4;
-using rdma::IsZeroGid;
-using rdma::ParseGid;
+// GIDs themselves are parsed in agent/rdma/gid.h (free of protobuf, shared with the CNI plugin and
+// the probe tool).
 // gid_attrs/types/N: "IB/RoCE v1" or "RoCE v2". "IB/RoCE v1" is IB on an InfiniBand port and
 // RoCE v1 on an Ethernet port, hence the link layer.
 absl::StatusOr<GidType> ParseGidType(std::string_view s, LinkLayer link_layer);

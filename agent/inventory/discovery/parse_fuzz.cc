@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "agent/inventory/discovery/parse.h"
+#include "agent/rdma/gid.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -36,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)ParseNodeType(s);
       break;
     case 8:
-      if (auto gid = ParseGid(s); gid.ok()) (void)GidIpv4(*gid);
+      if (auto gid = rdma::ParseGid(s); gid.ok()) (void)rdma::GidIpv4(*gid);
       break;
     case 9:
       (void)ParseGidType(s, v1::LINK_LAYER_ETHERNET);
