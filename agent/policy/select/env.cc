@@ -8,11 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/cidr.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/shell.h"
 #include "agent/config/config.h"
 #include "agent/inventory/discovery/parse.h"
-#include "agent/common/cidr.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
