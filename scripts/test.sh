@@ -32,11 +32,11 @@ if has format; then
   fi
 fi
 
-# ccache (when present) keeps a rebuild of unchanged sources cheap; paths are made relative to the
-# checkout so that clones in other folders share the cache.
+# ccache (when present) keeps a rebuild of unchanged sources cheap. The ASan build names sources
+# relative to the checkout (CCACHE_BASEDIR) so that clones in other folders share its cache; the
+# coverage build keeps absolute paths, which gcov needs to find the sources from its notes.
 launcher=()
 if command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR=$PWD
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 
@@ -68,16 +68,23 @@ run_build() {  # name, extra cmake args...
 coverage() {  # build dir
   stage "coverage (gcovr)"
   if ! command -v gcovr >/dev/null; then echo "gcovr missing: no coverage figure"; return; fi
-  gcovr --root . --object-directory "$1" --gcov-ignore-parse-errors \
-    --exclude '.*_test\.cc' --exclude '.*_fuzz\.cc' --exclude '.*_bench\.cc' \
-    --exclude 'tests/.*' --exclude 'build.*' \
-    --print-summary --txt "$1/coverage.txt" -j"$jobs" | tail -n 3 || true
-  echo "(per-file table: $1/coverage.txt)"
+  if gcovr --root . --object-directory "$1" --gcov-ignore-parse-errors \
+      --exclude '.*_test\.cc' --exclude '.*_fuzz\.cc' --exclude '.*_bench\.cc' \
+      --exclude 'tests/.*' --exclude 'build.*' \
+      --print-summary --txt "$1/coverage.txt" -j"$jobs" 2>"$1/coverage.log" | tail -n 3; then
+    echo "(per file: $1/coverage.txt; gcov's warnings: $1/coverage.log)"
+  else
+    echo "gcovr failed: see $1/coverage.log"
+  fi
 }
 
 if has werror; then
   run_build werror -DFABRIC_COVERAGE=ON
   coverage build-werror
+fi
+if has asan; then
+  CCACHE_BASEDIR=$PWD ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_build asan -DFABRIC_SANITIZE=ON
 fi
 if has fuzz; then
   stage "fuzz (libFuzzer, ${FABRIC_FUZZ_SECONDS:-20}s per target)"

@@ -1,5 +1,5 @@
-// IP addresses as text and back: the one home of inet_pton/inet_ntop for the agent, fabricctl and
-// the CNI plugin (free of protobuf).
+// IP addresses as text and back, with the checks outside bytes need (length, embedded NUL), for
+// the agent, fabricctl and the CNI plugin (free of protobuf).
 #pragma once
 
 #include <netinet/in.h>
