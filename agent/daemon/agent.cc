@@ -40,6 +40,7 @@
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/hostfs/host_fs.h"
 #include "agent/policy/health/health.h"
+#include "agent/policy/select/pairing.h"
 #include "agent/publish/metrics/http_server.h"
 #include "agent/publish/nfd/nfd.h"
 
@@ -171,6 +172,7 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) 
     snap->host = cur->host;
   }
   snap->policy = st.config.selection();
+  *snap->host.mutable_pairing() = PairGpus(snap->host, snap->policy);  // Once, not per request.
   snap->health = EvaluateHealth(snap->host, snap->policy);
   for (v1::Finding& f : GidChangeFindings(st.start_host, snap->host)) {
     AddFinding(&snap->health, std::move(f));

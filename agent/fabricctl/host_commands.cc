@@ -104,6 +104,7 @@ Command AddTopo(CLI::App& app, CommonOptions& common) {
     if (common.json) {
       v1::Host topo;
       *topo.mutable_topology() = host->topology();
+      *topo.mutable_pairing() = host->pairing();
       Print(ToJson(topo));
     } else {
       Print(RenderTopology(*host));

@@ -12,6 +12,7 @@
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/hostfs/host_fs.h"
 #include "agent/policy/health/health.h"
+#include "agent/policy/select/pairing.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric::ctl {
@@ -96,6 +97,8 @@ class LocalSource : public HostSource {
     auto host = Discover(sysfs, procfs);
     if (!host.ok()) return UnreadableError(host.status());
     out.host = *std::move(host);
+    // As the agent does per snapshot: select and topo read the same host-wide pairing.
+    *out.host.mutable_pairing() = PairGpus(out.host, out.config.selection());
     return out;
   }
 

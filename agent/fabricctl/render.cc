@@ -218,6 +218,10 @@ std::string RenderTopology(const Host& host) {
   rows.push_back(header);
   for (size_t i = 0; i < gpus.size(); ++i) {
     std::vector<std::string> row = {absl::StrCat("GPU", i)};
+    std::string paired;
+    for (const GpuPair& p : host.pairing().pairs()) {
+      if (p.gpu() == gpus[i]->pci_address()) paired = p.rdma_device();
+    }
     for (const RdmaDevice* d : nics) {
       std::string cell = "-";
       for (const TopologyPair& t : host.topology()) {
@@ -225,6 +229,7 @@ std::string RenderTopology(const Host& host) {
           cell = DistanceName(t.distance());
         }
       }
+      if (d->name() == paired) absl::StrAppend(&cell, "*");
       row.push_back(cell);
     }
     row.push_back(Numa(gpus[i]->pci()));
@@ -242,6 +247,10 @@ std::string RenderTopology(const Host& host) {
                   "  PHB  = through a PCIe host bridge\n"
                   "  NODE = across PCIe host bridges within a NUMA node\n"
                   "  SYS  = across the inter-socket link between NUMA nodes\n");
+  if (host.pairing().pairs_size() > 0) {
+    absl::StrAppend(&out,
+                    "  *    = the GPU's paired NIC: its port whenever several are equally good\n");
+  }
   if (gpus.empty()) absl::StrAppend(&out, "\nNo GPU or accelerator found.\n");
   if (nics.empty()) absl::StrAppend(&out, "\nNo RDMA device with a PCI function found.\n");
   return out;

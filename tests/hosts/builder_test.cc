@@ -126,8 +126,8 @@ class HostTest : public ::testing::Test {
 // Every example host.
 
 TEST_F(HostTest, ExampleHostNamesInOrder) {
-  EXPECT_THAT(ExampleHostNames(),
-              ElementsAre("roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "broken"));
+  EXPECT_THAT(ExampleHostNames(), ElementsAre("roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt",
+                                              "many-hcas", "pcie-2x2", "broken"));
   EXPECT_EQ(ExampleHost("no-such-host").status().code(), absl::StatusCode::kNotFound);
 }
 

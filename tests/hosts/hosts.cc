@@ -667,6 +667,65 @@ HostSpec ManyHcas() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// pcie-2x2: two GPUs and two compute NICs under each of four PCIe switches (as on HGX boards
+// with a Broadcom PEX switch per GPU pair), plus a front-end NIC carrying the default route.
+// Each GPU is PIX to both NICs of its switch: only the host-wide pairing tells them apart.
+
+HostSpec Pcie2x2() {
+  HostSpec s;
+  s.hostname = "hgx-2x2-05";
+  s.osrelease = "6.1.0-18-amd64";
+  s.numa_nodes = {0, 1};
+  s.nvidia_version = kProprietaryNvidiaVersion;
+  AddLoopback(s);
+
+  AddRootComplex(s, 0, 0x00, 0);
+  RoceNic fe;
+  fe.bdf = Bdf(0, 0x01, 0, 0);
+  fe.parent = Add(s, Bdf(0, 0, 1, 0), RcName(0, 0), PciRole::kRootPort, kIntelRootPort);
+  fe.ids = kConnectX6Dx;
+  fe.rdma = "mlx5_0";
+  fe.netdev = "eth0";
+  fe.mac = Mac(0x0c, 0x42, 0xa1, 0x05, 0x00, 0x00);
+  fe.ipv4 = Ip(10, 0, 70, 5);
+  fe.mtu = 1500;
+  fe.speed_mbps = 100000;
+  fe.rate = "100 Gb/sec (4X EDR)";
+  fe.hca_type = "MT4125";
+  fe.fw_ver = "22.39.1002";
+  fe.board_id = "MT_0000000359";
+  AddRoceNic(s, fe);
+  AddDefault(s, "eth0", "10.0.70.1");
+
+  constexpr int kRoots[] = {0x10, 0x30, 0x90, 0xb0};
+  for (int q = 0; q < 4; ++q) {
+    const int r = kRoots[q];
+    const std::string rp = AddRootPort(s, 0, r, q < 2 ? 0 : 1, kIntelRootPort);
+    const std::string up = Add(s, Bdf(0, r + 1, 0, 0), rp, PciRole::kSwitchUpstream, kSwitchPort);
+    std::string down[4];
+    for (int d = 0; d < 4; ++d) {
+      down[d] = Add(s, Bdf(0, r + 2, d, 0), up, PciRole::kSwitchDownstream, kSwitchPort);
+    }
+    AddGpu(s, Bdf(0, r + 3, 0, 0), down[0], kH100Sxm);
+    AddGpu(s, Bdf(0, r + 4, 0, 0), down[1], kH100Sxm);
+    for (int k = 0; k < 2; ++k) {
+      const int i = 2 * q + k + 1;
+      RoceNic nic;
+      nic.bdf = Bdf(0, r + 5 + k, 0, 0);
+      nic.parent = down[2 + k];
+      nic.rdma = absl::StrCat("mlx5_", i);
+      nic.netdev = absl::StrCat("eth", i);
+      nic.mac = Mac(0x0c, 0x42, 0xa1, 0x05, 0x00, i);
+      nic.ipv4 = Ip(25, 13, i, 5);
+      nic.uverbs = i;
+      AddRoceNic(s, nic);
+    }
+  }
+  s.modules = MlxNvidiaModules(/*peermem=*/true, /*open_nvidia=*/false);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
 // BreakTree.
 
 absl::Status Overwrite(const fs::path& path, std::string_view content) {
@@ -871,7 +930,7 @@ CounterList BnxtReHwCounters(uint64_t seed) {
 }
 
 std::vector<std::string> ExampleHostNames() {
-  return {"roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "broken"};
+  return {"roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "pcie-2x2", "broken"};
 }
 
 absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {
@@ -879,6 +938,7 @@ absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {
   if (name == "dgx-h100-ib") return DgxH100Ib();
   if (name == "amd-mi300x-bnxt") return AmdMi300xBnxt();
   if (name == "many-hcas") return ManyHcas();
+  if (name == "pcie-2x2") return Pcie2x2();
   if (name == "broken") {
     HostSpec s = Roce9Port();
     s.after_write = BreakTree;

@@ -18,18 +18,19 @@
 #include "agent/config/config.h"
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/topology/topology.h"
+#include "agent/policy/select/candidates.h"
 #include "agent/policy/select/env.h"
+#include "agent/policy/select/pairing.h"
 #include "agent/rdma/gid_choice.h"
 
 namespace fabric {
 
-using namespace ::fabric::v1;  // NOLINT: enum values of the model
+using namespace ::fabric::v1;               // NOLINT: enum values of the model
+using namespace ::fabric::select_internal;  // NOLINT: the ranking, shared with pairing.cc
 
 namespace {
 
 // absl::StrCat takes no std::string_view in Debian's abseil (agent/common/strings.h).
-std::string State(PortState s) { return std::string(PortStateWord(s)); }
-
 std::string PortName(std::string_view dev, uint32_t port) {
   return absl::StrCat(Av(dev), ":", port);
 }
@@ -40,129 +41,6 @@ std::string RateText(std::optional<double> gbps) {
 
 std::string Plural(int n, std::string_view word) {
   return absl::StrCat(n, " ", Av(word), n == 1 ? "" : "s");
-}
-
-// A (device, port) pair with everything the ranking needs, computed once per request.
-struct Candidate {
-  const RdmaDevice* dev = nullptr;
-  const Port* port = nullptr;
-  std::string name;  // "mlx5_1:1".
-  bool roce = false;
-  const Gid* gid = nullptr;  // Lowest RoCE v2 IPv4 GID on the port's own netdev.
-  std::string subnet;        // Connected subnet of the port's netdev holding gid->ipv4().
-  bool is_vf = false;
-  std::optional<int> numa;
-  std::optional<double> rate;
-  std::string front_end;  // Why this is a front-end (or denied) port; empty when not.
-  std::string excluded;   // Why it cannot be chosen at all; empty when eligible.
-
-  bool no_gid() const { return roce && gid == nullptr; }
-  std::string NoGidText() const {
-    if (port->netdev().empty()) {
-      return "no RoCE v2 IPv4 GID on its own netdev (the port's netdev is unknown)";
-    }
-    return absl::StrCat("no RoCE v2 IPv4 GID on its own netdev ", port->netdev());
-  }
-  std::string GidText() const {
-    if (!roce) return "InfiniBand";
-    if (gid == nullptr) return NoGidText();
-    return absl::StrFormat("GID %d = %s (RoCE v2 on %s)", gid->index(), gid->ipv4(),
-                           port->netdev());
-  }
-};
-
-// An unspecified link layer (attribute unreadable) with RoCE GIDs is still RoCE: treating it as
-// InfiniBand would leave the GID index out of the environment.
-bool IsRoce(const Port& port) {
-  if (port.link_layer() == LINK_LAYER_ETHERNET) return true;
-  if (port.link_layer() != LINK_LAYER_UNSPECIFIED) return false;
-  return std::any_of(port.gids().begin(), port.gids().end(), [](const Gid& g) {
-    return g.type() == GID_TYPE_ROCE_V1 || g.type() == GID_TYPE_ROCE_V2;
-  });
-}
-
-// The port's usable GID by the one rule (agent/rdma/gid_choice.h), over its own netdev's GIDs. A
-// port without a netdev of its own has none: another netdev's address may not route to it.
-const Gid* ChooseGid(const Port& port) {
-  if (port.netdev().empty()) return nullptr;
-  std::vector<rdma::GidSlot> table;
-  table.reserve(port.gids_size());
-  for (const Gid& g : port.gids()) {
-    // The model's ipv4 field is the GID's address (discovery fills it from the GID).
-    absl::StatusOr<uint32_t> ipv4 = ParseIpv4(g.ipv4());
-    if (!ipv4.ok()) continue;
-    rdma::GidSlot& s = table.emplace_back();
-    s.index = static_cast<int>(g.index());
-    s.gid =
-        rdma::Ipv4MappedGid({static_cast<uint8_t>(*ipv4 >> 24), static_cast<uint8_t>(*ipv4 >> 16),
-                             static_cast<uint8_t>(*ipv4 >> 8), static_cast<uint8_t>(*ipv4)});
-    if (g.type() == GID_TYPE_ROCE_V2) s.kind = rdma::GidKind::kRoceV2;
-    s.netdev = g.netdev();
-  }
-  std::optional<int> index = rdma::ChooseRoceV2Gid(table, {.netdev = port.netdev(), .ipv4 = {}});
-  if (!index) return nullptr;
-  for (const Gid& g : port.gids()) {
-    if (static_cast<int>(g.index()) == *index) return &g;
-  }
-  return nullptr;
-}
-
-const Netdev* FindNetdev(const Host& host, std::string_view name) {
-  for (const Netdev& n : host.netdevs()) {
-    if (n.name() == name) return &n;
-  }
-  return nullptr;
-}
-
-// The most specific connected subnet of `netdev` that holds `ipv4`; empty when none is known.
-std::string SubnetOf(const Host& host, std::string_view netdev, std::string_view ipv4) {
-  const Netdev* n = FindNetdev(host, netdev);
-  absl::StatusOr<uint32_t> addr = ParseIpv4(ipv4);
-  if (n == nullptr || !addr.ok()) return "";
-  std::optional<Ipv4Net> best;
-  for (const std::string& s : n->ipv4_subnets()) {
-    absl::StatusOr<Ipv4Net> net = ParseIpv4Cidr(s);
-    if (!net.ok() || !net->Contains(*addr)) continue;
-    if (!best || net->len > best->len) best = *net;
-  }
-  return best ? best->ToString() : "";
-}
-
-std::string CanonicalPci(std::string_view addr) {
-  absl::StatusOr<std::string> c = ParsePciAddress(addr);
-  return c.ok() ? *c : std::string(addr);
-}
-
-// What the ranking compares, in order of precedence.
-enum class Criterion { kGid, kFunction, kDistance, kNuma, kRate, kSpread, kName, kPort, kTie };
-
-// One candidate as seen from one GPU.
-struct Scored {
-  const Candidate* c = nullptr;
-  int fn_tier = 0;  // 0: preferred function type (PF by default).
-  DistanceClass distance = DISTANCE_CLASS_SYS;
-  std::string distance_reason;
-  bool same_numa = false;
-  int load = 0;  // GPUs of this request already assigned to the port.
-};
-
-// Which criterion first tells `a` and `b` apart, and whether `a` wins on it.
-std::pair<Criterion, bool> Compare(const Scored& a, const Scored& b) {
-  if (a.c->no_gid() != b.c->no_gid()) return {Criterion::kGid, !a.c->no_gid()};
-  if (a.fn_tier != b.fn_tier) return {Criterion::kFunction, a.fn_tier < b.fn_tier};
-  if (a.distance != b.distance) return {Criterion::kDistance, a.distance < b.distance};
-  if (a.same_numa != b.same_numa) return {Criterion::kNuma, a.same_numa};
-  // An unknown rate ranks below any known one.
-  double ra = a.c->rate.value_or(-1), rb = b.c->rate.value_or(-1);
-  if (ra != rb) return {Criterion::kRate, ra > rb};
-  if (a.load != b.load) return {Criterion::kSpread, a.load < b.load};
-  const std::string& na = a.c->dev->name();
-  const std::string& nb = b.c->dev->name();
-  if (na != nb) return {Criterion::kName, NaturalLess(na, nb)};
-  if (a.c->port->number() != b.c->port->number()) {
-    return {Criterion::kPort, a.c->port->number() < b.c->port->number()};
-  }
-  return {Criterion::kTie, false};
 }
 
 std::string NumaText(std::optional<int> nic, std::optional<int> gpu) {
@@ -193,6 +71,8 @@ std::string ValueText(const Scored& s, Criterion k, std::optional<int> gpu_numa)
       return RateText(s.c->rate);
     case Criterion::kSpread:
       return absl::StrCat("serves ", Plural(s.load, "GPU"), " of this request");
+    case Criterion::kPaired:
+      return s.paired ? "the GPU's host-wide pair" : "paired with other GPUs";
     case Criterion::kName:
     case Criterion::kPort:
     case Criterion::kTie:
@@ -208,9 +88,12 @@ std::string FunctionPreference(bool prefer_vfs) {
 
 // Second reason line: the criterion that beat the runner-up.
 std::string BeatText(const Scored& w, const Scored& r, Criterion k, std::optional<int> gpu_numa,
-                     bool prefer_vfs) {
+                     bool prefer_vfs, const GpuPair* pair) {
   const std::string& rn = r.c->name;
   switch (k) {
+    case Criterion::kPaired:
+      return absl::StrCat(pair != nullptr ? pair->reason() : "paired", " (beat ", rn,
+                          " on host-wide pairing; otherwise equal)");
     case Criterion::kGid:
       return absl::StrCat("beat ", rn, " on GID: ", rn, " has ", r.c->NoGidText(),
                           " (a RoCE port without one ranks below every port with one)");
@@ -253,6 +136,9 @@ std::string LostText(const Scored& l, const Scored& w, Criterion k, std::optiona
     case Criterion::kRate:
       return absl::StrCat(RateText(l.c->rate), " (lost on rate: ", wn, " is ", RateText(w.c->rate),
                           ")");
+    case Criterion::kPaired:
+      return absl::StrCat("lost on host-wide pairing (otherwise equal; this GPU is paired with ",
+                          wn, ")");
     case Criterion::kSpread:
       return absl::StrCat("already serves ", Plural(l.load, "GPU"),
                           " of this request (lost on spreading: ", wn, " serves ", w.load, ")");
@@ -404,129 +290,32 @@ absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::st
   if (absl::Status s = ValidatePolicy(policy); !s.ok()) return s;
   absl::StatusOr<std::vector<Request>> requests = ResolveGpus(host, gpus);
   if (!requests.ok()) return requests.status();
-  if (host.rdma_devices().empty()) {
-    return absl::FailedPreconditionError("no RDMA device on this host");
-  }
-
-  std::set<std::string> default_route(host.default_route_netdevs().begin(),
-                                      host.default_route_netdevs().end());
-  for (const Netdev& n : host.netdevs()) {
-    if (n.default_route()) default_route.insert(n.name());
-  }
-
-  // Every (device, port), in natural name order so that rejections read in a stable order.
-  std::vector<Candidate> cands;
-  std::vector<std::string> portless;
-  for (const RdmaDevice& dev : host.rdma_devices()) {
-    if (dev.ports().empty()) portless.push_back(dev.name());
-    for (const Port& port : dev.ports()) {
-      Candidate c;
-      c.dev = &dev;
-      c.port = &port;
-      c.name = PortName(dev.name(), port.number());
-      c.roce = IsRoce(port);
-      if (c.roce) {
-        c.gid = ChooseGid(port);
-        if (c.gid != nullptr) c.subnet = SubnetOf(host, port.netdev(), c.gid->ipv4());
-      }
-      c.is_vf = dev.has_pci() && dev.pci().sriov().role() == SRIOV_ROLE_VF;
-      if (dev.has_pci() && dev.pci().has_numa_node()) c.numa = dev.pci().numa_node();
-      if (port.has_rate_gbps()) c.rate = port.rate_gbps();
-
-      // A software device has no netdev of its own port besides its parent.
-      std::vector<std::string> netdevs;
-      for (const std::string& n : {port.netdev(), dev.parent_netdev()}) {
-        if (!n.empty() && std::find(netdevs.begin(), netdevs.end(), n) == netdevs.end()) {
-          netdevs.push_back(n);
-        }
-      }
-      c.front_end = DeniedBy(policy, dev, port);
-      for (const std::string& n : netdevs) {
-        if (c.front_end.empty() && default_route.count(n)) {
-          c.front_end = absl::StrCat("front-end: carries the default route on ", n);
-        }
-      }
-      if (port.state() != PORT_STATE_ACTIVE) {
-        c.excluded = absl::StrCat("port ", State(port.state()));
-      }
-      cands.push_back(std::move(c));
-    }
-  }
-  std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.dev->name() != b.dev->name()) return NaturalLess(a.dev->name(), b.dev->name());
-    return a.port->number() < b.port->number();
-  });
-
-  bool any_active = false, any_back_end = false;
-  for (const Candidate& c : cands) {
-    if (!c.excluded.empty()) continue;
-    any_active = true;
-    if (c.front_end.empty()) any_back_end = true;
-  }
-  if (!any_active) {
-    std::vector<std::string> states;
-    for (const Candidate& c : cands) {
-      states.push_back(absl::StrCat(c.name, " ", State(c.port->state())));
-    }
-    for (const std::string& d : portless) states.push_back(absl::StrCat(d, " has no ports"));
-    return absl::FailedPreconditionError(
-        absl::StrCat("no active RDMA port: ", absl::StrJoin(states, ", ")));
-  }
+  absl::StatusOr<Candidates> built = BuildCandidates(host, policy);
+  if (!built.ok()) return built.status();
+  const std::vector<Candidate>& cands = built->all;
 
   Selection sel;
-  if (any_back_end) {
-    for (Candidate& c : cands) {
-      if (c.excluded.empty() && !c.front_end.empty()) c.excluded = c.front_end;
-    }
-  } else {
-    std::vector<std::string> used;
-    for (const Candidate& c : cands) {
-      if (c.excluded.empty()) used.push_back(absl::StrCat(c.name, " (", c.front_end, ")"));
-    }
-    sel.add_notes(absl::StrCat("no back-end RDMA port is active; using front-end ports: ",
-                               absl::StrJoin(used, ", ")));
-  }
-  for (const Candidate& c : cands) {
-    if (c.excluded.empty() && c.no_gid()) {
-      sel.add_notes(absl::StrCat(c.name, " has ", c.NoGidText()));
-    }
-  }
-
-  std::map<std::string, const TopologyPair*> pairs;  // "<gpu>|<device>".
-  for (const TopologyPair& p : host.topology()) {
-    pairs[absl::StrCat(CanonicalPci(p.accelerator()), "|", p.rdma_device())] = &p;
-  }
+  for (const std::string& n : built->notes) sel.add_notes(n);
+  const PairIndex pairs = IndexTopology(host);
+  // The pairing of the snapshot (computed once per inventory), or of this host now.
+  std::optional<GpuPairing> computed;
+  const GpuPairing& pairing =
+      host.has_pairing() ? host.pairing() : computed.emplace(PairGpus(host, policy));
+  std::map<std::string, const GpuPair*> paired;
+  for (const GpuPair& p : pairing.pairs()) paired[p.gpu()] = &p;
 
   std::map<const Candidate*, int> load;
   for (const Request& req : *requests) {
-    std::optional<int> gpu_numa;
-    if (req.acc->has_pci() && req.acc->pci().has_numa_node()) {
-      gpu_numa = req.acc->pci().numa_node();
+    std::optional<int> gpu_numa = GpuNuma(*req.acc);
+    const GpuPair* pair = nullptr;
+    if (auto it = paired.find(req.canonical); it != paired.end()) pair = it->second;
+    std::vector<Scored> eligible = ScoreFor(*built, pairs, req.canonical, gpu_numa, policy);
+    for (Scored& s : eligible) {
+      s.load = load[s.c];
+      s.paired = pair != nullptr && pair->rdma_device() == s.c->dev->name() &&
+                 pair->port() == s.c->port->number();
     }
-    std::vector<Scored> eligible;
-    for (const Candidate& c : cands) {
-      if (!c.excluded.empty()) continue;
-      Scored s;
-      s.c = &c;
-      s.fn_tier = policy.prefer_vfs() ? !c.is_vf : c.is_vf;
-      auto it = pairs.find(absl::StrCat(req.canonical, "|", c.dev->name()));
-      if (it == pairs.end()) {
-        s.distance = DISTANCE_CLASS_SYS;
-        s.distance_reason = "no PCI path";
-      } else {
-        // An unclassified pair is as far as it gets: nothing shows it is closer.
-        s.distance = it->second->distance() == DISTANCE_CLASS_UNSPECIFIED ? DISTANCE_CLASS_SYS
-                                                                          : it->second->distance();
-        s.distance_reason = it->second->reason();
-      }
-      s.same_numa = c.numa && gpu_numa && *c.numa == *gpu_numa;
-      s.load = load[&c];
-      eligible.push_back(std::move(s));
-    }
-    std::stable_sort(eligible.begin(), eligible.end(), [](const Scored& a, const Scored& b) {
-      auto [k, a_wins] = Compare(a, b);
-      return k != Criterion::kTie && a_wins;
-    });
+    Rank(&eligible);
     const Scored& w = eligible.front();
     const Candidate& c = *w.c;
     load[&c]++;
@@ -548,7 +337,7 @@ absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::st
     a->add_reasons(Summary(w, req.canonical, gpu_numa));
     if (eligible.size() > 1) {
       const Scored& r = eligible[1];
-      a->add_reasons(BeatText(w, r, Compare(w, r).first, gpu_numa, policy.prefer_vfs()));
+      a->add_reasons(BeatText(w, r, Compare(w, r).first, gpu_numa, policy.prefer_vfs(), pair));
     } else {
       a->add_reasons("only eligible port");
     }

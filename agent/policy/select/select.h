@@ -24,8 +24,10 @@ namespace fabric {
 //   3. distance class PIX < PXB < PHB < NODE < SYS (no topology pair: SYS);
 //   4. NIC on the GPU's NUMA node (unknown NUMA counts as not the same);
 //   5. higher rate;
-//   6. fewer GPUs of this request already on the port (spreads GPUs over equal NICs);
-//   7. device name in natural order (mlx5_2 < mlx5_10), then port number.
+//   6. the GPU's host-wide pair (pairing.h: host.pairing when the snapshot carries one, else
+//      computed here), so a GPU gets the same port whoever asks and with whichever other GPUs;
+//   7. fewer GPUs of this request already on the port (a GPU the pairing does not cover);
+//   8. device name in natural order (mlx5_2 < mlx5_10), then port number.
 //
 // Errors: InvalidArgument for an empty, malformed, duplicate or non-GPU address or a bad policy;
 // NotFound for a GPU the host does not have; FailedPrecondition when the host has no RDMA device

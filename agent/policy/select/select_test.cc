@@ -107,7 +107,8 @@ TEST(SelectTest, UnknownNumaCountsAsNotTheSame) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(Chosen(s->assignments(0)), "mlx5_2:1");
 
-  // A GPU of unknown NUMA is on nobody's node: NUMA decides nothing, name order does.
+  // A GPU of unknown NUMA is on nobody's node: NUMA decides nothing, the pairing does (PCI
+  // order: mlx5_1 at 19:00.0 first).
   TwoNics u(v1::DISTANCE_CLASS_PHB, v1::DISTANCE_CLASS_PHB);
   u.b.host().mutable_accelerators(0)->mutable_pci()->clear_numa_node();
   u.n1->mutable_pci()->set_numa_node(1);
@@ -159,7 +160,18 @@ TEST(SelectTest, EqualNicsAreSpreadOverTheRequestsGpus) {
   for (const std::string& g : gpus) {
     b.Distance(g, "mlx5_1", v1::DISTANCE_CLASS_NODE).Distance(g, "mlx5_2", v1::DISTANCE_CLASS_NODE);
   }
+  // The host-wide pairing spreads them (PCI order, wrapping), whatever the request holds.
   absl::StatusOr<v1::Selection> s = SelectNics(b.Build(), gpus, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(ChosenPorts(*s), ElementsAre("mlx5_1:1", "mlx5_2:1", "mlx5_1:1", "mlx5_2:1"));
+  EXPECT_THAT(s->assignments(1).reasons(1), HasSubstr("on host-wide pairing"));
+  s = SelectNics(b.Build(), {gpus[3]}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(ChosenPorts(*s), ElementsAre("mlx5_2:1"));
+
+  // Without a pairing for them (a snapshot's pairing names other GPUs), the request spreads.
+  b.host().mutable_pairing();
+  s = SelectNics(b.Build(), gpus, {});
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_THAT(ChosenPorts(*s), ElementsAre("mlx5_1:1", "mlx5_2:1", "mlx5_1:1", "mlx5_2:1"));
   EXPECT_THAT(s->assignments(1).reasons(1), HasSubstr("on spreading"));
@@ -193,6 +205,7 @@ TEST(SelectTest, NamesCompareNaturally) {
   b.Nic("mlx5_2", "0000:20:00.0", 0, "eth2", "10.0.2.1");
   b.Distance(kGpu, "mlx5_10", v1::DISTANCE_CLASS_SYS)
       .Distance(kGpu, "mlx5_2", v1::DISTANCE_CLASS_SYS);
+  b.host().mutable_pairing();  // No pairing: name order is the last word.
   absl::StatusOr<v1::Selection> s = SelectNics(b.Build(), {kGpu}, {});
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(Chosen(s->assignments(0)), "mlx5_2:1");
@@ -207,7 +220,12 @@ TEST(SelectTest, LowerPortNumberComesLast) {
   b.RocePort(d, 2, "eth2", "10.0.2.1");
   b.RocePort(d, 1, "eth1", "10.0.1.1");
   b.Distance(kGpu, "mlx5_1", v1::DISTANCE_CLASS_PIX);
+  // The pairing takes the lower port too (PCI order, then port number).
   absl::StatusOr<v1::Selection> s = SelectNics(b.Build(), {kGpu}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(Chosen(s->assignments(0)), "mlx5_1:1");
+  b.host().mutable_pairing();  // No pairing: port order is the last word.
+  s = SelectNics(b.Build(), {kGpu}, {});
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(Chosen(s->assignments(0)), "mlx5_1:1");
   EXPECT_THAT(RejectionOf(s->assignments(0), "mlx5_1:2"), HasSubstr("lost on port order"));

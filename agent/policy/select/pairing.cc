@@ -1,0 +1,179 @@
+#include "agent/policy/select/pairing.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/common/natural_order.h"
+#include "agent/common/strings.h"
+#include "agent/policy/select/candidates.h"
+
+namespace fabric {
+
+using namespace ::fabric::v1;  // NOLINT: enum values of the model
+using select_internal::Candidate;
+using select_internal::Candidates;
+using select_internal::Criterion;
+using select_internal::Scored;
+
+namespace {
+
+std::string Ordinal(size_t i) {  // 0-based
+  static constexpr const char* kWords[] = {"first", "second", "third",    "fourth",
+                                           "fifth", "sixth",  "seventh",  "eighth",
+                                           "ninth", "tenth",  "eleventh", "twelfth"};
+  if (i < std::size(kWords)) return kWords[i];
+  return absl::StrCat("number ", i + 1);
+}
+
+std::string Count(size_t n, std::string_view noun) {
+  static constexpr const char* kWords[] = {"no",   "one", "two",   "three", "four",
+                                           "five", "six", "seven", "eight"};
+  std::string number = n < std::size(kWords) ? kWords[n] : absl::StrCat(n);
+  return absl::StrCat(number, " ", Av(noun), n == 1 ? "" : "s");
+}
+
+// The PCI path of a function down to itself.
+std::vector<std::string> FullPath(const PciFunction& pci) {
+  std::vector<std::string> p(pci.path().begin(), pci.path().end());
+  p.push_back(pci.address());
+  return p;
+}
+
+// Where a group of GPUs and ports meet: the deepest PCI element above all of them ("switch",
+// "root port", "host bridge"), else their common NUMA node, else the host. PCIe paths read as
+// topology.h reads them: root complex, root port, then switch upstream/downstream port pairs.
+std::string MeetingPoint(const std::vector<const PciFunction*>& members) {
+  std::vector<std::string> common;
+  bool first = true, same_numa = true;
+  std::optional<int> numa;
+  for (const PciFunction* f : members) {
+    std::vector<std::string> p = FullPath(*f);
+    if (first) {
+      common = p;
+      numa = f->has_numa_node() ? std::optional<int>(f->numa_node()) : std::nullopt;
+    } else {
+      size_t n = 0;
+      while (n < common.size() && n < p.size() && common[n] == p[n]) n++;
+      common.resize(n);
+      if (!f->has_numa_node() || numa != f->numa_node()) same_numa = false;
+    }
+    first = false;
+  }
+  // The members themselves are never their own meeting point.
+  if (!common.empty() && members.size() > 1) {
+    for (const PciFunction* f : members) {
+      if (common.back() == f->address()) common.pop_back();
+      if (common.empty()) break;
+    }
+  }
+  if (common.size() >= 3) {
+    // Index 2, 4, ... are switch upstream ports; a downstream port belongs to the switch above.
+    size_t up = (common.size() - 1) % 2 == 0 ? common.size() - 1 : common.size() - 2;
+    return absl::StrCat("under switch ", common[up]);
+  }
+  if (common.size() == 2) return absl::StrCat("under root port ", common[1]);
+  if (common.size() == 1) return absl::StrCat("under host bridge ", common[0]);
+  if (same_numa && numa) return absl::StrCat("on NUMA node ", *numa);
+  return "on this host";
+}
+
+std::string PortLabel(const Candidate& c) {
+  return c.dev->ports_size() > 1 ? c.name : c.dev->name();
+}
+
+// PCI order of ports: the device's PCI address, then port number; software devices last.
+bool PciLess(const Candidate* a, const Candidate* b) {
+  const std::string& pa = a->dev->has_pci() ? a->dev->pci().address() : "";
+  const std::string& pb = b->dev->has_pci() ? b->dev->pci().address() : "";
+  if (pa.empty() != pb.empty()) return !pa.empty();
+  if (pa != pb) return pa < pb;
+  if (a->dev->name() != b->dev->name()) return NaturalLess(a->dev->name(), b->dev->name());
+  return a->port->number() < b->port->number();
+}
+
+struct Gpu {
+  const Accelerator* acc;
+  std::string canonical;
+};
+
+}  // namespace
+
+GpuPairing PairGpus(const Host& host, const SelectionPolicy& policy) {
+  GpuPairing out;
+  absl::StatusOr<Candidates> cands = select_internal::BuildCandidates(host, policy);
+  if (!cands.ok()) return out;
+  const select_internal::PairIndex pairs = select_internal::IndexTopology(host);
+
+  // GPUs grouped by the set of ports tied best for them, in PCI order.
+  std::vector<Gpu> gpus;
+  for (const Accelerator& a : host.accelerators()) {
+    if (!a.management_display())
+      gpus.push_back({&a, select_internal::CanonicalPci(a.pci_address())});
+  }
+  std::stable_sort(gpus.begin(), gpus.end(),
+                   [](const Gpu& a, const Gpu& b) { return a.canonical < b.canonical; });
+  std::map<std::vector<const Candidate*>, std::vector<const Gpu*>> groups;
+  for (const Gpu& g : gpus) {
+    std::vector<Scored> scored = select_internal::ScoreFor(
+        *cands, pairs, g.canonical, select_internal::GpuNuma(*g.acc), policy);
+    if (scored.empty()) continue;
+    select_internal::Rank(&scored);
+    std::vector<const Candidate*> tied;
+    for (const Scored& s : scored) {
+      if (select_internal::Compare(scored.front(), s).first < Criterion::kPaired) break;
+      tied.push_back(s.c);
+    }
+    std::sort(tied.begin(), tied.end(), PciLess);
+    groups[tied].push_back(&g);
+  }
+
+  std::map<const Gpu*, GpuPair> by_gpu;
+  for (const auto& [ports, members] : groups) {
+    std::vector<const PciFunction*> functions;
+    for (const Gpu* g : members) {
+      if (g->acc->has_pci()) functions.push_back(&g->acc->pci());
+    }
+    for (const Candidate* c : ports) {
+      if (c->dev->has_pci()) functions.push_back(&c->dev->pci());
+    }
+    const std::string where = MeetingPoint(functions);
+    for (size_t i = 0; i < members.size(); i++) {
+      const Candidate* c = ports[i % ports.size()];
+      GpuPair p;
+      p.set_gpu(members[i]->canonical);
+      p.set_rdma_device(c->dev->name());
+      p.set_port(c->port->number());
+      if (ports.size() == 1) {
+        p.set_reason(absl::StrCat("paired with ", PortLabel(*c), ": the only best port for ",
+                                  members.size() == 1 ? "the GPU" : Count(members.size(), "GPU"),
+                                  " ", where));
+      } else {
+        std::string reason = absl::StrCat("paired with ", PortLabel(*c), ": ", Ordinal(i), " of ",
+                                          Count(members.size(), "GPU"), " ", where);
+        if (members.size() == 1) {
+          reason = absl::StrCat("paired with ", PortLabel(*c), ": the only GPU ", where);
+        }
+        absl::StrAppend(
+            &reason, ", which has ", Count(ports.size(), "equal port"),
+            members.size() > ports.size() ? " (PCI order, wrapping as NCCL does)" : " (PCI order)");
+        p.set_reason(std::move(reason));
+      }
+      by_gpu[members[i]] = std::move(p);
+    }
+  }
+  for (const Gpu& g : gpus) {
+    auto it = by_gpu.find(&g);
+    if (it != by_gpu.end()) *out.add_pairs() = std::move(it->second);
+  }
+  return out;
+}
+
+GpuPairing PairingOf(const Host& host, const SelectionPolicy& policy) {
+  return host.has_pairing() ? host.pairing() : PairGpus(host, policy);
+}
+
+}  // namespace fabric
