@@ -118,6 +118,10 @@ TEST_F(AgentTest, ServesInventorySelectionPlacementAndHealth) {
   EXPECT_EQ(inv.host().rdma_devices_size(), 9);
   EXPECT_EQ(inv.generation(), 1u);
   EXPECT_GT(inv.discovered_at().seconds(), 0);
+  // The host-wide pairing comes with the snapshot: one pair per GPU, computed once.
+  ASSERT_EQ(inv.host().pairing().pairs_size(), 8);
+  EXPECT_EQ(inv.host().pairing().pairs(0).gpu(), "0000:1a:00.0");
+  EXPECT_EQ(inv.host().pairing().pairs(0).rdma_device(), "mlx5_1");
 
   v1::SelectNicsRequest req;
   req.add_gpus("0000:1a:00.0");
@@ -312,6 +316,13 @@ TEST_F(AgentTest, SighupReloadsTheConfigAndKeepsTheOldOneWhenBroken) {
   agent_->Signal(SIGHUP);
   EXPECT_TRUE(testing::WaitFor([&] { return select(&dev) && dev != "mlx5_1"; }, absl::Seconds(10)))
       << dev;
+  {  // The pairing follows the new policy: no GPU is paired with the denied device.
+    v1::Inventory inv;
+    auto ctx = Ctx();
+    ASSERT_TRUE(stub_->GetInventory(ctx.get(), {}, &inv).ok());
+    ASSERT_GT(inv.host().pairing().pairs_size(), 0);
+    for (const v1::GpuPair& p : inv.host().pairing().pairs()) EXPECT_NE(p.rdma_device(), "mlx5_1");
+  }
 
   WriteFile(config, "{not json");
   agent_->Signal(SIGHUP);

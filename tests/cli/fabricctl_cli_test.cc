@@ -114,10 +114,47 @@ TEST_F(CliTest, TopoMatrix) {
   ASSERT_GE(c.size(), 11u);
   EXPECT_EQ(c[0], "GPU0");
   EXPECT_EQ(c[1], "NODE");  // mlx5_0, another host bridge on NUMA 0
-  EXPECT_EQ(c[2], "PIX");   // mlx5_1
+  EXPECT_EQ(c[2], "PIX*");  // mlx5_1, GPU0's pair
   EXPECT_EQ(c[3], "PXB");   // mlx5_2
   EXPECT_EQ(c[6], "SYS");   // mlx5_5
   EXPECT_THAT(r.out, HasSubstr("Legend"));
+  EXPECT_THAT(r.out, HasSubstr("*    = the GPU's paired NIC"));
+}
+
+// Two GPUs and two NICs per switch: each GPU asked for alone gets its own NIC, the one topo marks
+// and the whole-host request gives it.
+TEST_F(CliTest, PerGpuSelectFollowsTheHostWidePairing) {
+  const std::string host = Host("pcie-2x2");
+  Result t = Run("topo " + host);
+  ASSERT_EQ(t.code, 0) << t.err;
+  std::istringstream lines(t.out);
+  std::string header, gpu0, gpu1;
+  std::getline(lines, header);
+  std::getline(lines, gpu0);
+  std::getline(lines, gpu1);
+  std::vector<std::string> c;
+  std::istringstream cells(gpu1);
+  for (std::string w; cells >> w;) c.push_back(w);
+  ASSERT_GE(c.size(), 4u) << t.out;
+  EXPECT_EQ(c[0], "GPU1");
+  EXPECT_EQ(c[2], "PIX");   // mlx5_1: GPU0's
+  EXPECT_EQ(c[3], "PIX*");  // mlx5_2: GPU1's
+
+  Result all = Run("select --gpus=all --json " + host);
+  ASSERT_EQ(all.code, 0) << all.err;
+  v1::Selection whole;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(all.out, &whole).ok()) << all.out;
+  ASSERT_EQ(whole.assignments_size(), 8);
+  for (const v1::GpuAssignment& want : whole.assignments()) {
+    Result one = Run("select --json --gpus=" + want.gpu() + " " + host);
+    ASSERT_EQ(one.code, 0) << one.err;
+    v1::Selection sel;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(one.out, &sel).ok()) << one.out;
+    ASSERT_EQ(sel.assignments_size(), 1);
+    EXPECT_EQ(sel.assignments(0).rdma_device(), want.rdma_device()) << want.gpu();
+  }
+  EXPECT_EQ(whole.assignments(0).rdma_device(), "mlx5_1");
+  EXPECT_EQ(whole.assignments(1).rdma_device(), "mlx5_2");
 }
 
 TEST_F(CliTest, SelectAndEnvOnTheRoceHost) {

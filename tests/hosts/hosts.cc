@@ -930,7 +930,7 @@ CounterList BnxtReHwCounters(uint64_t seed) {
 }
 
 std::vector<std::string> ExampleHostNames() {
-  return {"roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "pcie-2x2", "broken"};
+  return {"roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "broken", "pcie-2x2"};
 }
 
 absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {

@@ -15,8 +15,8 @@
 
 namespace fabric::testing {
 
-// "roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "pcie-2x2" (two GPUs and two
-// NICs per PCIe switch), "broken", in that order.
+// "roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "broken", "pcie-2x2" (two GPUs
+// and two NICs per PCIe switch), in that order.
 std::vector<std::string> ExampleHostNames();
 
 // The spec of an example host; NotFound for an unknown name. "broken" is roce-9port with

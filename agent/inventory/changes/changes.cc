@@ -93,14 +93,15 @@ bool Same(const PciFunction& a, const PciFunction& b) {
 
 bool Same(const Gid& a, const Gid& b) {
   return a.index() == b.index() && a.gid() == b.gid() && a.type() == b.type() &&
-         a.netdev() == b.netdev() && a.ipv4() == b.ipv4();
+         a.netdev() == b.netdev() && a.ipv4() == b.ipv4() && a.ipv6() == b.ipv6();
 }
 
 bool Same(const Accelerator& a, const Accelerator& b) {
   return a.pci_address() == b.pci_address() && a.vendor() == b.vendor() &&
          a.vendor_name() == b.vendor_name() && a.kind() == b.kind() &&
          SameMsg(a.has_pci(), a.pci(), b.has_pci(), b.pci()) &&
-         a.management_display() == b.management_display();
+         a.management_display() == b.management_display() && a.uuid() == b.uuid() &&
+         a.has_index() == b.has_index() && a.index() == b.index();
 }
 
 bool Same(const GpuDirectPath& a, const GpuDirectPath& b) {

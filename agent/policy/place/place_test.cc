@@ -343,8 +343,13 @@ TEST(PlaceTest, SpreadingAvoidsSharingWhereItCan) {
   req.set_one_nic_per_gpu(true);
   absl::StatusOr<v1::PlaceResponse> r = PlaceOn(b.Build(), req);
   ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_THAT(r->placements(), SizeIs(6));  // Every pair: one GPU per NIC.
+  // The host-wide pairing puts 18 and 38 on mlx5_1, 28 and 48 on mlx5_2 (PCI order, wrapping),
+  // whoever asks: the four pairs that mix them use one NIC per GPU.
+  ASSERT_THAT(r->placements(), SizeIs(4));
   EXPECT_THAT(Ports(r->placements(0)), ElementsAre("mlx5_1:1", "mlx5_2:1"));
+  for (const v1::Placement& p : r->placements()) {
+    EXPECT_FALSE(p.gpus(0) == "0000:18:00.0" && p.gpus(1) == "0000:38:00.0");
+  }
 
   req.set_gpu_count(3);
   r = PlaceOn(b.Build(), req);
