@@ -20,6 +20,8 @@
 #include "agent/inventory/changes/changes.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/policy/place/place.h"
+#include "agent/policy/select/pairing.h"
+#include "agent/policy/select/select.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
 
@@ -152,6 +154,36 @@ void BM_Place(benchmark::State& state) {
 }
 BENCHMARK(BM_Place)->Name("Place/roce-9port/gpus")->DenseRange(1, 8)->Unit(benchmark::kMicrosecond);
 
+// The host-wide GPU-port pairing, as the agent computes it once per snapshot.
+void BM_PairGpus(benchmark::State& state, const std::string& name) {
+  auto host = DiscoverTree(name);
+  if (!host.ok()) {
+    state.SkipWithError(std::string(host.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(PairGpus(*host, {}));
+}
+
+// SelectNics for one GPU on the snapshot (pairing carried, as the agent serves it) and on a bare
+// host (pairing computed in the call): what a per-GPU launcher's request costs.
+void BM_SelectOneGpu(benchmark::State& state, const std::string& name, bool snapshot) {
+  auto host = DiscoverTree(name);
+  if (!host.ok() || host->accelerators().empty()) {
+    state.SkipWithError("no host or no GPU");
+    return;
+  }
+  if (snapshot) *host->mutable_pairing() = PairGpus(*host, {});
+  const std::vector<std::string> gpu = {ComputeGpus(*host).front()};
+  for (auto _ : state) {
+    auto r = SelectNics(*host, gpu, {});
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(r);
+  }
+}
+
 // Records each benchmark's time so that the ratios can be printed after the run.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -223,6 +255,15 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("DiffHostsUnchanged/") + host).c_str(),
                                  BM_DiffHostsUnchanged, std::string(host))
         ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("PairGpus/") + host).c_str(), BM_PairGpus,
+                                 std::string(host))
+        ->Unit(benchmark::kMicrosecond);
+    for (bool snapshot : {true, false}) {
+      benchmark::RegisterBenchmark(
+          (std::string("SelectOneGpu/") + host + (snapshot ? "/snapshot" : "/bare")).c_str(),
+          BM_SelectOneGpu, std::string(host), snapshot)
+          ->Unit(benchmark::kMicrosecond);
+    }
   }
   benchmark::Initialize(&argc, argv);
   RatioReporter reporter;
