@@ -127,7 +127,8 @@ class HostTest : public ::testing::Test {
 
 TEST_F(HostTest, ExampleHostNamesInOrder) {
   EXPECT_THAT(ExampleHostNames(),
-              ElementsAre("roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "broken"));
+              ElementsAre("roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "broken",
+                          "ipv6-roce", "ib-prefix-gids"));
   EXPECT_EQ(ExampleHost("no-such-host").status().code(), absl::StatusCode::kNotFound);
 }
 
