@@ -126,7 +126,7 @@ HostSpec IbPrefixGids() {
     ib.type = 32;
     s.netdevs.push_back(ib);
   }
-  s.modules = MlxNvidiaModules(/*peermem=*/false, /*open_nvidia=*/false);
+  s.modules = MlxNvidiaModules(/*peermem=*/true, /*open_nvidia=*/false);
   return s;
 }
 

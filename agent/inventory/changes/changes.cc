@@ -93,7 +93,7 @@ bool Same(const PciFunction& a, const PciFunction& b) {
 
 bool Same(const Gid& a, const Gid& b) {
   return a.index() == b.index() && a.gid() == b.gid() && a.type() == b.type() &&
-         a.netdev() == b.netdev() && a.ipv4() == b.ipv4();
+         a.netdev() == b.netdev() && a.ipv4() == b.ipv4() && a.ipv6() == b.ipv6();
 }
 
 bool Same(const Accelerator& a, const Accelerator& b) {
