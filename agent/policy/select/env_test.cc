@@ -19,6 +19,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/hosts/discovered.h"
 #include "tests/hosts/model_builder.h"
 
 namespace fabric {
@@ -134,6 +135,29 @@ TEST(RenderEnvTest, HcaListFollowsGpuOrderWithoutDuplicates) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_3:1,mlx5_1:1");
   EXPECT_EQ(s->env().at("UCX_NET_DEVICES"), "mlx5_3:1,mlx5_1:1");
+}
+
+// The example hosts as discovery sees them, whole host selected.
+TEST(RenderEnvTest, ExampleHostsWithOtherGidLayouts) {
+  const v1::Host& v6 = testing::DiscoveredExampleHost("ipv6-roce");
+  absl::StatusOr<v1::Selection> s = SelectNics(v6, {"0000:19:00.0", "0000:9b:00.0"}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->assignments_size(), 2);
+  EXPECT_EQ(s->assignments(0).rdma_device(), "mlx5_0");
+  EXPECT_EQ(s->assignments(0).gid_index(), 3u);
+  EXPECT_EQ(s->assignments(0).ipv6(), "2001:db8:a00:1:e42:a1ff:fe03:0");
+  EXPECT_EQ(s->assignments(1).ipv6(), "2001:db8:a00:2:e42:a1ff:fe03:1");
+  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_0:1,mlx5_1:1");
+  EXPECT_EQ(s->env().at("NCCL_IB_GID_INDEX"), "3");
+  EXPECT_EQ(s->env().at("UCX_IB_GID_INDEX"), "3");
+
+  // InfiniBand: no GID variable, whatever the prefix-only slots hold.
+  const v1::Host& ib = testing::DiscoveredExampleHost("ib-prefix-gids");
+  s = SelectNics(ib, {"0000:19:00.0", "0000:9b:00.0"}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_0:1,mlx5_1:1");
+  EXPECT_THAT(EnvOf(*s), Not(Contains(Key("NCCL_IB_GID_INDEX"))));
+  EXPECT_FALSE(s->assignments(0).has_gid_index());
 }
 
 TEST(RenderEnvTest, Ipv6OnlyWithOneIndexNamesIt) {

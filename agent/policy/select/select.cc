@@ -101,8 +101,9 @@ std::pair<const Gid*, bool> ChooseGid(const Port& port) {
       s.gid =
           rdma::Ipv4MappedGid({static_cast<uint8_t>(*ipv4 >> 24), static_cast<uint8_t>(*ipv4 >> 16),
                                static_cast<uint8_t>(*ipv4 >> 8), static_cast<uint8_t>(*ipv4)});
-    } else if (absl::StatusOr<IpAddress> ipv6 = ParseIp(g.ipv6());
-               !g.ipv6().empty() && ipv6.ok() && ipv6->family == AF_INET6) {
+    } else if (!g.ipv6().empty()) {
+      absl::StatusOr<IpAddress> ipv6 = ParseIp(g.ipv6());
+      if (!ipv6.ok() || ipv6->family != AF_INET6) continue;
       std::copy(std::begin(ipv6->addr.s6_addr), std::end(ipv6->addr.s6_addr), s.gid.begin());
     } else {
       continue;
@@ -445,8 +446,9 @@ absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::st
         const auto [gid, ipv6] = ChooseGid(port);
         c.gid = gid;
         c.gid_ipv6 = ipv6;
-        if (c.gid != nullptr && !c.gid_ipv6)
+        if (c.gid != nullptr && !c.gid_ipv6) {
           c.subnet = SubnetOf(host, port.netdev(), c.gid->ipv4());
+        }
       }
       c.is_vf = dev.has_pci() && dev.pci().sriov().role() == SRIOV_ROLE_VF;
       if (dev.has_pci() && dev.pci().has_numa_node()) c.numa = dev.pci().numa_node();
