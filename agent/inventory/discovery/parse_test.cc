@@ -29,12 +29,13 @@ TEST(Trim, TrailingNulAfterTheNewline) {
     EXPECT_EQ(Trim(c.in), c.want) << ::testing::PrintToString(c.in);
   }
   // The parsers built on it accept such values.
-  EXPECT_EQ(*ParseInt("16\n\0"s), 16);
-  EXPECT_EQ(*ParseHex("0x15b3\n\0"s), 0x15b3u);
-  EXPECT_EQ(*ParsePciAddress("0000:17:00.0\n\0"s), "0000:17:00.0");
-  EXPECT_EQ(*ParseLinkLayer("Ethernet\n\0"s), LINK_LAYER_ETHERNET);
-  EXPECT_EQ(*ParsePortState("4: ACTIVE\n\0"s), PORT_STATE_ACTIVE);
-  EXPECT_EQ(*ParseGidType("RoCE v2\n\0"s, LINK_LAYER_ETHERNET), GID_TYPE_ROCE_V2);
+  EXPECT_EQ(ParseInt("16\n\0"s).value_or(-1), 16);
+  EXPECT_EQ(ParseHex("0x15b3\n\0"s).value_or(0), 0x15b3u);
+  EXPECT_EQ(ParsePciAddress("0000:17:00.0\n\0"s).value_or(""), "0000:17:00.0");
+  EXPECT_EQ(ParseLinkLayer("Ethernet\n\0"s).value_or(LINK_LAYER_UNSPECIFIED), LINK_LAYER_ETHERNET);
+  EXPECT_EQ(ParsePortState("4: ACTIVE\n\0"s).value_or(PORT_STATE_UNSPECIFIED), PORT_STATE_ACTIVE);
+  EXPECT_EQ(ParseGidType("RoCE v2\n\0"s, LINK_LAYER_ETHERNET).value_or(GID_TYPE_UNSPECIFIED),
+            GID_TYPE_ROCE_V2);
 }
 
 TEST(ParsePciAddress, Forms) {
