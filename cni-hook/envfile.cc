@@ -36,13 +36,18 @@ std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
   for (const EnvInterface& in : ifaces) {
     if (in.pci_bdf.empty() || in.pci_bdf.find('/') != std::string::npos) continue;
     // The pod's interface is a VF or macvlan of the port: its GID is the one holding the pod's
-    // IPv4, whichever netdev the kernel lists it under.
+    // IPv4 (else its global IPv6) address, whichever netdev the kernel lists it under.
     rdma::GidWanted wanted;
     for (const announce::Address& a : in.addresses) {
-      if (a.family != AF_INET) continue;
-      std::array<uint8_t, 4> v4;
-      std::memcpy(v4.data(), &a.addr, 4);
-      wanted.ipv4.push_back(v4);
+      if (a.family == AF_INET) {
+        std::array<uint8_t, 4> v4;
+        std::memcpy(v4.data(), &a.addr, 4);
+        wanted.ipv4.push_back(v4);
+      } else if (a.family == AF_INET6) {
+        rdma::GidBytes v6;
+        std::memcpy(v6.data(), a.addr.s6_addr, v6.size());
+        wanted.ipv6.push_back(v6);
+      }
     }
     const std::string ib = absl::StrCat("bus/pci/devices/", in.pci_bdf, "/infiniband");
     for (const std::string& dev : List(sysfs, ib)) {
@@ -53,12 +58,12 @@ std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
         RdmaMatch m{in.ifname, dev, 1, -1};
         if (!absl::SimpleAtoi(port, &m.port)) continue;
         if (!first_port) first_port = m;
-        if (wanted.ipv4.empty()) continue;
+        if (wanted.ipv4.empty() && wanted.ipv6.empty()) continue;
         absl::StatusOr<std::vector<rdma::GidSlot>> table =
             rdma::ReadGidTable(sysfs, absl::StrCat(ports, "/", port));
         if (!table.ok()) continue;
-        if (std::optional<int> g = rdma::ChooseRoceV2Gid(*table, wanted)) {
-          m.gid_index = *g;
+        if (std::optional<rdma::GidChoice> g = rdma::ChooseRoceV2Gid(*table, wanted)) {
+          m.gid_index = g->index;
           found = m;
           break;
         }
@@ -90,7 +95,7 @@ std::string RenderEnvFile(const std::vector<EnvInterface>& ifaces,
       hcas.push_back(absl::StrCat(m.device, ":", m.port));
       if (m.gid_index < 0) {
         absl::StrAppend(&out, "# ", m.device, ":", m.port, " (", m.ifname,
-                        "): no RoCE v2 GID holds the pod's IPv4\n");
+                        "): no RoCE v2 GID holds the pod's address\n");
       } else if (gid < 0) {
         gid = m.gid_index;
       } else if (gid != m.gid_index) {

@@ -21,11 +21,14 @@ struct RdmaMatch {
   std::string ifname;
   std::string device;  // e.g. mlx5_3
   int port = 1;
-  int gid_index = -1;  // the RoCE v2 GID holding the pod's IPv4 (::ffff:a.b.c.d); -1 when none
+  // The RoCE v2 GID holding the pod's IPv4 (::ffff:a.b.c.d), else its global IPv6 address
+  // (IPv6-only RoCE); -1 when none.
+  int gid_index = -1;
 };
 
 // Looks under <sysfs_root>/bus/pci/devices/<bdf>/infiniband/ for each interface's RDMA device,
-// and in its ports' gids/ and gid_attrs/types/ for the RoCE v2 GID of the interface's IPv4.
+// and in its ports' gids/ and gid_attrs/types/ for the RoCE v2 GID of the interface's IPv4, else
+// of its IPv6 address (agent/rdma/gid_choice.h).
 std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
                                 const std::vector<EnvInterface>& ifaces);
 

@@ -75,6 +75,40 @@ TEST_F(EnvFileTest, RoceV2GidOfThePodIpv4) {
             "FABRIC_POD_IPS=172.16.5.9,fd00::9\n");
 }
 
+TEST_F(EnvFileTest, RoceV2GidOfThePodIpv6) {
+  // IPv6-only RoCE: link-local GIDs at 0/1, the port's own global GIDs at 2/3, the pod's
+  // macvlan-style GIDs at 4/5; link-local and RoCE v1 never count.
+  Port("0000:3b:00.2", "mlx5_4", 1,
+       {{"fe80:0000:0000:0000:5e8d:2bff:fe00:1122", "IB/RoCE v1"},
+        {"fe80:0000:0000:0000:5e8d:2bff:fe00:1122", "RoCE v2"},
+        {"2001:0db8:0a00:0004:5e8d:2bff:fe00:1122", "IB/RoCE v1"},
+        {"2001:0db8:0a00:0004:5e8d:2bff:fe00:1122", "RoCE v2"},
+        {"2001:0db8:0a00:0004:0000:0000:0000:0009", "IB/RoCE v1"},
+        {"2001:0db8:0a00:0004:0000:0000:0000:0009", "RoCE v2"},
+        {kZeroGid, ""}});
+  const std::vector<EnvInterface> ifaces = {
+      Iface("net1", "0000:3b:00.2", {"2001:db8:a00:4::9/64", "fe80::5e8d:2bff:fe00:1122/64"})};
+  const auto rdma = FindRdma(root_, ifaces);
+  ASSERT_EQ(rdma.size(), 1u);
+  EXPECT_EQ(rdma[0].device, "mlx5_4");
+  EXPECT_EQ(rdma[0].gid_index, 5);
+  EXPECT_EQ(RenderEnvFile(ifaces, rdma),
+            "# fabric-cni: the pod's fabric environment\n"
+            "NCCL_IB_HCA==mlx5_4:1\n"
+            "NCCL_IB_GID_INDEX=5\n"
+            "UCX_NET_DEVICES=mlx5_4:1\n"
+            "UCX_IB_GID_INDEX=5\n"
+            "NCCL_SOCKET_IFNAME==net1\n"
+            "FABRIC_POD_IPS=2001:db8:a00:4::9,fe80::5e8d:2bff:fe00:1122\n");
+
+  // Only the link-local address: no GID holds a routable address of the pod.
+  const std::vector<EnvInterface> ll = {
+      Iface("net1", "0000:3b:00.2", {"fe80::5e8d:2bff:fe00:1122/64"})};
+  const auto none = FindRdma(root_, ll);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].gid_index, -1);
+}
+
 TEST_F(EnvFileTest, NoRdmaBehindVirtualInterfaces) {
   Port("0000:3b:00.2", "mlx5_4", 1, {{kZeroGid, ""}});
   const std::vector<EnvInterface> ifaces = {Iface("eth0", "", {"10.88.0.5/16"}),

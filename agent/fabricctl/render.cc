@@ -146,12 +146,13 @@ std::string RenderInventory(const Host& host) {
       for (const Gid& g : p.gids()) {
         absl::StrAppend(
             &gids, absl::StrFormat("  %-10s %3d  %-39s  %-7s  %-10s %s\n", name, g.index(), g.gid(),
-                                   GidTypeName(g.type()), Or(g.netdev()), g.ipv4()));
+                                   GidTypeName(g.type()), Or(g.netdev()),
+                                   g.ipv4().empty() ? g.ipv6() : g.ipv4()));
       }
     }
   }
   out += Table(rows, "  ");
-  absl::StrAppend(&out, "\nGID tables (non-zero entries)\n", gids);
+  absl::StrAppend(&out, "\nGID tables (used entries)\n", gids);
 
   absl::StrAppend(&out, "\nNetdevs\n");
   rows = {{"NETDEV", "MAC", "MTU", "STATE", "SPEED", "IFINDEX", "RDMA", "SUBNETS", "ROLE"}};
@@ -259,10 +260,11 @@ std::string RenderTopology(const Host& host) {
 std::string RenderSelection(const Selection& selection) {
   std::string out;
   for (const GpuAssignment& a : selection.assignments()) {
+    const std::string& addr = a.ipv4().empty() ? a.ipv6() : a.ipv4();
     absl::StrAppend(&out, "GPU ", a.gpu(), " -> ", a.rdma_device(), ":", a.port(), "  ",
                     DistanceName(a.distance()), "  netdev ", Or(a.netdev()), "  GID ",
                     a.has_gid_index() ? absl::StrCat(a.gid_index()) : "-",
-                    a.ipv4().empty() ? "" : absl::StrCat(" (", a.ipv4(), ")"), "\n");
+                    addr.empty() ? "" : absl::StrCat(" (", addr, ")"), "\n");
     for (const std::string& r : a.reasons()) absl::StrAppend(&out, "    why: ", r, "\n");
     for (const Rejection& r : a.rejected()) {
       absl::StrAppend(&out, "    not ", r.port(), ": ", r.reason(), "\n");

@@ -88,6 +88,21 @@ TEST(RenderSelection, ReasonsAndRejections) {
   EXPECT_THAT(out, HasSubstr("note: a note"));
 }
 
+TEST(RenderSelection, Ipv6Gid) {
+  v1::Selection sel;
+  auto* a = sel.add_assignments();
+  a->set_gpu("0000:19:00.0");
+  a->set_rdma_device("mlx5_0");
+  a->set_port(1);
+  a->set_netdev("enp24s0np0");
+  a->set_gid_index(3);
+  a->set_ipv6("2001:db8:a00:1:e42:a1ff:fe03:0");
+  a->set_distance(v1::DISTANCE_CLASS_PIX);
+  EXPECT_THAT(RenderSelection(sel),
+              HasSubstr("GPU 0000:19:00.0 -> mlx5_0:1  PIX  netdev "
+                        "enp24s0np0  GID 3 (2001:db8:a00:1:e42:a1ff:fe03:0)"));
+}
+
 TEST(ToJson, StandardMapping) {
   v1::Host h;
   h.set_hostname("n1");

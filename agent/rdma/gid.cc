@@ -1,17 +1,23 @@
 #include "agent/rdma/gid.h"
 
+#include <netinet/in.h>
+
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/common/excerpt.h"
+#include "agent/common/ip.h"
 #include "agent/common/strings.h"
 
 namespace fabric::rdma {
 namespace {
 
+// Surrounding white space, and NULs after the value (some drivers' sysfs values end "\n\0").
 std::string_view TrimSpace(std::string_view s) {
+  while (!s.empty() && s.back() == '\0') s.remove_suffix(1);
   while (!s.empty() && absl::ascii_isspace(static_cast<unsigned char>(s.front()))) {
     s.remove_prefix(1);
   }
@@ -66,6 +72,23 @@ std::string FormatGid(const GidBytes& gid) {
 
 bool IsZeroGid(const GidBytes& gid) {
   return std::all_of(gid.begin(), gid.end(), [](uint8_t b) { return b == 0; });
+}
+
+bool IsEmptyGidSlot(const GidBytes& gid) {
+  return std::all_of(gid.begin() + 8, gid.end(), [](uint8_t b) { return b == 0; });
+}
+
+bool IsLinkLocalGid(const GidBytes& gid) { return gid[0] == 0xfe && (gid[1] & 0xc0) == 0x80; }
+
+bool IsGlobalIpv6Gid(const GidBytes& gid) {
+  return !IsEmptyGidSlot(gid) && !GidIpv4(gid) && !IsLinkLocalGid(gid);
+}
+
+std::optional<std::string> GidIpv6(const GidBytes& gid) {
+  if (!IsGlobalIpv6Gid(gid)) return std::nullopt;
+  in6_addr a;
+  std::memcpy(a.s6_addr, gid.data(), gid.size());
+  return IpToString(AF_INET6, a);
 }
 
 std::optional<std::string> GidIpv4(const GidBytes& gid) {

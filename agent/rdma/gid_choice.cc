@@ -13,24 +13,45 @@
 namespace fabric::rdma {
 namespace {
 
-std::string Trim(std::string_view s) { return std::string(Sv(absl::StripAsciiWhitespace(Av(s)))); }
+// Surrounding white space and trailing NULs ("eth2\n\0").
+std::string Trim(std::string_view s) {
+  while (!s.empty() && s.back() == '\0') s.remove_suffix(1);
+  return std::string(Sv(absl::StripAsciiWhitespace(Av(s))));
+}
 
-bool HoldsWantedIpv4(const GidBytes& gid, const GidWanted& wanted) {
-  if (!GidIpv4(gid)) return false;
-  if (wanted.ipv4.empty()) return true;
-  return std::any_of(wanted.ipv4.begin(), wanted.ipv4.end(), [&](const auto& a) {
-    return std::equal(a.begin(), a.end(), gid.begin() + 12);
-  });
+// The family of the routable address `gid` holds when it is one `wanted` accepts.
+std::optional<GidFamily> WantedFamily(const GidBytes& gid, const GidWanted& wanted) {
+  const bool any = wanted.ipv4.empty() && wanted.ipv6.empty();
+  if (GidIpv4(gid)) {
+    if (any || std::any_of(wanted.ipv4.begin(), wanted.ipv4.end(), [&](const auto& a) {
+          return std::equal(a.begin(), a.end(), gid.begin() + 12);
+        })) {
+      return GidFamily::kIpv4;
+    }
+    return std::nullopt;
+  }
+  if (IsGlobalIpv6Gid(gid) &&
+      (any || std::find(wanted.ipv6.begin(), wanted.ipv6.end(), gid) != wanted.ipv6.end())) {
+    return GidFamily::kIpv6;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
-std::optional<int> ChooseRoceV2Gid(const std::vector<GidSlot>& table, const GidWanted& wanted) {
-  std::optional<int> best;
+std::optional<GidChoice> ChooseRoceV2Gid(const std::vector<GidSlot>& table,
+                                         const GidWanted& wanted) {
+  std::optional<GidChoice> best;
   for (const GidSlot& s : table) {
-    if (s.kind != GidKind::kRoceV2 || !HoldsWantedIpv4(s.gid, wanted)) continue;
+    if (s.kind != GidKind::kRoceV2) continue;
     if (!wanted.netdev.empty() && s.netdev != wanted.netdev) continue;
-    if (!best || s.index < *best) best = s.index;
+    const std::optional<GidFamily> family = WantedFamily(s.gid, wanted);
+    if (!family) continue;
+    // IPv4 first, then the lowest index within the family.
+    if (!best || (*family == GidFamily::kIpv4 && best->family == GidFamily::kIpv6) ||
+        (*family == best->family && s.index < best->index)) {
+      best = GidChoice{s.index, *family};
+    }
   }
   return best;
 }
@@ -47,8 +68,9 @@ absl::StatusOr<std::vector<GidSlot>> ReadGidTable(const HostFs& sysfs, std::stri
     absl::StatusOr<std::string> text = sysfs.ReadFile(absl::StrCat(dir, "/gids/", name));
     if (!text.ok()) continue;
     absl::StatusOr<GidBytes> gid = ParseGid(*text);
-    // Unused entries read as zeros: skip their attributes (a table has up to thousands).
-    if (!gid.ok() || IsZeroGid(*gid)) continue;
+    // Empty slots (zeros, or an InfiniBand subnet prefix alone): skip their attributes (a table
+    // has up to thousands).
+    if (!gid.ok() || IsEmptyGidSlot(*gid)) continue;
     s.gid = *gid;
     if (absl::StatusOr<std::string> t =
             sysfs.ReadFile(absl::StrCat(dir, "/gid_attrs/types/", name));
@@ -76,13 +98,13 @@ absl::StatusOr<int> ChooseGidIndex(std::string_view link_layer, const std::vecto
   for (const GidSlot& s : table) {
     if (s.index == 0) wanted.netdev = s.netdev;
   }
-  std::optional<int> best = ChooseRoceV2Gid(table, wanted);
+  std::optional<GidChoice> best = ChooseRoceV2Gid(table, wanted);
   if (!best) {
     return absl::NotFoundError(
-        "no RoCE v2 GID with an IPv4 address on this port (is an address configured on its "
-        "netdev?); give the GID index (-x)");
+        "no routable RoCE v2 GID (IPv4-mapped or global IPv6) on this port (is an address "
+        "configured on its netdev?); give the GID index (-x)");
   }
-  return *best;
+  return best->index;
 }
 
 absl::StatusOr<int> ChooseGidIndexFromSysfs(const HostFs& sysfs, std::string_view device,

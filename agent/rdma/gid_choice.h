@@ -1,7 +1,9 @@
 // The one rule for which GID of a port carries RDMA traffic, used by NIC selection (over the
 // proto model), the probe tool and the CNI plugin (over sysfs): the lowest-index RoCE v2 GID that
-// holds an IPv4-mapped address (::ffff:a.b.c.d), restricted to the GIDs of one netdev or to
-// given addresses. An InfiniBand port uses index 0. Free of protobuf: the CNI plugin compiles it.
+// holds an IPv4-mapped address (::ffff:a.b.c.d); on a port without one (IPv6-only RoCE), the
+// lowest-index RoCE v2 GID holding a global IPv6 address (not link-local, not an empty slot).
+// Restricted to the GIDs of one netdev or to given addresses. An InfiniBand port uses index 0.
+// Free of protobuf: the CNI plugin compiles it.
 #pragma once
 
 #include <array>
@@ -20,7 +22,7 @@ class HostFs;
 
 namespace fabric::rdma {
 
-// One non-zero entry of a port's GID table.
+// One used entry of a port's GID table (IsEmptyGidSlot false).
 struct GidSlot {
   int index = 0;
   GidBytes gid{};
@@ -32,17 +34,30 @@ struct GidWanted {
   // Only GIDs of this netdev: a macvlan's GID carries the macvlan's address, which the fabric may
   // not route to this port, and it disappears with the pod that owns it. Empty: any netdev.
   std::string netdev;
-  // Only GIDs holding one of these IPv4 addresses (network order); empty: any IPv4 address.
+  // Only GIDs holding one of these addresses (network order), IPv4 ones preferred; both empty:
+  // any IPv4-mapped GID, else any global IPv6 one.
   std::vector<std::array<uint8_t, 4>> ipv4;
+  std::vector<GidBytes> ipv6;
 };
 
-// The index of the usable GID, nullopt when the port has none.
-std::optional<int> ChooseRoceV2Gid(const std::vector<GidSlot>& table, const GidWanted& wanted);
+enum class GidFamily { kIpv4, kIpv6 };
 
-// The non-zero entries of a port's GID table, by index, with their types and netdevs. `port_dir`
-// is the port's directory below `sysfs` ("class/infiniband/mlx5_0/ports/1", or the same through
-// the PCI function). Unreadable entries are left out (the kernel returns EINVAL for a slot that
-// is being changed); a missing table is the error.
+// The usable GID and the address family it carries.
+struct GidChoice {
+  int index = 0;
+  GidFamily family = GidFamily::kIpv4;
+  bool operator==(const GidChoice&) const = default;
+};
+
+// The usable GID, nullopt when the port has none.
+std::optional<GidChoice> ChooseRoceV2Gid(const std::vector<GidSlot>& table,
+                                         const GidWanted& wanted);
+
+// The used entries of a port's GID table (empty slots left out: IsEmptyGidSlot), by index, with
+// their types and netdevs. `port_dir` is the port's directory below `sysfs`
+// ("class/infiniband/mlx5_0/ports/1", or the same through the PCI function). Unreadable entries are
+// left out (the kernel returns EINVAL for a slot that is being changed); a missing table is the
+// error.
 absl::StatusOr<std::vector<GidSlot>> ReadGidTable(const HostFs& sysfs, std::string_view port_dir);
 
 // The port's GID index when none was given (perftest's -x): 0 on InfiniBand; on RoCE the rule

@@ -68,10 +68,37 @@ TEST(ChooseGidIndex, Table) {
         {1, kV4Other, "RoCE v2", "macvlan0"},
         {2, kV4, "RoCE v2", "eth2"}},
        2},
-      {"ipv6 only: none",
+      {"ipv6 only: the global v2 one",
        "Ethernet",
-       {{0, kLinkLocal, "RoCE v2", "eth2"}, {1, kV6, "RoCE v2", "eth2"}},
+       {{0, kLinkLocal, "IB/RoCE v1", "eth2"},
+        {1, kLinkLocal, "RoCE v2", "eth2"},
+        {2, kV6, "IB/RoCE v1", "eth2"},
+        {3, kV6, "RoCE v2", "eth2"}},
+       3},
+      {"ipv4 preferred over a lower-index ipv6",
+       "Ethernet",
+       {{0, kLinkLocal, "RoCE v2", "eth2"},
+        {1, kV6, "RoCE v2", "eth2"},
+        {5, kV4, "RoCE v2", "eth2"}},
+       5},
+      {"link-local only: none",
+       "Ethernet",
+       {{0, kLinkLocal, "IB/RoCE v1", "eth2"}, {1, kLinkLocal, "RoCE v2", "eth2"}},
        -1},
+      {"ipv6 of another netdev: none",
+       "Ethernet",
+       {{0, kLinkLocal, "RoCE v2", "eth2"}, {1, kV6, "RoCE v2", "macvlan0"}},
+       -1},
+      {"ipv6 v1 only: none",
+       "Ethernet",
+       {{0, kLinkLocal, "IB/RoCE v1", "eth2"}, {1, kV6, "IB/RoCE v1", "eth2"}},
+       -1},
+      {"lowest of several ipv6",
+       "Ethernet",
+       {{0, kLinkLocal, "RoCE v2", "eth2"},
+        {7, kV6Other, "RoCE v2", "eth2"},
+        {4, kV6, "RoCE v2", "eth2"}},
+       4},
       {"v1 only: none",
        "Ethernet",
        {{0, kLinkLocal, "IB/RoCE v1", "eth2"}, {1, kV4, "IB/RoCE v1", "eth2"}},
@@ -98,18 +125,59 @@ TEST(ChooseGidIndex, Table) {
   }
 }
 
+std::optional<int> Index(const std::optional<GidChoice>& c) {
+  return c ? std::optional<int>(c->index) : std::nullopt;
+}
+
 TEST(ChooseRoceV2Gid, WantedAddressesAndNetdev) {
   const std::vector<GidSlot> t = Table({{0, kLinkLocal, "RoCE v2", "eth2"},
                                         {1, kV4, "RoCE v2", "eth2"},
                                         {2, kV4Other, "IB/RoCE v1", "macvlan0"},
                                         {3, kV4Other, "RoCE v2", "macvlan0"}});
-  EXPECT_EQ(ChooseRoceV2Gid(t, {}), 1);
-  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "eth2", .ipv4 = {}}), 1);
-  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "macvlan0", .ipv4 = {}}), 3);
-  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "", .ipv4 = {{192, 168, 1, 5}}}), 3);
-  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "", .ipv4 = {{10, 9, 9, 9}, {10, 77, 0, 1}}}), 1);
-  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "eth2", .ipv4 = {{192, 168, 1, 5}}}), std::nullopt);
-  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "eth9", .ipv4 = {}}), std::nullopt);
+  EXPECT_EQ(Index(ChooseRoceV2Gid(t, {})), 1);
+  EXPECT_EQ(Index(ChooseRoceV2Gid(t, {.netdev = "eth2", .ipv4 = {}, .ipv6 = {}})), 1);
+  EXPECT_EQ(Index(ChooseRoceV2Gid(t, {.netdev = "macvlan0", .ipv4 = {}, .ipv6 = {}})), 3);
+  EXPECT_EQ(Index(ChooseRoceV2Gid(t, {.netdev = "", .ipv4 = {{192, 168, 1, 5}}, .ipv6 = {}})), 3);
+  EXPECT_EQ(Index(ChooseRoceV2Gid(
+                t, {.netdev = "", .ipv4 = {{10, 9, 9, 9}, {10, 77, 0, 1}}, .ipv6 = {}})),
+            1);
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "eth2", .ipv4 = {{192, 168, 1, 5}}, .ipv6 = {}}),
+            std::nullopt);
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "eth9", .ipv4 = {}, .ipv6 = {}}), std::nullopt);
+}
+
+TEST(ChooseRoceV2Gid, FamilyAndWantedIpv6) {
+  const GidBytes v6 = *ParseGid(kV6);
+  const GidBytes v6_other = *ParseGid(kV6Other);
+  // A pod's macvlan with its own IPv6 GIDs beside the port's.
+  const std::vector<GidSlot> t = Table({{0, kLinkLocal, "IB/RoCE v1", "eth2"},
+                                        {1, kLinkLocal, "RoCE v2", "eth2"},
+                                        {2, kV6, "IB/RoCE v1", "eth2"},
+                                        {3, kV6, "RoCE v2", "eth2"},
+                                        {4, kV6Other, "IB/RoCE v1", "macvlan0"},
+                                        {5, kV6Other, "RoCE v2", "macvlan0"}});
+  EXPECT_EQ(ChooseRoceV2Gid(t, {}), (GidChoice{3, GidFamily::kIpv6}));
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "eth2", .ipv4 = {}, .ipv6 = {}}),
+            (GidChoice{3, GidFamily::kIpv6}));
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "", .ipv4 = {}, .ipv6 = {v6_other}}),
+            (GidChoice{5, GidFamily::kIpv6}));
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "", .ipv4 = {}, .ipv6 = {v6}}),
+            (GidChoice{3, GidFamily::kIpv6}));
+  // Only IPv4 wanted: no IPv6 GID stands in for it.
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "", .ipv4 = {{10, 77, 0, 1}}, .ipv6 = {}}), std::nullopt);
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "eth2", .ipv4 = {}, .ipv6 = {v6_other}}), std::nullopt);
+  // A link-local address is never chosen, even when asked for.
+  EXPECT_EQ(ChooseRoceV2Gid(t, {.netdev = "", .ipv4 = {}, .ipv6 = {*ParseGid(kLinkLocal)}}),
+            std::nullopt);
+
+  // Dual stack: the IPv4 GID wins over a lower-index IPv6 one, with or without wanted addresses.
+  std::vector<GidSlot> dual = t;
+  dual.push_back(Table({{9, kV4, "RoCE v2", "eth2"}})[0]);
+  EXPECT_EQ(ChooseRoceV2Gid(dual, {}), (GidChoice{9, GidFamily::kIpv4}));
+  EXPECT_EQ(ChooseRoceV2Gid(dual, {.netdev = "", .ipv4 = {{10, 77, 0, 1}}, .ipv6 = {v6}}),
+            (GidChoice{9, GidFamily::kIpv4}));
+  EXPECT_EQ(ChooseRoceV2Gid(dual, {.netdev = "", .ipv4 = {{10, 9, 9, 9}}, .ipv6 = {v6}}),
+            (GidChoice{3, GidFamily::kIpv6}));
 }
 
 void Write(const std::filesystem::path& p, const std::string& text) {
@@ -127,6 +195,7 @@ TEST(ChooseGidIndexFromSysfs, ReadsARxeLikeTree) {
   Write(port / "gids/2", kZero);
   Write(port / "gids/10", kV4Other);
   Write(port / "gids/11", "garbage");
+  Write(port / "gids/12", kPrefixOnly);
   Write(port / "gid_attrs/types/0", "RoCE v2");
   Write(port / "gid_attrs/types/1", "RoCE v2");
   Write(port / "gid_attrs/types/10", "RoCE v2");
@@ -140,7 +209,7 @@ TEST(ChooseGidIndexFromSysfs, ReadsARxeLikeTree) {
   EXPECT_FALSE(ChooseGidIndexFromSysfs(fs, "rxe0", 2).ok());
   EXPECT_FALSE(ChooseGidIndexFromSysfs(fs, "mlx5_0", 1).ok());
 
-  // The table by index in natural order, zero and unparsable slots left out.
+  // The table by index in natural order, empty (zero, prefix-only) and unparsable slots left out.
   absl::StatusOr<std::vector<GidSlot>> t = ReadGidTable(fs, "class/infiniband/rxe0/ports/1");
   ASSERT_TRUE(t.ok()) << t.status();
   ASSERT_EQ(t->size(), 3u);

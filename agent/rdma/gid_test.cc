@@ -87,6 +87,51 @@ TEST(Ipv4MappedGid, IsWhatTheKernelPrints) {
   EXPECT_EQ(GidIpv4(Ipv4MappedGid({192, 168, 1, 5})), "192.168.1.5");
 }
 
+TEST(ParseGid, TrailingNulAfterTheNewline) {
+  const std::string v4 = std::string(kV4) + "\n";
+  for (const std::string& text : {v4 + std::string(1, '\0'), v4 + std::string(2, '\0'),
+                                  std::string(kV4) + std::string(1, '\0')}) {
+    absl::StatusOr<GidBytes> g = ParseGid(text);
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_EQ(FormatGid(*g), kV4);
+  }
+  // A NUL inside the value is still garbage.
+  EXPECT_FALSE(ParseGid(std::string(kV4).replace(4, 1, 1, '\0')).ok());
+  EXPECT_EQ(*ParseGidKind(std::string("RoCE v2\n") + std::string(1, '\0')), GidKind::kRoceV2);
+}
+
+struct SlotCase {
+  const char* gid;
+  bool empty;
+  bool link_local;
+  const char* ipv6;  // GidIpv6; nullptr: none
+};
+
+TEST(GidSlots, EmptyLinkLocalAndGlobalIpv6) {
+  const std::vector<SlotCase> cases = {
+      {kZero, true, false, nullptr},
+      {kPrefixOnly, true, true, nullptr},
+      // Any prefix with a zero interface id is empty, as ibv_devinfo treats it.
+      {"2001:0db8:0000:0001:0000:0000:0000:0000", true, false, nullptr},
+      {kLinkLocal, false, true, nullptr},
+      {"febf:0000:0000:0000:0000:0000:0000:0001", false, true, nullptr},  // fe80::/10 ends here
+      {"fec0:0000:0000:0000:0000:0000:0000:0001", false, false, "fec0::1"},
+      {kV4, false, false, nullptr},
+      {kV6, false, false, "2001:db8::1"},
+      {kV6Other, false, false, "2001:db8:a00:1:e42:a1ff:fe01:1"},
+      {"fd00:0000:0000:0000:0000:0000:0000:0001", false, false, "fd00::1"},
+      {"0000:0000:0000:0000:0000:0000:0000:0001", false, false, "::1"},
+  };
+  for (const SlotCase& c : cases) {
+    absl::StatusOr<GidBytes> g = ParseGid(c.gid);
+    ASSERT_TRUE(g.ok()) << c.gid;
+    EXPECT_EQ(IsEmptyGidSlot(*g), c.empty) << c.gid;
+    EXPECT_EQ(IsLinkLocalGid(*g), c.link_local) << c.gid;
+    EXPECT_EQ(IsGlobalIpv6Gid(*g), c.ipv6 != nullptr) << c.gid;
+    EXPECT_EQ(GidIpv6(*g), c.ipv6 ? std::optional<std::string>(c.ipv6) : std::nullopt) << c.gid;
+  }
+}
+
 TEST(ParseGidKind, Table) {
   EXPECT_EQ(*ParseGidKind("IB/RoCE v1\n"), GidKind::kIbOrRoceV1);
   EXPECT_EQ(*ParseGidKind("RoCE v2\n"), GidKind::kRoceV2);

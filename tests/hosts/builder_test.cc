@@ -126,8 +126,9 @@ class HostTest : public ::testing::Test {
 // Every example host.
 
 TEST_F(HostTest, ExampleHostNamesInOrder) {
-  EXPECT_THAT(ExampleHostNames(), ElementsAre("roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt",
-                                              "many-hcas", "broken", "pcie-2x2"));
+  EXPECT_THAT(ExampleHostNames(),
+              ElementsAre("roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "broken",
+                          "ipv6-roce", "ib-prefix-gids", "pcie-2x2"));
   EXPECT_EQ(ExampleHost("no-such-host").status().code(), absl::StatusCode::kNotFound);
 }
 

@@ -79,6 +79,8 @@
 //   mlx5_10  0000:b3:00.0  enp179s0np0   25.12.0.11/24    GPU1 0000:b4:00.0
 //   mlx5_11  0000:c3:00.0  enp195s0np0   25.12.0.12/24    GPU2 0000:c4:00.0
 //
+// ipv6-roce and ib-prefix-gids (GID layouts beyond IPv4-mapped RoCE): hosts_gid_layouts.cc.
+//
 // Every host has a virtual `lo` (ifindex 1) and IPv6 routes: ::1 on lo, fe80::/64 on each
 // netdev with an IPv4 address, a default via fe80::1 on the front-end netdev.
 #include "tests/hosts/hosts.h"
@@ -92,25 +94,16 @@
 #include "absl/strings/string_view.h"
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
+#include "tests/hosts/hosts_internal.h"
 
 namespace fabric::testing {
-namespace {
+// The helpers are shared with the example hosts in other files (hosts_internal.h).
+namespace hosts_internal {
 
 namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------------------------------------
-// The device catalog.
-
-struct PciIds {
-  uint16_t vendor = 0;
-  uint16_t device = 0;
-  uint32_t class_code = 0;
-  uint16_t subsystem_vendor = 0;
-  uint16_t subsystem_device = 0;
-  const char* driver = "";
-  const char* speed = "32.0 GT/s PCIe";
-  int width = 16;
-};
+// The device catalog (PciIds: hosts_internal.h).
 
 constexpr PciIds kIntelRootPort = {0x8086, 0x352a, 0x060400, 0x8086, 0x0000, "pcieport"};
 constexpr PciIds kIntelPchRootPort = {0x8086, 0x1bbc,     0x060400,        0x8086,
@@ -298,25 +291,6 @@ uint64_t Seed(std::string_view name) {
   for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   return h % 100000;
 }
-
-// One mlx5 RoCE NIC (function, netdev, RDMA device, routes) on an existing parent.
-struct RoceNic {
-  std::string bdf;
-  std::string parent;
-  PciIds ids = kConnectX7;
-  std::string rdma;
-  std::string netdev;
-  std::string mac;
-  uint32_t ipv4 = 0;  // 0: none.
-  int prefix_len = 24;
-  int mtu = 4200;
-  int64_t speed_mbps = 400000;
-  std::string rate = "400 Gb/sec (4X NDR)";
-  const char* hca_type = "MT4129";
-  const char* fw_ver = "28.39.1002";
-  const char* board_id = "MT_0000000838";
-  int uverbs = 0;
-};
 
 void AddRoceNic(HostSpec& s, const RoceNic& nic) {
   s.pci.push_back(Function(nic.bdf, nic.parent, PciRole::kEndpoint, nic.ids));
@@ -783,7 +757,9 @@ absl::Status PutLink(const fs::path& link, const std::string& target) {
   return absl::OkStatus();
 }
 
-}  // namespace
+}  // namespace hosts_internal
+
+using namespace hosts_internal;  // NOLINT: the example hosts and their helpers
 
 CounterList IbPortCounters(uint64_t seed) {
   static constexpr const char* kNames[] = {
@@ -930,7 +906,8 @@ CounterList BnxtReHwCounters(uint64_t seed) {
 }
 
 std::vector<std::string> ExampleHostNames() {
-  return {"roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "broken", "pcie-2x2"};
+  return {"roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas",
+          "broken",     "ipv6-roce",   "ib-prefix-gids",  "pcie-2x2"};
 }
 
 absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {
@@ -938,6 +915,8 @@ absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {
   if (name == "dgx-h100-ib") return DgxH100Ib();
   if (name == "amd-mi300x-bnxt") return AmdMi300xBnxt();
   if (name == "many-hcas") return ManyHcas();
+  if (name == "ipv6-roce") return Ipv6Roce();
+  if (name == "ib-prefix-gids") return IbPrefixGids();
   if (name == "pcie-2x2") return Pcie2x2();
   if (name == "broken") {
     HostSpec s = Roce9Port();

@@ -116,6 +116,18 @@ class ModelBuilder {
     g->set_gid(gid.empty() ? Ipv4MappedGid(ipv4) : gid);
   }
 
+  // A GID holding an IPv6 address: `gid` in the kernel's form, `ipv6` its compressed text when
+  // global (discovery fills the field only then), empty for a link-local one.
+  static void AddIpv6Gid(v1::Port* p, uint32_t index, v1::GidType type, const std::string& netdev,
+                         const std::string& gid, const std::string& ipv6) {
+    v1::Gid* g = p->add_gids();
+    g->set_index(index);
+    g->set_type(type);
+    g->set_netdev(netdev);
+    g->set_gid(gid);
+    g->set_ipv6(ipv6);
+  }
+
   // A back-end NIC in one call: device + ACTIVE RoCE port 1 on `netdev`.
   v1::RdmaDevice* Nic(const std::string& name, const std::string& pci, std::optional<int> numa,
                       const std::string& netdev, const std::string& ipv4,

@@ -49,10 +49,12 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   app.add_option("-i,--ib-port", ib_port, "port of the device")
       ->check(CLI::Range(1, 254))
       ->capture_default_str();
-  auto* o_gid = app.add_option("-x,--gid-index", gid_index,
-                               "GID index (default: the port's RoCE v2 IPv4 GID; 0 on "
-                               "InfiniBand)")
-                    ->check(CLI::Range(0, 65535));
+  auto* o_gid =
+      app.add_option(
+             "-x,--gid-index", gid_index,
+             "GID index (default: the port's RoCE v2 IPv4 GID, else its global IPv6 one; 0 on "
+             "InfiniBand)")
+          ->check(CLI::Range(0, 65535));
   auto* o_size = app.add_option("-s,--size", size,
                                 "message size in bytes (default 65536 for bandwidth, 2 for "
                                 "latency)");

@@ -338,6 +338,81 @@ TEST_F(DiscoveryTest, ManyHcasWithADownPort) {
   EXPECT_THAT(h.numa_nodes(), ElementsAre(0));
 }
 
+TEST_F(DiscoveryTest, Ipv6OnlyRoceHostFillsIpv6) {
+  Host h = Example("ipv6-roce");
+  EXPECT_THAT(AllProblems(h), IsEmpty());
+  ASSERT_EQ(h.rdma_devices_size(), 2);
+  for (const RdmaDevice& d : h.rdma_devices()) {
+    ASSERT_EQ(d.ports_size(), 1) << d.name();
+    const Port& p = d.ports(0);
+    EXPECT_EQ(p.link_layer(), LINK_LAYER_ETHERNET) << d.name();
+    ASSERT_EQ(p.gids_size(), 4) << d.name();
+    for (const Gid& g : p.gids()) {
+      EXPECT_EQ(g.ipv4(), "") << d.name() << " GID " << g.index();
+      EXPECT_EQ(g.netdev(), p.netdev()) << d.name() << " GID " << g.index();
+    }
+    // Link-local GIDs carry no routable address.
+    EXPECT_EQ(GidAt(p, 0)->ipv6(), "");
+    EXPECT_EQ(GidAt(p, 1)->ipv6(), "");
+  }
+  const Port& p0 = Dev(h, "mlx5_0")->ports(0);
+  EXPECT_EQ(p0.netdev(), "enp24s0np0");
+  EXPECT_EQ(GidAt(p0, 2)->gid(), "2001:0db8:0a00:0001:0e42:a1ff:fe03:0000");
+  EXPECT_EQ(GidAt(p0, 2)->ipv6(), "2001:db8:a00:1:e42:a1ff:fe03:0");
+  EXPECT_EQ(GidAt(p0, 3)->ipv6(), "2001:db8:a00:1:e42:a1ff:fe03:0");
+  EXPECT_EQ(GidAt(p0, 3)->type(), GID_TYPE_ROCE_V2);
+  EXPECT_EQ(GidAt(Dev(h, "mlx5_1")->ports(0), 3)->ipv6(), "2001:db8:a00:2:e42:a1ff:fe03:1");
+}
+
+TEST_F(DiscoveryTest, InfiniBandPrefixOnlySlotsAreEmpty) {
+  Host h = Example("ib-prefix-gids");
+  EXPECT_THAT(AllProblems(h), IsEmpty());
+  ASSERT_EQ(h.rdma_devices_size(), 2);
+  // The spec has 128 listed slots per port; 127 of them are the subnet prefix alone.
+  ASSERT_EQ(spec_.FindRdma("mlx5_0")->ports[0].gids.size(), 128u);
+  for (const RdmaDevice& d : h.rdma_devices()) {
+    const Port& p = d.ports(0);
+    EXPECT_EQ(p.link_layer(), LINK_LAYER_INFINIBAND) << d.name();
+    ASSERT_EQ(p.gids_size(), 1) << d.name();
+    EXPECT_EQ(p.gids(0).index(), 0u);
+    EXPECT_EQ(p.gids(0).gid(), testing::LinkLocalGidFromGuid(d.node_guid())) << d.name();
+    EXPECT_EQ(p.gids(0).type(), GID_TYPE_IB);
+    EXPECT_EQ(p.gids(0).ipv6(), "");
+  }
+}
+
+TEST_F(DiscoveryTest, TrailingNulAfterTheNewlineParses) {
+  // Some drivers' attributes end "\n\0": the same host reads the same with them.
+  auto spec = testing::ExampleHost("ipv6-roce");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const Host clean = Discovered(*spec);
+  fs::remove_all(dir_);
+  spec->after_write = [](const fs::path& dir) {
+    const fs::path port = dir / "sys/class/infiniband/mlx5_0/ports/1";
+    for (const char* rel :
+         {"gids/3", "gid_attrs/types/3", "gid_attrs/ndevs/3", "link_layer", "state", "rate"}) {
+      std::string text;
+      {
+        std::ifstream in(port / rel);
+        std::getline(in, text);
+      }
+      std::ofstream(port / rel, std::ios::trunc) << text << '\n' << '\0';
+    }
+    return absl::OkStatus();
+  };
+  const Host nul = Discovered(*spec);
+  EXPECT_THAT(AllProblems(nul), IsEmpty());
+  const Port& p = Dev(nul, "mlx5_0")->ports(0);
+  EXPECT_EQ(p.link_layer(), LINK_LAYER_ETHERNET);
+  EXPECT_EQ(p.state(), PORT_STATE_ACTIVE);
+  EXPECT_EQ(p.rate_gbps(), 400);
+  ASSERT_NE(GidAt(p, 3), nullptr);
+  EXPECT_EQ(GidAt(p, 3)->gid(), "2001:0db8:0a00:0001:0e42:a1ff:fe03:0000");
+  EXPECT_EQ(GidAt(p, 3)->type(), GID_TYPE_ROCE_V2);
+  EXPECT_EQ(GidAt(p, 3)->netdev(), "enp24s0np0");
+  EXPECT_EQ(Dev(nul, "mlx5_0")->DebugString(), Dev(clean, "mlx5_0")->DebugString());
+}
+
 // Each damage of the "broken" host leaves exactly its field unknown, with the reason.
 TEST_F(DiscoveryTest, BrokenTreeLosesOnlyWhatIsBroken) {
   Host h = Example("broken");

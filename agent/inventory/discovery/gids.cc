@@ -1,4 +1,5 @@
-// GID tables: every non-zero entry of each port's table, with its type and netdev.
+// GID tables: every used entry of each port's table (rdma::IsEmptyGidSlot false), with its type,
+// netdev and address.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -23,7 +24,7 @@ namespace {
 
 void ReadGids(const HostDir& pd, const std::string& dir, Port* port) {
   Problems* problems = port->mutable_problems();
-  // Every slot of a GID table is a file, most of them zero: the hot loop of discovery. Read
+  // Every slot of a GID table is a file, most of them empty: the hot loop of discovery. Read
   // each relative to the open gids/ directory into a stack buffer.
   auto gids = pd.OpenDir("gids");
   absl::StatusOr<std::vector<std::string>> entries =
@@ -62,11 +63,13 @@ void ReadGids(const HostDir& pd, const std::string& dir, Port* port) {
       AddProblem(problems, "gids", absl::StrCat(dir, "/gids/", i), gid.status());
       continue;
     }
-    if (rdma::IsZeroGid(*gid)) continue;
+    // Empty slots: all zero, or on InfiniBand the subnet prefix alone.
+    if (rdma::IsEmptyGidSlot(*gid)) continue;
     Gid* g = port->add_gids();
     g->set_index(i);
     g->set_gid(absl::AsciiStrToLower(Av(Trim(text))));
     if (auto v4 = rdma::GidIpv4(*gid)) g->set_ipv4(*v4);
+    if (auto v6 = rdma::GidIpv6(*gid)) g->set_ipv6(*v6);
     if (types.ok()) {
       if (auto type = (*types)->ReadFile(index); type.ok()) {
         if (auto t = ParseGidType(*type, port->link_layer()); t.ok()) {

@@ -72,7 +72,11 @@ absl::StatusOr<std::pair<int64_t, absl::string_view>> NumberedWord(std::string_v
 
 }  // namespace
 
-std::string_view Trim(std::string_view s) { return Sv(absl::StripAsciiWhitespace(Av(s))); }
+std::string_view Trim(std::string_view s) {
+  // Some drivers' attributes end "\n\0": the NULs go first, then the white space.
+  while (!s.empty() && s.back() == '\0') s.remove_suffix(1);
+  return Sv(absl::StripAsciiWhitespace(Av(s)));
+}
 
 absl::StatusOr<int64_t> ParseInt(std::string_view s) {
   absl::string_view t = Av(Trim(s));

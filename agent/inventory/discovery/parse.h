@@ -1,6 +1,6 @@
 // Parsers for the bytes sysfs and procfs hand us. They take the text and never touch the file
 // system, so they are table-tested and fuzzed (parse_fuzz.cc) apart from the reading.
-// Every parser accepts a trailing newline, as sysfs attributes end with one.
+// Every parser accepts a trailing newline, as sysfs attributes end with one, and NULs after it.
 #pragma once
 
 #include <array>
@@ -22,7 +22,8 @@ using v1::NodeType;
 using v1::PhysState;
 using v1::PortState;
 
-// Text without surrounding whitespace (sysfs values end with "\n").
+// Text without surrounding whitespace and trailing NULs (sysfs values end with "\n", some with
+// "\n\0").
 std::string_view Trim(std::string_view s);
 
 // Decimal integer, e.g. "16\n" or "-1".

@@ -10,6 +10,34 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using namespace ::fabric::v1;  // NOLINT
 
+TEST(Trim, TrailingNulAfterTheNewline) {
+  using namespace std::string_literals;
+  struct Case {
+    std::string in;
+    std::string want;
+  } cases[] = {
+      {"mlx5_0\n", "mlx5_0"},
+      {"mlx5_0\n\0"s, "mlx5_0"},
+      {"mlx5_0\n\0\0"s, "mlx5_0"},
+      {"mlx5_0\0"s, "mlx5_0"},
+      {"  16 \n\0"s, "16"},
+      {"\0"s, ""},
+      {"a\0b\n"s, "a\0b"s},  // a NUL inside the value stays
+      {"", ""},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(Trim(c.in), c.want) << ::testing::PrintToString(c.in);
+  }
+  // The parsers built on it accept such values.
+  EXPECT_EQ(ParseInt("16\n\0"s).value_or(-1), 16);
+  EXPECT_EQ(ParseHex("0x15b3\n\0"s).value_or(0), 0x15b3u);
+  EXPECT_EQ(ParsePciAddress("0000:17:00.0\n\0"s).value_or(""), "0000:17:00.0");
+  EXPECT_EQ(ParseLinkLayer("Ethernet\n\0"s).value_or(LINK_LAYER_UNSPECIFIED), LINK_LAYER_ETHERNET);
+  EXPECT_EQ(ParsePortState("4: ACTIVE\n\0"s).value_or(PORT_STATE_UNSPECIFIED), PORT_STATE_ACTIVE);
+  EXPECT_EQ(ParseGidType("RoCE v2\n\0"s, LINK_LAYER_ETHERNET).value_or(GID_TYPE_UNSPECIFIED),
+            GID_TYPE_ROCE_V2);
+}
+
 TEST(ParsePciAddress, Forms) {
   struct Case {
     std::string in;

@@ -141,21 +141,22 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
                             p.rate_gbps(), usual));
       }
       if (p.link_layer() == LINK_LAYER_ETHERNET && d.pci().sriov().role() != SRIOV_ROLE_VF) {
-        // An IPv4 GID whose type or netdev is not visible (no gid_attrs in a container, an
-        // unreadable entry) may be the right one: then we cannot tell.
+        // A routable GID (IPv4-mapped, or global IPv6 on an IPv6-only fabric) whose type or
+        // netdev is not visible (no gid_attrs in a container, an unreadable entry) may be the
+        // right one: then we cannot tell.
         bool v2 = false, unsure = false;
         for (const Gid& g : p.gids()) {
-          if (g.ipv4().empty()) continue;
+          if (g.ipv4().empty() && g.ipv6().empty()) continue;
           v2 |= g.type() == GID_TYPE_ROCE_V2 && g.netdev() == p.netdev();
           unsure |= g.type() == GID_TYPE_UNSPECIFIED || g.netdev().empty();
         }
         if (!v2 && unsure) {
           Add(&h, SEVERITY_UNKNOWN, "roce_gid", subject,
-              "GID types or netdevs not visible (gid_attrs): cannot tell whether a RoCE v2 IPv4 "
-              "GID exists");
+              "GID types or netdevs not visible (gid_attrs): cannot tell whether a routable RoCE "
+              "v2 GID exists");
         } else if (!v2) {
           Add(&h, SEVERITY_WARNING, "roce_gid", subject,
-              absl::StrCat("no RoCE v2 IPv4 GID on ",
+              absl::StrCat("no routable RoCE v2 GID (IPv4-mapped or global IPv6) on ",
                            p.netdev().empty() ? "its netdev" : p.netdev(),
                            ": RoCE traffic cannot route between nodes"));
         }

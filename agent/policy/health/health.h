@@ -16,8 +16,8 @@ namespace fabric {
 //   pcie_link       WARNING   a NIC's PCIe link below its maximum speed or width; a GPU's below
 //                             its maximum width (GPUs lower the link speed when idle, by design)
 //   roce_gid        WARNING   an active RoCE port (not a VF: a VF's address lives in its pod)
-//                             without a RoCE v2 IPv4 GID on its own netdev (UNKNOWN when GID
-//                             attributes are not visible)
+//                             without a routable RoCE v2 GID (IPv4-mapped or global IPv6) on
+//                             its own netdev (UNKNOWN when GID attributes are not visible)
 //   gpudirect       WARNING   GPUs and RDMA NICs, but no GPUDirect RDMA path
 //   discovery       WARNING   fields discovery could not read
 v1::Health EvaluateHealth(const v1::Host& host, const v1::SelectionPolicy& policy);

@@ -46,7 +46,10 @@ std::vector<std::string> Checks(const Health& h) {
 }
 
 TEST(Health, HealthyHostsAreOk) {
-  for (const char* name : {"roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt"}) {
+  // ipv6-roce: its global IPv6 RoCE v2 GIDs are routable; ib-prefix-gids: prefix-only slots are
+  // empty, not GIDs.
+  for (const char* name :
+       {"roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "ipv6-roce", "ib-prefix-gids"}) {
     Health h = Evaluate(name);
     EXPECT_EQ(h.verdict(), SEVERITY_OK) << name << ": " << h.DebugString();
     EXPECT_THAT(h.findings(), IsEmpty()) << name;
@@ -102,6 +105,13 @@ TEST(Health, RocePortWithoutIpv4GidWarns) {
     gids.resize(2);  // link-local only: the IPv4 address is gone
   });
   EXPECT_THAT(Checks(h), ElementsAre("roce_gid mlx5_4:1"));
+}
+
+TEST(Health, Ipv6OnlyRocePortWithoutGlobalGidWarns) {
+  Health h = Evaluate("ipv6-roce", [](HostSpec& s) {
+    s.FindRdma("mlx5_1")->ports[0].gids.resize(2);  // link-local only
+  });
+  EXPECT_THAT(Checks(h), ElementsAre("roce_gid mlx5_1:1"));
 }
 
 TEST(Health, NoGpuDirectWarns) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/cidr.h"
+#include "agent/common/ip.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/parse.h"
@@ -32,30 +33,42 @@ bool IsRoce(const Port& port) {
   });
 }
 
-// The port's usable GID by the one rule (agent/rdma/gid_choice.h), over its own netdev's GIDs. A
-// port without a netdev of its own has none: another netdev's address may not route to it.
-const Gid* ChooseGid(const Port& port) {
-  if (port.netdev().empty()) return nullptr;
+// The port's usable GID by the one rule (agent/rdma/gid_choice.h), over its own netdev's GIDs, and
+// whether it holds an IPv6 address. A port without a netdev of its own has none: another netdev's
+// address may not route to it.
+std::pair<const Gid*, bool> ChooseGid(const Port& port) {
+  if (port.netdev().empty()) return {nullptr, false};
   std::vector<rdma::GidSlot> table;
   table.reserve(port.gids_size());
   for (const Gid& g : port.gids()) {
-    // The model's ipv4 field is the GID's address (discovery fills it from the GID).
-    absl::StatusOr<uint32_t> ipv4 = ParseIpv4(g.ipv4());
-    if (!ipv4.ok()) continue;
-    rdma::GidSlot& s = table.emplace_back();
+    // The model's ipv4 and ipv6 fields are the GID's routable address (discovery fills them from
+    // the GID; ipv6 only for a global one).
+    rdma::GidSlot s;
+    if (absl::StatusOr<uint32_t> ipv4 = ParseIpv4(g.ipv4()); ipv4.ok()) {
+      s.gid =
+          rdma::Ipv4MappedGid({static_cast<uint8_t>(*ipv4 >> 24), static_cast<uint8_t>(*ipv4 >> 16),
+                               static_cast<uint8_t>(*ipv4 >> 8), static_cast<uint8_t>(*ipv4)});
+    } else if (!g.ipv6().empty()) {
+      absl::StatusOr<IpAddress> ipv6 = ParseIp(g.ipv6());
+      if (!ipv6.ok() || ipv6->family != AF_INET6) continue;
+      std::copy(std::begin(ipv6->addr.s6_addr), std::end(ipv6->addr.s6_addr), s.gid.begin());
+    } else {
+      continue;
+    }
     s.index = static_cast<int>(g.index());
-    s.gid =
-        rdma::Ipv4MappedGid({static_cast<uint8_t>(*ipv4 >> 24), static_cast<uint8_t>(*ipv4 >> 16),
-                             static_cast<uint8_t>(*ipv4 >> 8), static_cast<uint8_t>(*ipv4)});
     if (g.type() == GID_TYPE_ROCE_V2) s.kind = rdma::GidKind::kRoceV2;
     s.netdev = g.netdev();
+    table.push_back(std::move(s));
   }
-  std::optional<int> index = rdma::ChooseRoceV2Gid(table, {.netdev = port.netdev(), .ipv4 = {}});
-  if (!index) return nullptr;
+  std::optional<rdma::GidChoice> choice =
+      rdma::ChooseRoceV2Gid(table, {.netdev = port.netdev(), .ipv4 = {}, .ipv6 = {}});
+  if (!choice) return {nullptr, false};
   for (const Gid& g : port.gids()) {
-    if (static_cast<int>(g.index()) == *index) return &g;
+    if (static_cast<int>(g.index()) == choice->index) {
+      return {&g, choice->family == rdma::GidFamily::kIpv6};
+    }
   }
-  return nullptr;
+  return {nullptr, false};
 }
 
 const Netdev* FindNetdev(const Host& host, std::string_view name) {
@@ -83,15 +96,18 @@ std::string SubnetOf(const Host& host, std::string_view netdev, std::string_view
 
 std::string Candidate::NoGidText() const {
   if (port->netdev().empty()) {
-    return "no RoCE v2 IPv4 GID on its own netdev (the port's netdev is unknown)";
+    return "no routable RoCE v2 GID (IPv4-mapped or global IPv6) on its own netdev (the port's "
+           "netdev is unknown)";
   }
-  return absl::StrCat("no RoCE v2 IPv4 GID on its own netdev ", port->netdev());
+  return absl::StrCat("no routable RoCE v2 GID (IPv4-mapped or global IPv6) on its own netdev ",
+                      port->netdev());
 }
 
 std::string Candidate::GidText() const {
   if (!roce) return "InfiniBand";
   if (gid == nullptr) return NoGidText();
-  return absl::StrFormat("GID %d = %s (RoCE v2 on %s)", gid->index(), gid->ipv4(), port->netdev());
+  return absl::StrFormat("GID %d = %s (RoCE v2 on %s)", gid->index(),
+                         gid_ipv6 ? gid->ipv6() : gid->ipv4(), port->netdev());
 }
 
 std::string CanonicalPci(std::string_view addr) {
@@ -127,8 +143,12 @@ absl::StatusOr<Candidates> BuildCandidates(const Host& host, const SelectionPoli
       c.name = absl::StrCat(dev.name(), ":", port.number());
       c.roce = IsRoce(port);
       if (c.roce) {
-        c.gid = ChooseGid(port);
-        if (c.gid != nullptr) c.subnet = SubnetOf(host, port.netdev(), c.gid->ipv4());
+        const auto [gid, ipv6] = ChooseGid(port);
+        c.gid = gid;
+        c.gid_ipv6 = ipv6;
+        if (c.gid != nullptr && !c.gid_ipv6) {
+          c.subnet = SubnetOf(host, port.netdev(), c.gid->ipv4());
+        }
       }
       c.is_vf = dev.has_pci() && dev.pci().sriov().role() == SRIOV_ROLE_VF;
       if (dev.has_pci() && dev.pci().has_numa_node()) c.numa = dev.pci().numa_node();

@@ -21,8 +21,11 @@ struct Candidate {
   const v1::Port* port = nullptr;
   std::string name;  // "mlx5_1:1".
   bool roce = false;
-  const v1::Gid* gid = nullptr;  // Lowest RoCE v2 IPv4 GID on the port's own netdev.
-  std::string subnet;            // Connected subnet of the port's netdev holding gid->ipv4().
+  // The port's usable GID on its own netdev (agent/rdma/gid_choice.h): the lowest RoCE v2
+  // IPv4-mapped one, else the lowest RoCE v2 global IPv6 one.
+  const v1::Gid* gid = nullptr;
+  bool gid_ipv6 = false;  // gid holds a global IPv6 address (IPv6-only RoCE), not an IPv4 one.
+  std::string subnet;     // Connected subnet of the port's netdev holding gid->ipv4().
   bool is_vf = false;
   std::optional<int> numa;
   std::optional<double> rate;

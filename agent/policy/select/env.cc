@@ -113,11 +113,12 @@ void GidEnv(const Host& host, const std::vector<const GpuAssignment*>& ports, En
   }
   if (roce.empty()) return;  // InfiniBand only: GIDs need no choosing.
 
-  std::vector<std::string> missing;
+  std::vector<std::string> missing, ipv4_ports, ipv6_ports;
   std::map<uint32_t, std::vector<std::string>> by_index;
   for (const GpuAssignment* a : roce) {
     if (a->has_gid_index()) {
       by_index[a->gid_index()].push_back(PortName(*a));
+      (a->ipv6().empty() ? ipv4_ports : ipv6_ports).push_back(PortName(*a));
     } else {
       missing.push_back(PortName(*a));
     }
@@ -126,14 +127,43 @@ void GidEnv(const Host& host, const std::vector<const GpuAssignment*>& ports, En
     // Any index we set would be wrong for these ports, so leave the choice to NCCL and UCX.
     note(absl::StrCat(
         "NCCL_IB_GID_INDEX and UCX_IB_GID_INDEX left unset: ", absl::StrJoin(missing, ", "),
-        " has no RoCE v2 IPv4 GID on its own netdev; NCCL and UCX pick a GID "
-        "themselves"));
+        " has no routable RoCE v2 GID (IPv4-mapped or global IPv6) on its own "
+        "netdev; NCCL and UCX pick a GID themselves"));
     return;
+  }
+  if (!ipv4_ports.empty() && !ipv6_ports.empty()) {
+    note(absl::StrCat("mixed address families: IPv4 GIDs on ", absl::StrJoin(ipv4_ports, ", "),
+                      ", IPv6 GIDs on ", absl::StrJoin(ipv6_ports, ", "),
+                      "; NCCL and UCX take one address family for all devices"));
   }
   if (by_index.size() == 1) {
     std::string index = absl::StrCat(by_index.begin()->first);
     (*env)["NCCL_IB_GID_INDEX"] = index;
     (*env)["UCX_IB_GID_INDEX"] = index;
+    return;
+  }
+  if (!ipv6_ports.empty()) {
+    std::vector<std::string> uses;
+    for (const auto& [index, names] : by_index) {
+      uses.push_back(absl::StrCat(index, " on ", absl::StrJoin(names, ", ")));
+    }
+    if (!ipv4_ports.empty()) {
+      // No family fits every port: an index or a family we set would be wrong for some.
+      note(absl::StrCat("NCCL_IB_GID_INDEX and UCX_IB_GID_INDEX left unset: GID indices differ (",
+                        absl::StrJoin(uses, "; "), ") and so do the address families"));
+      return;
+    }
+    // IPv6 only. NCCL with index -1 keeps the first RoCE v2 GID of the family, skipping
+    // link-local ones. UCX's own choice (RoCE v2 IPv4, then RoCE v2 IPv6 in index order) would
+    // take the link-local GID, and UCX_IB_ROCE_LOCAL_SUBNET does not change the choice.
+    note(absl::StrCat("GID indices differ (", absl::StrJoin(uses, "; "),
+                      "): NCCL_IB_GID_INDEX=-1 with NCCL_IB_ADDR_FAMILY=AF_INET6 lets NCCL pick "
+                      "the global IPv6 GID, which needs NCCL 2.21 or later; UCX_IB_GID_INDEX left "
+                      "unset as UCX takes one index for all devices (its own choice may be a "
+                      "link-local GID: set UCX_NET_DEVICES to one device or give the index)"));
+    (*env)["NCCL_IB_GID_INDEX"] = std::string("-1");
+    (*env)["NCCL_IB_ROCE_VERSION_NUM"] = std::string("2");
+    (*env)["NCCL_IB_ADDR_FAMILY"] = std::string("AF_INET6");
     return;
   }
   std::vector<std::string> uses;

@@ -20,11 +20,16 @@ using EnvMap = std::map<std::string, std::string>;
 //   NCCL_IB_HCA        "=" + "dev:port" list in GPU order, no duplicates (exact match: a plain
 //                      "mlx5_1" would also match mlx5_10..mlx5_19).
 //   UCX_NET_DEVICES    the same list without "=".
-//   NCCL_IB_GID_INDEX  and UCX_IB_GID_INDEX when every selected RoCE port uses one index. When
-//                      indices differ: NCCL_IB_GID_INDEX=-1 with NCCL_IB_ROCE_VERSION_NUM=2,
+//   NCCL_IB_GID_INDEX  and UCX_IB_GID_INDEX when every selected RoCE port uses one index (IPv4 or
+//                      IPv6 GIDs alike). When indices differ and every GID is IPv4-mapped:
+//                      NCCL_IB_GID_INDEX=-1 with NCCL_IB_ROCE_VERSION_NUM=2,
 //                      NCCL_IB_ADDR_FAMILY=AF_INET and, when one range selects exactly the chosen
-//                      GID on every port, NCCL_IB_ADDR_RANGE (NCCL 2.21+). None for InfiniBand
-//                      only, none when a RoCE port has no usable GID.
+//                      GID on every port, NCCL_IB_ADDR_RANGE (NCCL 2.21+). When indices differ and
+//                      every GID is global IPv6: the same with NCCL_IB_ADDR_FAMILY=AF_INET6 and no
+//                      range. UCX_IB_GID_INDEX only with one index: UCX's own choice takes a
+//                      RoCE v2 IPv4 GID, else the first RoCE v2 IPv6 one, link-local included.
+//                      None for InfiniBand only, none when a RoCE port has no usable GID, none
+//                      when indices and address families both differ (a note says which).
 //   NCCL_SOCKET_IFNAME "=" + policy.socket_ifname, else the default-route netdev, else the first
 //                      selected port's netdev.
 //   policy.static_env  as given; it wins over a computed variable of the same name (a note says

@@ -19,6 +19,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/hosts/discovered.h"
 #include "tests/hosts/model_builder.h"
 
 namespace fabric {
@@ -70,6 +71,16 @@ struct Rig {
 
   absl::StatusOr<v1::Selection> Select(const v1::SelectionPolicy& p = {}) {
     return SelectNics(b.Build(), gpus, p);
+  }
+
+  // Port i's own global IPv6 GID at `gid_index` (RoCE v2; v1 just below it), for a spec without
+  // IPv4: 2001:db8:a00:<i+1>::<last>.
+  void AddIpv6(size_t i, uint32_t gid_index, int last) {
+    const std::string gid = absl::StrFormat("2001:0db8:0a00:%04x:0000:0000:0000:%04x", i + 1, last);
+    const std::string text = absl::StrFormat("2001:db8:a00:%x::%x", i + 1, last);
+    const std::string& netdev = ports[i]->netdev();
+    ModelBuilder::AddIpv6Gid(ports[i], gid_index - 1, v1::GID_TYPE_ROCE_V1, netdev, gid, text);
+    ModelBuilder::AddIpv6Gid(ports[i], gid_index, v1::GID_TYPE_ROCE_V2, netdev, gid, text);
   }
 };
 
@@ -124,6 +135,86 @@ TEST(RenderEnvTest, HcaListFollowsGpuOrderWithoutDuplicates) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_3:1,mlx5_1:1");
   EXPECT_EQ(s->env().at("UCX_NET_DEVICES"), "mlx5_3:1,mlx5_1:1");
+}
+
+// The example hosts as discovery sees them, whole host selected.
+TEST(RenderEnvTest, ExampleHostsWithOtherGidLayouts) {
+  const v1::Host& v6 = testing::DiscoveredExampleHost("ipv6-roce");
+  absl::StatusOr<v1::Selection> s = SelectNics(v6, {"0000:19:00.0", "0000:9b:00.0"}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->assignments_size(), 2);
+  EXPECT_EQ(s->assignments(0).rdma_device(), "mlx5_0");
+  EXPECT_EQ(s->assignments(0).gid_index(), 3u);
+  EXPECT_EQ(s->assignments(0).ipv6(), "2001:db8:a00:1:e42:a1ff:fe03:0");
+  EXPECT_EQ(s->assignments(1).ipv6(), "2001:db8:a00:2:e42:a1ff:fe03:1");
+  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_0:1,mlx5_1:1");
+  EXPECT_EQ(s->env().at("NCCL_IB_GID_INDEX"), "3");
+  EXPECT_EQ(s->env().at("UCX_IB_GID_INDEX"), "3");
+
+  // InfiniBand: no GID variable, whatever the prefix-only slots hold.
+  const v1::Host& ib = testing::DiscoveredExampleHost("ib-prefix-gids");
+  s = SelectNics(ib, {"0000:19:00.0", "0000:9b:00.0"}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_0:1,mlx5_1:1");
+  EXPECT_THAT(EnvOf(*s), Not(Contains(Key("NCCL_IB_GID_INDEX"))));
+  EXPECT_FALSE(s->assignments(0).has_gid_index());
+}
+
+TEST(RenderEnvTest, Ipv6OnlyWithOneIndexNamesIt) {
+  Rig r({{"mlx5_1", "eth1", 0, "", ""}, {"mlx5_2", "eth2", 0, "", ""}});
+  r.AddIpv6(0, 3, 1);
+  r.AddIpv6(1, 3, 2);
+  absl::StatusOr<v1::Selection> s = r.Select();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->assignments(0).ipv6(), "2001:db8:a00:1::1");
+  EXPECT_EQ(s->assignments(1).ipv6(), "2001:db8:a00:2::2");
+  const EnvMap env = EnvOf(*s);
+  EXPECT_EQ(env.at("NCCL_IB_GID_INDEX"), "3");
+  EXPECT_EQ(env.at("UCX_IB_GID_INDEX"), "3");
+  EXPECT_THAT(env, Not(Contains(Key("NCCL_IB_ADDR_FAMILY"))));
+  EXPECT_THAT(env, Not(Contains(Key("NCCL_IB_ADDR_RANGE"))));
+  EXPECT_THAT(s->notes(), Not(Contains(HasSubstr("GID"))));
+}
+
+TEST(RenderEnvTest, Ipv6OnlyWithDifferentIndicesNamesTheFamily) {
+  Rig r({{"mlx5_1", "eth1", 0, "", ""}, {"mlx5_2", "eth2", 0, "", ""}});
+  r.AddIpv6(0, 3, 1);
+  r.AddIpv6(1, 5, 2);
+  absl::StatusOr<v1::Selection> s = r.Select();
+  ASSERT_TRUE(s.ok()) << s.status();
+  const EnvMap env = EnvOf(*s);
+  EXPECT_EQ(env.at("NCCL_IB_GID_INDEX"), "-1");
+  EXPECT_EQ(env.at("NCCL_IB_ADDR_FAMILY"), "AF_INET6");
+  EXPECT_EQ(env.at("NCCL_IB_ROCE_VERSION_NUM"), "2");
+  EXPECT_THAT(env, Not(Contains(Key("UCX_IB_GID_INDEX"))));
+  EXPECT_THAT(env, Not(Contains(Key("NCCL_IB_ADDR_RANGE"))));
+  EXPECT_THAT(s->notes(), Contains(AllOf(HasSubstr("GID indices differ (3 on mlx5_1:1; 5 on "
+                                                   "mlx5_2:1)"),
+                                         HasSubstr("AF_INET6"))));
+}
+
+TEST(RenderEnvTest, MixedFamiliesAreNoted) {
+  // Same index on both: the index is right for both ports.
+  Rig same({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"}, {"mlx5_2", "eth2", 0, "", ""}});
+  same.AddIpv6(1, 3, 2);
+  absl::StatusOr<v1::Selection> s = same.Select();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->env().at("NCCL_IB_GID_INDEX"), "3");
+  EXPECT_EQ(s->env().at("UCX_IB_GID_INDEX"), "3");
+  EXPECT_THAT(s->notes(), Contains(HasSubstr("mixed address families: IPv4 GIDs on mlx5_1:1, IPv6 "
+                                             "GIDs on mlx5_2:1")));
+
+  // Different indices: no index and no family fits every port.
+  Rig differ({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"}, {"mlx5_2", "eth2", 0, "", ""}});
+  differ.AddIpv6(1, 5, 2);
+  s = differ.Select();
+  ASSERT_TRUE(s.ok()) << s.status();
+  const EnvMap env = EnvOf(*s);
+  EXPECT_THAT(env, Not(Contains(Key("NCCL_IB_GID_INDEX"))));
+  EXPECT_THAT(env, Not(Contains(Key("UCX_IB_GID_INDEX"))));
+  EXPECT_THAT(env, Not(Contains(Key("NCCL_IB_ADDR_FAMILY"))));
+  EXPECT_THAT(s->notes(), Contains(HasSubstr("mixed address families")));
+  EXPECT_THAT(s->notes(), Contains(HasSubstr("left unset: GID indices differ")));
 }
 
 TEST(RenderEnvTest, UniformGidIndex) {

@@ -327,8 +327,12 @@ absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::st
     a->set_netdev(c.port->netdev());
     if (c.gid != nullptr) {
       a->set_gid_index(c.gid->index());
-      a->set_ipv4(c.gid->ipv4());
-      a->set_ipv4_subnet(c.subnet);
+      if (c.gid_ipv6) {
+        a->set_ipv6(c.gid->ipv6());
+      } else {
+        a->set_ipv4(c.gid->ipv4());
+        a->set_ipv4_subnet(c.subnet);
+      }
     }
     a->set_link_layer(c.roce ? LINK_LAYER_ETHERNET : c.port->link_layer());
     a->set_distance(w.distance);

@@ -19,7 +19,8 @@ namespace fabric {
 // Ports that are not ACTIVE are never chosen. Front-end ports (their netdev carries a default
 // route, or policy.deny names their device, netdev or "dev:port") are used only when no other
 // port is active. The rest are ranked, per GPU, by:
-//   1. a RoCE port with a RoCE v2 IPv4 GID on its own netdev before one without;
+//   1. a RoCE port with a routable RoCE v2 GID (IPv4-mapped, else global IPv6) on its own netdev
+//      before one without;
 //   2. PFs before VFs (VFs first with policy.prefer_vfs) -- ahead of distance;
 //   3. distance class PIX < PXB < PHB < NODE < SYS (no topology pair: SYS);
 //   4. NIC on the GPU's NUMA node (unknown NUMA counts as not the same);

@@ -414,6 +414,40 @@ TEST(SelectGidTest, LowestOfSeveralOwnGids) {
   EXPECT_EQ(s->assignments(0).ipv4(), "10.1.0.7");
 }
 
+constexpr char kGlobalGid[] = "2001:0db8:0a00:0001:0000:0000:0000:0007";
+constexpr char kGlobalGid2[] = "2001:0db8:0a00:0001:0000:0000:0000:0009";
+
+TEST(SelectGidTest, Ipv6OnlyPortUsesItsGlobalRoceV2Gid) {
+  GidHost h;  // 0/1: link-local only.
+  ModelBuilder::AddIpv6Gid(h.port, 2, v1::GID_TYPE_ROCE_V1, "eth1", kGlobalGid,
+                           "2001:db8:a00:1::7");
+  ModelBuilder::AddIpv6Gid(h.port, 3, v1::GID_TYPE_ROCE_V2, "macvlan0", kGlobalGid2,
+                           "2001:db8:a00:1::9");
+  ModelBuilder::AddIpv6Gid(h.port, 5, v1::GID_TYPE_ROCE_V2, "eth1", kGlobalGid,
+                           "2001:db8:a00:1::7");
+  absl::StatusOr<v1::Selection> s = h.Select();
+  ASSERT_TRUE(s.ok()) << s.status();
+  const v1::GpuAssignment& a = s->assignments(0);
+  ASSERT_TRUE(a.has_gid_index());
+  EXPECT_EQ(a.gid_index(), 5u);
+  EXPECT_EQ(a.ipv6(), "2001:db8:a00:1::7");
+  EXPECT_EQ(a.ipv4(), "");
+  EXPECT_EQ(a.ipv4_subnet(), "");
+  EXPECT_THAT(a.reasons(0), HasSubstr("GID 5 = 2001:db8:a00:1::7 (RoCE v2 on eth1)"));
+}
+
+TEST(SelectGidTest, Ipv4PreferredOverALowerIndexIpv6Gid) {
+  GidHost h;
+  ModelBuilder::AddIpv6Gid(h.port, 2, v1::GID_TYPE_ROCE_V2, "eth1", kGlobalGid,
+                           "2001:db8:a00:1::7");
+  ModelBuilder::AddGid(h.port, 4, v1::GID_TYPE_ROCE_V2, "eth1", "10.1.0.7");
+  absl::StatusOr<v1::Selection> s = h.Select();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->assignments(0).gid_index(), 4u);
+  EXPECT_EQ(s->assignments(0).ipv4(), "10.1.0.7");
+  EXPECT_EQ(s->assignments(0).ipv6(), "");
+}
+
 TEST(SelectGidTest, RoceV1IsNeverChosen) {
   GidHost h;
   ModelBuilder::AddGid(h.port, 2, v1::GID_TYPE_ROCE_V1, "eth1", "10.1.0.7");
@@ -421,7 +455,8 @@ TEST(SelectGidTest, RoceV1IsNeverChosen) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_FALSE(s->assignments(0).has_gid_index());
   EXPECT_EQ(s->assignments(0).ipv4(), "");
-  EXPECT_THAT(s->notes(), Contains("mlx5_1:1 has no RoCE v2 IPv4 GID on its own netdev eth1"));
+  EXPECT_THAT(s->notes(), Contains("mlx5_1:1 has no routable RoCE v2 GID (IPv4-mapped or global "
+                                   "IPv6) on its own netdev eth1"));
   EXPECT_EQ(s->assignments(0).link_layer(), v1::LINK_LAYER_ETHERNET);
 }
 
@@ -440,10 +475,14 @@ TEST(SelectGidTest, PortWithoutUsableGidRanksBelowAnyPortWithOne) {
   EXPECT_EQ(s->assignments(0).gid_index(), 3u);
   EXPECT_THAT(
       RejectionOf(s->assignments(0), "mlx5_1:1"),
-      AllOf(HasSubstr("no RoCE v2 IPv4 GID on its own netdev eth1"), HasSubstr("lost on GID")));
-  EXPECT_THAT(s->notes(), Contains("mlx5_1:1 has no RoCE v2 IPv4 GID on its own netdev eth1"));
+      AllOf(
+          HasSubstr("no routable RoCE v2 GID (IPv4-mapped or global IPv6) on its own netdev eth1"),
+          HasSubstr("lost on GID")));
+  EXPECT_THAT(s->notes(), Contains("mlx5_1:1 has no routable RoCE v2 GID (IPv4-mapped or global "
+                                   "IPv6) on its own netdev eth1"));
   EXPECT_THAT(s->assignments(0).reasons(),
-              Contains("passed over closer mlx5_1:1 (PIX): it has no RoCE v2 IPv4 GID on its own "
+              Contains("passed over closer mlx5_1:1 (PIX): it has no routable RoCE v2 GID "
+                       "(IPv4-mapped or global IPv6) on its own "
                        "netdev eth1"));
 }
 

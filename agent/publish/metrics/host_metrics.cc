@@ -151,8 +151,9 @@ void AppendPort(const RdmaDevice& dev, const Port& port, const HostDir& dev_dir,
                *gbps * 1e9 / 8);
   }
 
-  out->Gauge("fabric_port_gid_entries", "Non-zero entries of the port's GID table.", base,
-             port.gids_size());
+  out->Gauge("fabric_port_gid_entries",
+             "Used entries of the port's GID table (empty slots, interface id zero, left out).",
+             base, port.gids_size());
   if (auto index = RoceV2Ipv4GidIndex(dev, port)) {
     out->Gauge("fabric_port_roce_v2_ipv4_gid_index",
                "Lowest GID index of a RoCE v2 IPv4 GID on the port's own netdev (what "

@@ -372,6 +372,13 @@ TEST_F(HostMetricsTest, InfiniBandHost) {
   EXPECT_EQ(m["fabric_accelerators"], "8");
 }
 
+TEST_F(HostMetricsTest, PrefixOnlyGidSlotsAreNotEntries) {
+  Write("ib-prefix-gids");  // 128 slots per port: one port GID, 127 subnet prefixes alone.
+  const Scrape m = Run();
+  EXPECT_EQ(m["fabric_port_gid_entries" + P("mlx5_0")], "1");
+  EXPECT_EQ(m["fabric_port_gid_entries" + P("mlx5_1")], "1");
+}
+
 TEST_F(HostMetricsTest, BnxtLevelsAreGauges) {
   Write("amd-mi300x-bnxt");
   const Scrape m = Run();
