@@ -29,6 +29,11 @@ class AgentSource : public HostSource {
     auto client = Client();
     if (!client.ok()) return client.status();
     std::vector<std::string> gpus;
+    if (gpu_flag == "visible") {
+      // The agent expands the caller's environment against its own inventory.
+      const v1::VisibleDevices visible = VisibleFromEnvironment();
+      return (*client)->SelectNics({}, /*include_rejected=*/true, &visible);
+    }
     if (gpu_flag == "all") {
       // "all" is the agent's GPUs: ask for its inventory first.
       auto host = Inventory();
