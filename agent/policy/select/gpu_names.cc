@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -162,17 +163,30 @@ const Accelerator* ByIndex(const Host& host, bool nvidia, uint64_t index, size_t
   return found;
 }
 
+// Whether a model address (canonical as discovery writes it, or not) is `canonical`.
+bool PciEquals(const std::string& addr, const std::string& canonical) {
+  if (addr == canonical) return true;
+  // Discovery writes canonical addresses: parse (and allocate) only one that is not.
+  if (addr.size() == canonical.size() &&
+      std::none_of(addr.begin(), addr.end(), [](char ch) { return absl::ascii_isupper(ch); })) {
+    return false;
+  }
+  absl::StatusOr<std::string> c = ParsePciAddress(addr);
+  return c.ok() && *c == canonical;
+}
+
 absl::StatusOr<ResolvedGpu> ByPciAddress(const Host& host, std::string_view given,
                                          const std::string& canonical, std::string_view what) {
   const Accelerator* found = nullptr;
-  std::vector<std::string> known;
   for (const Accelerator& a : host.accelerators()) {
-    absl::StatusOr<std::string> c = ParsePciAddress(a.pci_address());
-    const std::string addr = c.ok() ? *c : a.pci_address();
-    if (addr == canonical) found = &a;
-    if (!a.management_display()) known.push_back(addr);
+    if (PciEquals(a.pci_address(), canonical)) found = &a;
   }
   if (found == nullptr) {
+    std::vector<std::string> known;  // Only for the message: no allocation on the hot path.
+    for (const Accelerator& a : host.accelerators()) {
+      absl::StatusOr<std::string> c = ParsePciAddress(a.pci_address());
+      if (!a.management_display()) known.push_back(c.ok() ? *c : a.pci_address());
+    }
     // NotFound, not InvalidArgument: the name is well formed, the host lacks it.
     return absl::NotFoundError(absl::StrFormat(
         "%s %s%s is not an accelerator of this host (GPUs here: %s)", Av(what), canonical,
