@@ -201,6 +201,34 @@ TEST_F(AgentTest, InvalidRequestsNameTheBadValue) {
   EXPECT_TRUE(absl::StrContains(s.error_message(), "gpu_count")) << s.error_message();
 }
 
+// SelectNics by the caller's visible devices: names expanded by the agent, echoed as given.
+TEST_F(AgentTest, SelectNicsByVisibleDevices) {
+  StartAgent();
+  v1::SelectNicsRequest req;
+  req.mutable_visible()->set_nvidia_visible_devices("3,1");
+  req.mutable_visible()->set_cuda_visible_devices("1");
+  v1::Selection sel;
+  auto ctx = Ctx();
+  grpc::Status s = stub_->SelectNics(ctx.get(), req, &sel);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(sel.assignments_size(), 1);
+  EXPECT_EQ(sel.assignments(0).given(), "1");
+  EXPECT_EQ(sel.assignments(0).gpu(), "0000:1e:00.0");
+
+  req.add_gpus("0000:1a:00.0");  // both: refused
+  ctx = Ctx();
+  s = stub_->SelectNics(ctx.get(), req, &sel);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "both")) << s.error_message();
+
+  req.clear_gpus();
+  req.mutable_visible()->set_nvidia_visible_devices("all");
+  ctx = Ctx();
+  s = stub_->SelectNics(ctx.get(), req, &sel);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "names no GPU")) << s.error_message();
+}
+
 TEST_F(AgentTest, WatchSeesPortGoDownAfterSighup) {
   StartAgent();
   auto ctx = Ctx(absl::Seconds(20));

@@ -9,6 +9,7 @@
 #include "agent/daemon/raw_call.h"
 #include "agent/inventory/changes/changes.h"
 #include "agent/policy/place/place.h"
+#include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
@@ -147,18 +148,39 @@ absl::StatusOr<std::shared_ptr<const std::string>> FabricAgentService::Select(
     const v1::SelectNicsRequest& req) {
   auto s = Ready();
   if (!s.ok()) return s.status();
-  if (req.gpus().empty()) {
-    return absl::InvalidArgumentError("gpus is empty: name at least one GPU by PCI address");
+  // GPUs by name, or those the caller's environment makes visible: one or the other.
+  const bool by_visible = HasVisible(req.visible());
+  std::vector<std::string> visible;
+  if (by_visible) {
+    if (!req.gpus().empty()) {
+      return absl::InvalidArgumentError("gpus and visible are both set: give one of them");
+    }
+    auto expanded = ExpandVisible(req.visible(), (*s)->host);
+    if (!expanded.ok()) return expanded.status();
+    visible = *std::move(expanded);
+  } else if (req.gpus().empty()) {
+    return absl::InvalidArgumentError(
+        "gpus is empty: name at least one GPU (PCI address, index, GPU-<uuid>, MIG-<uuid>) or "
+        "send visible");
   }
-  // The request as given is the key: errors are not cached, so a bad request costs a selection
-  // each time, and only well-formed ones fill the cache.
+  // The names (visible ones expanded) are the key: errors are not cached, so a bad request
+  // costs a selection each time, and only well-formed ones fill the cache.
   std::string key = req.include_rejected() ? "+\n" : "-\n";
-  for (const std::string& g : req.gpus()) {
-    key.append(g);
-    key.push_back('\n');
+  auto add_keys = [&key](const auto& names) {
+    for (const std::string& g : names) {
+      key.append(g);
+      key.push_back('\n');
+    }
+  };
+  if (by_visible) {
+    add_keys(visible);
+  } else {
+    add_keys(req.gpus());
   }
   if (auto hit = (*s)->selections.Find(key)) return hit;
-  std::vector<std::string> gpus(req.gpus().begin(), req.gpus().end());
+  std::vector<std::string> gpus =
+      by_visible ? std::move(visible)
+                 : std::vector<std::string>(req.gpus().begin(), req.gpus().end());
   auto sel = fabric::SelectNics((*s)->host, gpus, (*s)->policy);
   if (!sel.ok()) return sel.status();
   if (!req.include_rejected()) {

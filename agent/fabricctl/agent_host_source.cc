@@ -9,6 +9,7 @@
 #include "agent/fabricctl/client.h"
 #include "agent/fabricctl/host_source.h"
 #include "agent/policy/health/health.h"
+#include "agent/policy/select/gpu_names.h"
 
 namespace fabric::ctl {
 namespace {
@@ -29,6 +30,13 @@ class AgentSource : public HostSource {
     auto client = Client();
     if (!client.ok()) return client.status();
     std::vector<std::string> gpus;
+    if (gpu_flag == "visible") {
+      // The agent expands the caller's environment against its own inventory.
+      const v1::VisibleDevices visible = VisibleFromEnvironment();
+      // Nothing set: the same answer as local discovery gives, without asking.
+      if (!HasVisible(visible)) return UsageError(ExpandVisible(visible, v1::Host()).status());
+      return (*client)->SelectNics({}, /*include_rejected=*/true, &visible);
+    }
     if (gpu_flag == "all") {
       // "all" is the agent's GPUs: ask for its inventory first.
       auto host = Inventory();

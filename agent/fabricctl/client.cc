@@ -84,10 +84,12 @@ absl::StatusOr<v1::Inventory> AgentClient::GetInventory() {
 }
 
 absl::StatusOr<v1::Selection> AgentClient::SelectNics(const std::vector<std::string>& gpus,
-                                                      bool include_rejected) {
+                                                      bool include_rejected,
+                                                      const v1::VisibleDevices* visible) {
   v1::SelectNicsRequest req;
   req.set_include_rejected(include_rejected);
   for (const std::string& g : gpus) req.add_gpus(g);
+  if (visible != nullptr) *req.mutable_visible() = *visible;
   v1::Selection out;
   auto ctx = Context();
   FABRIC_GRPC_OR_RETURN(stub_->SelectNics(ctx.get(), req, &out));

@@ -41,8 +41,10 @@ class AgentClient {
       std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials());
 
   absl::StatusOr<v1::Inventory> GetInventory();
+  // `visible`, when given, is sent instead of names (gpus then empty).
   absl::StatusOr<v1::Selection> SelectNics(const std::vector<std::string>& gpus,
-                                           bool include_rejected);
+                                           bool include_rejected,
+                                           const v1::VisibleDevices* visible = nullptr);
   absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req);
   absl::StatusOr<v1::Health> GetHealth();
   absl::StatusOr<v1::AnnounceResponse> Announce(const v1::AnnounceRequest& req);

@@ -76,8 +76,10 @@ absl::Status NoRdma(const v1::Host& host) {
 // --gpus, for select and env.
 void AddGpusFlag(CLI::App* cmd, std::string* gpus) {
   cmd->add_option("--gpus", *gpus,
-                  "GPU PCI addresses, comma separated (0000:17:00.0, 17:00.0 or nvidia-smi's "
-                  "00000000:17:00.0), or 'all'")
+                  "GPUs, comma separated: PCI addresses (0000:17:00.0, 17:00.0, nvidia-smi's "
+                  "00000000:17:00.0), indices (nvidia-smi order; rocm-smi order without NVIDIA "
+                  "GPUs), GPU-<uuid>, MIG-<uuid>, AMD GPU-<unique_id>; or 'all'; or 'visible' "
+                  "(this process's NVIDIA_/CUDA_/ROCR_/HIP_VISIBLE_DEVICES)")
       ->required();
 }
 

@@ -1,6 +1,7 @@
 // What both host sources share (host_source.h).
 #include "agent/fabricctl/host_source.h"
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,18 @@ absl::StatusOr<std::vector<std::string>> GpuList(const v1::Host& host, const std
   }
   if (list.empty()) return absl::InvalidArgumentError("--gpus is empty");
   return list;
+}
+
+v1::VisibleDevices VisibleFromEnvironment(const char* (*getenv)(const char*)) {
+  auto get = [getenv](const char* name) -> const char* {
+    return getenv != nullptr ? getenv(name) : std::getenv(name);
+  };
+  v1::VisibleDevices v;
+  if (const char* e = get("NVIDIA_VISIBLE_DEVICES")) v.set_nvidia_visible_devices(e);
+  if (const char* e = get("CUDA_VISIBLE_DEVICES")) v.set_cuda_visible_devices(e);
+  if (const char* e = get("ROCR_VISIBLE_DEVICES")) v.set_rocr_visible_devices(e);
+  if (const char* e = get("HIP_VISIBLE_DEVICES")) v.set_hip_visible_devices(e);
+  return v;
 }
 
 }  // namespace fabric::ctl

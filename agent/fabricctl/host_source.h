@@ -29,7 +29,8 @@ class HostSource {
   // Everything discovered on the host.
   virtual absl::StatusOr<v1::Host> Inventory() = 0;
   // The RDMA port per GPU, rejected candidates included, under the source's selection policy.
-  // `gpus`: --gpus, a comma-separated list or "all".
+  // `gpus`: --gpus, a comma-separated list of GPU names (gpu_names.h), "all", or "visible" (the
+  // GPUs this process's NVIDIA_/CUDA_/ROCR_/HIP_VISIBLE_DEVICES make visible).
   virtual absl::StatusOr<v1::Selection> Select(const std::string& gpus) = 0;
   // Never fails: a source that cannot answer is itself a finding.
   virtual HealthReport Health() = 0;
@@ -48,7 +49,11 @@ std::unique_ptr<HostSource> LocalHostSource(const LocalOptions& local);
 // The agent at common.target; connects on first use.
 std::unique_ptr<HostSource> AgentHostSource(const CommonOptions& common);
 
-// --gpus as a list ("all": every GPU of `host`).
+// --gpus as a list ("all": every GPU of `host`; "visible" is the sources' to expand).
 absl::StatusOr<std::vector<std::string>> GpuList(const v1::Host& host, const std::string& gpus);
+
+// --gpus=visible: this process's NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES,
+// ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, unset ones absent. `getenv` is the environment.
+v1::VisibleDevices VisibleFromEnvironment(const char* (*getenv)(const char*) = nullptr);
 
 }  // namespace fabric::ctl

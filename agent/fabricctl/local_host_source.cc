@@ -12,6 +12,7 @@
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/hostfs/host_fs.h"
 #include "agent/policy/health/health.h"
+#include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/pairing.h"
 #include "agent/policy/select/select.h"
 
@@ -36,7 +37,8 @@ class LocalSource : public HostSource {
       return absl::NotFoundError(
           absl::StrCat("no RDMA device found under ", host.sysfs_root(), "/class/infiniband"));
     }
-    auto gpus = GpuList(host, gpu_flag);
+    auto gpus = gpu_flag == "visible" ? ExpandVisible(VisibleFromEnvironment(), host)
+                                      : GpuList(host, gpu_flag);
     if (!gpus.ok()) return gpus.status();
     auto sel = SelectNics(host, *gpus, loaded->config.selection());
     if (sel.ok()) return sel;

@@ -170,14 +170,15 @@ std::string RenderInventory(const Host& host) {
   absl::StrAppend(&out, "\nAccelerators (", host.accelerators_size(), ")\n");
   rows.clear();
   if (!host.accelerators().empty()) {
-    rows.push_back(
-        {"PCI", "VENDOR", "DEVICE", "KIND", "NUMA", "DRIVER", "PCIE LINK (MAX)", "NOTE"});
+    rows.push_back({"PCI", "VENDOR", "DEVICE", "KIND", "NUMA", "DRIVER", "PCIE LINK (MAX)", "INDEX",
+                    "UUID", "NOTE"});
   }
   for (const Accelerator& a : host.accelerators()) {
     std::string kind = AcceleratorKind_Name(a.kind()).substr(sizeof("ACCELERATOR_KIND_") - 1);
     rows.push_back({a.pci_address(), a.vendor_name(), Or(a.pci().device_id()), kind, Numa(a.pci()),
                     Or(a.pci().driver()),
                     absl::StrCat(Link(a.pci().current_link()), " (", Link(a.pci().max_link()), ")"),
+                    a.has_index() ? absl::StrCat(a.index()) : "-", Or(a.uuid()),
                     a.management_display() ? "management display, not a compute device" : ""});
   }
   out += Table(rows, "  ");
@@ -260,8 +261,12 @@ std::string RenderTopology(const Host& host) {
 std::string RenderSelection(const Selection& selection) {
   std::string out;
   for (const GpuAssignment& a : selection.assignments()) {
+    // The name as given, then the PCI address it resolved to.
+    const std::string gpu = a.given().empty() || a.given() == a.gpu()
+                                ? a.gpu()
+                                : absl::StrCat(a.given(), " (", a.gpu(), ")");
     const std::string& addr = a.ipv4().empty() ? a.ipv6() : a.ipv4();
-    absl::StrAppend(&out, "GPU ", a.gpu(), " -> ", a.rdma_device(), ":", a.port(), "  ",
+    absl::StrAppend(&out, "GPU ", gpu, " -> ", a.rdma_device(), ":", a.port(), "  ",
                     DistanceName(a.distance()), "  netdev ", Or(a.netdev()), "  GID ",
                     a.has_gid_index() ? absl::StrCat(a.gid_index()) : "-",
                     addr.empty() ? "" : absl::StrCat(" (", addr, ")"), "\n");

@@ -40,6 +40,11 @@ TEST(RenderInventory, ShowsEverySection) {
   EXPECT_THAT(out, HasSubstr("InfiniBand"));
   EXPECT_THAT(out, HasSubstr("GID tables"));
   EXPECT_THAT(out, HasSubstr("Accelerators (8)"));
+  // Each GPU's index (nvidia-smi order) and UUID.
+  EXPECT_THAT(out, HasSubstr("INDEX"));
+  EXPECT_THAT(
+      out, ::testing::ContainsRegex("0000:19:00.0 .* 0 +GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("0000:dd:00.0 .* 7 +GPU-"));
   EXPECT_THAT(out, HasSubstr("dma_buf"));
   EXPECT_THAT(out, HasSubstr("Default route: eno1"));
   EXPECT_THAT(out, Not(HasSubstr("Problems")));
@@ -101,6 +106,24 @@ TEST(RenderSelection, Ipv6Gid) {
   EXPECT_THAT(RenderSelection(sel),
               HasSubstr("GPU 0000:19:00.0 -> mlx5_0:1  PIX  netdev "
                         "enp24s0np0  GID 3 (2001:db8:a00:1:e42:a1ff:fe03:0)"));
+}
+
+TEST(RenderSelection, EchoesTheNameGiven) {
+  v1::Selection sel;
+  auto* a = sel.add_assignments();
+  a->set_gpu("0000:19:00.0");
+  a->set_given("GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75");
+  a->set_rdma_device("mlx5_0");
+  a->set_port(1);
+  auto* b = sel.add_assignments();
+  b->set_gpu("0000:41:00.0");
+  b->set_given("0000:41:00.0");
+  b->set_rdma_device("mlx5_3");
+  b->set_port(1);
+  std::string out = RenderSelection(sel);
+  EXPECT_THAT(out, HasSubstr("GPU GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75 (0000:19:00.0) -> "
+                             "mlx5_0:1"));
+  EXPECT_THAT(out, HasSubstr("GPU 0000:41:00.0 -> mlx5_3:1"));
 }
 
 TEST(ToJson, StandardMapping) {

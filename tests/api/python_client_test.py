@@ -199,6 +199,42 @@ class AgentTest(unittest.TestCase):
         self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("gpu_count", cm.exception.details())
 
+    def test_select_nics_by_uuid_index_and_visible_devices(self):
+        # A host whose NVIDIA driver lists each GPU's UUID in procfs.
+        self.host = os.path.join(self.dir, "dgx")
+        r = subprocess.run([MKHOST, "dgx-h100-ib", self.host], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 0, f"fabric-mkhost: {r.stderr}")
+        self.start_agent()
+        inv = self.stub.GetInventory(pb.GetInventoryRequest(), timeout=CALL_TIMEOUT)
+        gpus = [a for a in inv.host.accelerators if a.HasField("index")]
+        self.assertEqual([a.index for a in gpus], list(range(8)))
+        u0, u1 = gpus[0].uuid, gpus[1].uuid
+        self.assertEqual(u0, "GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75")
+
+        # A scheduler that knows the pod's GPU by UUID (any case) or by index.
+        sel = self.stub.SelectNics(pb.SelectNicsRequest(gpus=[u0.upper(), "1"]),
+                                   timeout=CALL_TIMEOUT)
+        self.assertEqual([a.given for a in sel.assignments], [u0.upper(), "1"])
+        self.assertEqual([a.gpu for a in sel.assignments], ["0000:19:00.0", "0000:41:00.0"])
+        self.assertEqual([a.rdma_device for a in sel.assignments], ["mlx5_0", "mlx5_3"], sel)
+
+        # The pod's own environment: CUDA's index counts within NVIDIA_VISIBLE_DEVICES.
+        sel = self.stub.SelectNics(
+            pb.SelectNicsRequest(visible={"nvidia_visible_devices": f"{u0},{u1}",
+                                          "cuda_visible_devices": "1"}),
+            timeout=CALL_TIMEOUT)
+        self.assertEqual([(a.given, a.gpu) for a in sel.assignments], [(u1, "0000:41:00.0")])
+
+        e = self.select_error(["GPU-00000000-b3dc-a50a-9daa-37e51b591d75"])
+        self.assertEqual(e.code(), grpc.StatusCode.NOT_FOUND, e.details())
+        e = self.select_error(["GPU-c15521b1"])
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT, e.details())
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.stub.SelectNics(pb.SelectNicsRequest(
+                gpus=[u0], visible={"nvidia_visible_devices": u0}), timeout=CALL_TIMEOUT)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
     def test_standard_health_service_reports_serving(self):
         self.start_agent()
         health = health_pb2_grpc.HealthStub(self.channel)

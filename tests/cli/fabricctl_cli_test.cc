@@ -267,6 +267,94 @@ TEST_F(CliTest, ExitCodes) {
   EXPECT_EQ(Run("--help").code, 0);
 }
 
+// Every GPU name form, as a launcher or a person writes it; answers echo the name and address.
+TEST_F(CliTest, GpuNames) {
+  const std::string dgx = Host("dgx-h100-ib");
+  const std::string gpu0 = "GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75";  // 0000:19:00.0, mlx5_0
+  struct Case {
+    std::string gpus;
+    int code;
+    std::string want;  // in stdout (code 0) or stderr
+  };
+  const Case cases[] = {
+      {gpu0, 0, "GPU " + gpu0 + " (0000:19:00.0) -> mlx5_0:1"},
+      {"gpu-C15521B1-B3DC-A50A-9DAA-37E51B591D75", 0, "(0000:19:00.0) -> mlx5_0:1"},
+      {"3", 0, "GPU 3 (0000:5f:00.0) -> mlx5_5:1"},
+      {"00000000:19:00.0", 0, "GPU 00000000:19:00.0 (0000:19:00.0) -> mlx5_0:1"},
+      {"0000:41:00.0", 0, "GPU 0000:41:00.0 -> mlx5_3:1"},
+      {"1," + gpu0, 0, "GPU 1 (0000:41:00.0) -> mlx5_3:1"},
+      // Well formed, not on this host: exit 1.
+      {"GPU-00000000-b3dc-a50a-9daa-37e51b591d75", 1, "no GPU of this host has this UUID"},
+      {"8", 1, "8 NVIDIA GPUs"},
+      // No NVML on this machine: exit 1, saying so.
+      {"MIG-11111111-2222-3333-4444-555555555555", 1,
+       "needs libnvidia-ml (NVML), which is not loadable"},
+      // Malformed, or the same GPU twice: exit 2.
+      {"GPU-c15521b1", 2, "malformed"},
+      {"MIG-1234", 2, "malformed"},
+      {"gpu0", 2, "nor an index, GPU-<uuid> or MIG-<uuid>"},
+      {"0," + gpu0, 2, "twice"},
+  };
+  for (const Case& c : cases) {
+    Result r = Run("select --gpus=" + c.gpus + " " + dgx);
+    EXPECT_EQ(r.code, c.code) << c.gpus << "\n" << r.out << r.err;
+    EXPECT_THAT(c.code == 0 ? r.out : r.err, HasSubstr(c.want)) << c.gpus;
+  }
+  // The inventory shows each GPU's index and UUID.
+  Result inv = Run("inventory " + dgx);
+  EXPECT_EQ(inv.code, 0);
+  EXPECT_THAT(inv.out, HasSubstr(gpu0));
+  EXPECT_THAT(inv.out, HasSubstr("INDEX"));
+
+  const std::string amd = Host("amd-mi300x-bnxt");
+  Result by_uuid = Run("select --gpus=GPU-5c54e05b42a9ba21 " + amd);
+  EXPECT_EQ(by_uuid.code, 0) << by_uuid.err;
+  EXPECT_THAT(by_uuid.out, HasSubstr("GPU GPU-5c54e05b42a9ba21 (0000:09:00.0) -> bnxt_re0:1"));
+  Result by_index = Run("select --gpus=2 " + amd);
+  EXPECT_EQ(by_index.code, 0) << by_index.err;
+  EXPECT_THAT(by_index.out, HasSubstr("GPU 2 (0000:69:00.0) -> bnxt_re2:1"));
+}
+
+// --gpus=visible under each variable, with the container rule.
+TEST_F(CliTest, VisibleGpus) {
+  const std::string dgx = Host("dgx-h100-ib");
+  const std::string amd = Host("amd-mi300x-bnxt");
+  const std::string a = "GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75";  // 0000:19:00.0
+  const std::string b = "GPU-3f372617-f0ba-ef3a-86f0-ce2ea6ec39c1";  // 0000:41:00.0
+  const std::string clean =
+      "env -u NVIDIA_VISIBLE_DEVICES -u CUDA_VISIBLE_DEVICES -u ROCR_VISIBLE_DEVICES "
+      "-u HIP_VISIBLE_DEVICES";
+  struct Case {
+    std::string env;
+    const std::string* host;
+    int code;
+    std::string want;
+  };
+  const Case cases[] = {
+      {"NVIDIA_VISIBLE_DEVICES=" + a + "," + b, &dgx, 0, "GPU " + b + " (0000:41:00.0)"},
+      {"NVIDIA_VISIBLE_DEVICES=" + a + "," + b + " CUDA_VISIBLE_DEVICES=1", &dgx, 0,
+       "GPU " + b + " (0000:41:00.0) -> mlx5_3:1"},
+      {"NVIDIA_VISIBLE_DEVICES=4,6 CUDA_VISIBLE_DEVICES=1", &dgx, 0, "GPU 6 (0000:cf:00.0)"},
+      {"CUDA_VISIBLE_DEVICES=2", &dgx, 0, "GPU 2 (0000:50:00.0) -> mlx5_4:1"},
+      {"ROCR_VISIBLE_DEVICES=1", &amd, 0, "GPU 1 (0000:19:00.0) -> bnxt_re1:1"},
+      {"HIP_VISIBLE_DEVICES=2", &amd, 0, "GPU 2 (0000:69:00.0)"},
+      {"ROCR_VISIBLE_DEVICES=0,3 HIP_VISIBLE_DEVICES=1", &amd, 0, "GPU 3 (0000:79:00.0)"},
+      {"ROCR_VISIBLE_DEVICES=GPU-5c54e05b42a9ba21", &amd, 0, "(0000:09:00.0) -> bnxt_re0:1"},
+      {"NVIDIA_VISIBLE_DEVICES=all", &dgx, 2, "names no GPU"},
+      {"NVIDIA_VISIBLE_DEVICES=void", &dgx, 2, "names no GPU"},
+      {"CUDA_VISIBLE_DEVICES=", &dgx, 2, "CUDA_VISIBLE_DEVICES is empty"},
+      {"", &dgx, 2, "NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES"},
+      {"NVIDIA_VISIBLE_DEVICES=" + a + " CUDA_VISIBLE_DEVICES=1", &dgx, 1, "makes 1 GPUs visible"},
+      {"NVIDIA_VISIBLE_DEVICES=9", &dgx, 1, "8 NVIDIA GPUs"},
+      {"NVIDIA_VISIBLE_DEVICES=GPU-nope", &dgx, 2, "malformed"},
+  };
+  for (const Case& c : cases) {
+    Result r = Run("select --gpus=visible " + *c.host, clean + " " + c.env);
+    EXPECT_EQ(r.code, c.code) << c.env << "\n" << r.out << r.err;
+    EXPECT_THAT(c.code == 0 ? r.out : r.err, HasSubstr(c.want)) << c.env;
+  }
+}
+
 TEST_F(CliTest, HostWithoutRdma) {
   auto spec = testing::ExampleHost("roce-9port");
   ASSERT_TRUE(spec.ok());

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -122,6 +123,33 @@ TEST_F(DaemonCliTest, ErrorsKeepTheirExitCodes) {
   RunResult config = Ctl({"inventory", "--config=/etc/whatever.json"});
   EXPECT_EQ(config.status, 2);
   EXPECT_THAT(config.err, HasSubstr("--config applies to local discovery"));
+}
+
+// --gpus=visible against the agent: fabricctl sends its environment, the agent expands it.
+TEST_F(DaemonCliTest, VisibleGpusGoToTheAgent) {
+  Start("roce-9port");
+  const char* vars[] = {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                        "HIP_VISIBLE_DEVICES"};
+  for (const char* v : vars) ::unsetenv(v);
+  ::setenv("NVIDIA_VISIBLE_DEVICES", "2,5", 1);
+  ::setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+  RunResult remote = Ctl({"select", "--gpus=visible"});
+  RunResult local = Local({"select", "--gpus=visible"});
+  EXPECT_EQ(remote.status, 0) << remote.err;
+  EXPECT_EQ(remote.out, local.out);
+  EXPECT_THAT(remote.out, HasSubstr("GPU 5 (0000:a0:00.0) -> mlx5_6:1"));
+  ::setenv("NVIDIA_VISIBLE_DEVICES", "all", 1);
+  remote = Ctl({"select", "--gpus=visible"});
+  EXPECT_EQ(remote.status, 2) << remote.err;
+  EXPECT_THAT(remote.err, HasSubstr("names no GPU"));
+  ::setenv("NVIDIA_VISIBLE_DEVICES", "9", 1);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  remote = Ctl({"select", "--gpus=visible"});
+  EXPECT_EQ(remote.status, 1) << remote.err;
+  for (const char* v : vars) ::unsetenv(v);
+  remote = Ctl({"select", "--gpus=visible"});
+  EXPECT_EQ(remote.status, 2) << remote.err;
+  EXPECT_THAT(remote.err, HasSubstr("HIP_VISIBLE_DEVICES"));
 }
 
 TEST_F(DaemonCliTest, HealthComesFromTheAgent) {

@@ -698,6 +698,9 @@ class HostWriter {
     }
     FABRIC_RETURN_IF_ERROR(sys_.File(d + "/resource", resource));
     FABRIC_RETURN_IF_ERROR(sys_.File(d + "/config", Config(f)));
+    for (const auto& [file, text] : f.attributes) {
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(absl::StrCat(d, "/", file), text));
+    }
     FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/dma_mask_bits", "64"));
     FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/consistent_dma_mask_bits", "64"));
     FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/d3cold_allowed", "1"));
@@ -1029,6 +1032,10 @@ class HostWriter {
     FABRIC_RETURN_IF_ERROR(proc_.File("modules", modules));
     if (spec_.nvidia_version) {
       FABRIC_RETURN_IF_ERROR(proc_.File("driver/nvidia/version", *spec_.nvidia_version));
+    }
+    for (const auto& [bdf, text] : spec_.nvidia_gpu_information) {
+      FABRIC_RETURN_IF_ERROR(
+          proc_.File(absl::StrCat("driver/nvidia/gpus/", bdf, "/information"), text));
     }
     return absl::OkStatus();
   }

@@ -76,6 +76,8 @@ struct PciFunctionSpec {
   PciLinkSpec max_link;
   int irq = 0;
   std::optional<SriovSpec> sriov;  // Set on an SR-IOV PF.
+  // Driver attributes beyond the PCI core's, as (file, text) pairs: amdgpu's "unique_id".
+  std::vector<std::pair<std::string, std::string>> attributes;
 };
 
 // A network interface: <pci function>/net/<name>, or devices/virtual/net/<name> without one.
@@ -178,6 +180,8 @@ struct HostSpec {
   std::vector<Ipv4RouteSpec> ipv4_routes;
   std::vector<Ipv6RouteSpec> ipv6_routes;
   std::optional<std::string> nvidia_version;  // proc/driver/nvidia/version, verbatim.
+  // proc/driver/nvidia/gpus/<bdf>/information, as (BDF, text verbatim) pairs.
+  std::vector<std::pair<std::string, std::string>> nvidia_gpu_information;
 
   // sysfs.
   std::vector<int> numa_nodes = {0};  // Online nodes.

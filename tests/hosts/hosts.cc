@@ -44,6 +44,8 @@
 //   mlx5_8 0000:ae:00.0 enp174s0np0  10.50.8.21/24 pci0000:ad NUMA 1
 //   VFs of mlx5_1: 0000:26:00.1..0000:26:00.4 = mlx5_12..mlx5_15, enp38s0f0v0..v3 (no IPv4).
 //   uverbs<N> for mlx5_<N>.
+//   NVIDIA driver procfs: driver/nvidia/gpus/<GPU BDF>/information per GPU (Device Minor = GPU
+//   number, UUIDs in kUuids: GPU 0 is GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75).
 //
 // amd-mi300x-bnxt (mi300-12, 6.8.0-45-generic, NUMA 0-1)
 //   pci0000:00: 0000:00:01.1 root port -> 0000:01:00.0 BCM5720 eno8303 172.16.5.12/24, default
@@ -58,6 +60,8 @@
 //   6    0000:e9:00.0  bnxt_re6  0000:e8:00.0  ens27np0  10.224.6.5/24  pci0000:e5   1
 //   7    0000:f9:00.0  bnxt_re7  0000:f8:00.0  ens28np0  10.224.7.5/24  pci0000:f5   1
 //   Tenstorrent 0000:c6:00.0 behind root port 0000:c5:01.0, pci0000:c5, NUMA 1, no NIC.
+//   Each MI300X has amdgpu's unique_id (kUniqueIds; GPU 0: 5c54e05b42a9ba21, which ROCm names
+//   GPU-5c54e05b42a9ba21).
 //   bnxt_re0..3: GIDs 0..3 as roce-9port; bnxt_re4..7: 0 = link-local RoCE v2, 1 = IPv4 RoCE v2.
 //
 // many-hcas (wide-01, 6.1.0-18-amd64, NUMA 0 only)
@@ -308,6 +312,17 @@ void AddGpu(HostSpec& s, std::string bdf, std::string parent, const PciIds& ids)
   Add(s, std::move(bdf), std::move(parent), PciRole::kEndpoint, ids);
 }
 
+// proc/driver/nvidia/gpus/<bdf>/information as the driver prints it (nv-procfs.c).
+std::string NvidiaGpuInformation(std::string_view model, std::string_view uuid,
+                                 std::string_view bdf, int minor, int irq) {
+  return absl::StrFormat(
+      "Model: \t\t %s\nIRQ:   \t\t %d\nGPU UUID: \t %s\nVideo BIOS: \t 96.00.99.00.01\n"
+      "Bus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\n"
+      "Bus Location: \t %s\nDevice Minor: \t %d\nGPU Firmware: \t 535.161.07\n"
+      "GPU Excluded:\t No\n",
+      model, irq, uuid, bdf, minor);
+}
+
 std::vector<ModuleSpec> MlxNvidiaModules(bool peermem, bool open_nvidia) {
   std::vector<ModuleSpec> m;
   m.push_back(Module("mlx5_ib", 491520, {}));
@@ -433,12 +448,22 @@ HostSpec DgxH100Ib() {
   // Compute fabric: one InfiniBand NIC per GPU under the same switch.
   constexpr int kRoots[] = {0x15, 0x3d, 0x4c, 0x5b, 0x97, 0xbd, 0xcb, 0xd9};
   constexpr int kNames[] = {0, 3, 4, 5, 6, 9, 10, 11};
+  // GPU UUIDs as the NVIDIA driver reports them (procfs information), in PCI order.
+  constexpr const char* kUuids[] = {
+      "GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75", "GPU-3f372617-f0ba-ef3a-86f0-ce2ea6ec39c1",
+      "GPU-4a800646-417a-8105-bc31-99944567ceb1", "GPU-732242fd-a890-2e32-1297-9bfcbbeb508f",
+      "GPU-df7142dc-af29-e6f8-7774-4cca4d909eb2", "GPU-e8af30f7-c70b-53bf-64d0-b50f658c6762",
+      "GPU-deeda8b2-3927-f7d6-4375-d0341e4f6f2a", "GPU-cecf4f4e-5ba8-0780-50ce-f798e6c648e7",
+  };
   for (int g = 0; g < 8; ++g) {
     const int r = kRoots[g];
     const auto [nic_port, gpu_port] = AddSwitch(s, 0, r, g < 4 ? 0 : 1, kIntelRootPort);
     const std::string bdf = Add(s, Bdf(0, r + 3, 0, 0), nic_port, PciRole::kEndpoint, kConnectX7);
     s.pci.back().subsystem_device = 0x0040;
     AddGpu(s, Bdf(0, r + 4, 0, 0), gpu_port, kH100Sxm);
+    s.nvidia_gpu_information.emplace_back(Bdf(0, r + 4, 0, 0),
+                                          NvidiaGpuInformation("NVIDIA H100 80GB HBM3", kUuids[g],
+                                                               Bdf(0, r + 4, 0, 0), g, 0x1a0 + g));
 
     const int n = kNames[g];
     const std::string name = absl::StrCat("mlx5_", n);
@@ -536,11 +561,17 @@ HostSpec AmdMi300xBnxt() {
   AddDefault(s, "eno8303", "172.16.5.1");
 
   constexpr int kRoots[] = {0x05, 0x15, 0x65, 0x75, 0x85, 0x95, 0xe5, 0xf5};
+  // amdgpu's unique_id of each GPU, in PCI order (ROCm names the GPU GPU-<unique_id>).
+  constexpr const char* kUniqueIds[] = {
+      "5c54e05b42a9ba21", "a1fa7d4acde560db", "842a2f9da1b4ba07", "293a9acc2652f8ff",
+      "aa59c1698d242349", "467c0714a9fbd797", "02b7075d2a3a0c78", "11e760a5a6d5b30a",
+  };
   for (int g = 0; g < 8; ++g) {
     const int r = kRoots[g];
     const auto [nic_port, gpu_port] = AddSwitch(s, 0, r, g < 4 ? 0 : 1, kAmdRootPort);
     const std::string bdf = Add(s, Bdf(0, r + 3, 0, 0), nic_port, PciRole::kEndpoint, kThor2);
     AddGpu(s, Bdf(0, r + 4, 0, 0), gpu_port, kMi300x);
+    s.pci.back().attributes.emplace_back("unique_id", kUniqueIds[g]);
 
     const std::string name = absl::StrCat("bnxt_re", g);
     const std::string netdev = absl::StrCat("ens", 21 + g, "np0");

@@ -1,5 +1,6 @@
-// Accelerators: every PCI function of a display or processing-accelerator class, GPUs of every
-// vendor included, with the vendor named from its PCI id.
+// Accelerators: every PCI function of a display, processing-accelerator or co-processor class,
+// GPUs of every vendor included, with the vendor named from its PCI id, the GPU's UUID (NVIDIA
+// procfs information, amdgpu unique_id) and its index in nvidia-smi or rocm-smi order.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/inventory/discovery/discovery_internal.h"
+#include "agent/inventory/discovery/gpu_info.h"
 #include "agent/inventory/discovery/parse.h"
 
 namespace fabric::discovery_internal {
@@ -47,12 +49,50 @@ std::optional<AcceleratorKind> KindOf(uint32_t class_code) {
   }
   if ((class_code >> 16) == 0x03) return ACCELERATOR_KIND_DISPLAY_OTHER;
   if ((class_code >> 16) == 0x12) return ACCELERATOR_KIND_PROCESSING_ACCELERATOR;
+  // Co-processors (0x0b40): some compute accelerators present themselves so; the model has no
+  // kind of its own for them.
+  if ((class_code >> 8) == 0x0b40) return ACCELERATOR_KIND_PROCESSING_ACCELERATOR;
   return std::nullopt;
+}
+
+constexpr uint64_t kAmdGpuVendor = 0x1002;  // ATI: AMD's GPUs (0x1022 is AMD's CPU side).
+
+// The NVIDIA driver's view of the GPU: its UUID. No file (driver not loaded, GPU not bound) is no
+// problem; a malformed one is a host problem, never a crash.
+void ReadNvidiaUuid(const HostFs& proc, Accelerator* acc, Host* host) {
+  const std::string path = absl::StrCat("driver/nvidia/gpus/", acc->pci_address(), "/information");
+  absl::StatusOr<std::string> text = proc.ReadFile(path);
+  if (!text.ok()) {
+    NoteTransient(host->mutable_problems(), "accelerators.uuid", path, text.status());
+    return;
+  }
+  absl::StatusOr<NvidiaGpuInfo> info = ParseNvidiaGpuInformation(*text);
+  if (!info.ok()) {
+    AddProblem(host->mutable_problems(), "accelerators.uuid", path, info.status());
+    return;
+  }
+  acc->set_uuid(info->uuid);
+}
+
+// amdgpu's unique_id on the GPU's PCI function, as ROCm names the GPU ("GPU-<unique_id>").
+void ReadAmdUniqueId(const HostFs& sys, const std::string& dir, Accelerator* acc, Host* host) {
+  const std::string path = absl::StrCat(dir, "/unique_id");
+  absl::StatusOr<std::string> text = sys.ReadFile(path);
+  if (!text.ok()) {
+    NoteTransient(host->mutable_problems(), "accelerators.uuid", path, text.status());
+    return;
+  }
+  absl::StatusOr<std::string> uuid = ParseAmdUniqueId(*text);
+  if (!uuid.ok()) {
+    AddProblem(host->mutable_problems(), "accelerators.uuid", path, uuid.status());
+    return;
+  }
+  acc->set_uuid(*std::move(uuid));
 }
 
 }  // namespace
 
-void ReadAccelerators(const HostFs& sys, PciReader* pci, Host* host) {
+void ReadAccelerators(const HostFs& sys, const HostFs& proc, PciReader* pci, Host* host) {
   auto names = sys.ListDir("bus/pci/devices");
   if (!names.ok()) {
     AddProblem(host->mutable_problems(), "accelerators", "bus/pci/devices", names.status());
@@ -93,10 +133,24 @@ void ReadAccelerators(const HostFs& sys, PciReader* pci, Host* host) {
       acc->set_vendor_name(v.name);
       acc->set_management_display(v.management_display);
     }
+    if (acc->management_display()) continue;
+    if (acc->vendor() == ACCELERATOR_VENDOR_NVIDIA) ReadNvidiaUuid(proc, acc, host);
+    if (vendor_id == kAmdGpuVendor) ReadAmdUniqueId(sys, *real, acc, host);
   }
   std::sort(
       host->mutable_accelerators()->begin(), host->mutable_accelerators()->end(),
       [](const Accelerator& a, const Accelerator& b) { return a.pci_address() < b.pci_address(); });
+  // nvidia-smi's order is PCI bus order of the NVIDIA GPUs; rocm-smi's that of the AMD GPUs.
+  uint32_t nvidia = 0;
+  uint32_t amd = 0;
+  for (Accelerator& a : *host->mutable_accelerators()) {
+    if (a.management_display()) continue;
+    if (a.vendor() == ACCELERATOR_VENDOR_NVIDIA) {
+      a.set_index(nvidia++);
+    } else if (auto v = ParseHex(a.pci().vendor_id()); v.ok() && *v == kAmdGpuVendor) {
+      a.set_index(amd++);
+    }
+  }
 }
 
 }  // namespace fabric::discovery_internal

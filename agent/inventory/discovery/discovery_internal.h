@@ -119,8 +119,9 @@ void ReadGidTables(PortDirs port_dirs, v1::Host* host);
 void ReadNetdevs(const HostFs& sys, const std::map<std::string, std::string>& device_pci_dirs,
                  const std::vector<Ipv4Route>& routes, v1::Host* host);
 
-// accelerators.cc: GPUs and other accelerators among the PCI functions, by PCI address.
-void ReadAccelerators(const HostFs& sys, PciReader* pci, v1::Host* host);
+// accelerators.cc: GPUs and other accelerators among the PCI functions, by PCI address, with
+// their UUIDs (NVIDIA: procfs driver/nvidia/gpus/<bdf>/information; AMD: unique_id) and indices.
+void ReadAccelerators(const HostFs& sys, const HostFs& proc, PciReader* pci, v1::Host* host);
 
 // gpudirect.cc: GPUDirect RDMA readiness. Needs the accelerators, RDMA devices and modules read.
 void ReadGpuDirect(const HostFs& proc, const std::set<std::string>& modules, v1::Host* host);

@@ -849,5 +849,75 @@ TEST_F(TransientTest, ADeviceThatIsGoneIsRemovedWithoutTransientProblems) {
   EXPECT_THAT(Problems(h, true), IsEmpty());
 }
 
+// GPU names: NVIDIA UUIDs from procfs, AMD's unique_id, indices in nvidia-smi / rocm-smi order.
+TEST_F(DiscoveryTest, GpuUuidsAndIndices) {
+  Host dgx = Example("dgx-h100-ib");
+  std::map<std::string, std::string> want;  // BDF -> UUID from the spec's information files
+  for (const auto& [bdf, text] : spec_.nvidia_gpu_information) {
+    const size_t at = text.find("GPU-");
+    want[bdf] = text.substr(at, 40);
+  }
+  ASSERT_EQ(want.size(), 8u);
+  uint32_t next = 0;
+  for (const Accelerator& a : dgx.accelerators()) {
+    ASSERT_TRUE(want.count(a.pci_address())) << a.pci_address();
+    EXPECT_EQ(a.uuid(), want[a.pci_address()]);
+    EXPECT_THAT(a.uuid(), ::testing::MatchesRegex("GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"));
+    ASSERT_TRUE(a.has_index()) << a.pci_address();
+    EXPECT_EQ(a.index(), next++);
+  }
+  EXPECT_EQ(dgx.accelerators(0).uuid(), "GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75");
+
+  Host amd = Example("amd-mi300x-bnxt");
+  next = 0;
+  for (const Accelerator& a : amd.accelerators()) {
+    if (a.vendor() != ACCELERATOR_VENDOR_AMD) {
+      EXPECT_FALSE(a.has_index()) << a.pci_address();  // Tenstorrent: no vendor order
+      EXPECT_EQ(a.uuid(), "");
+      continue;
+    }
+    EXPECT_THAT(a.uuid(), ::testing::MatchesRegex("GPU-[0-9a-f]{16}"));
+    ASSERT_TRUE(a.has_index());
+    EXPECT_EQ(a.index(), next++);
+  }
+  EXPECT_EQ(next, 8u);
+  EXPECT_EQ(amd.accelerators(0).uuid(), "GPU-5c54e05b42a9ba21");
+
+  // NVIDIA GPUs without procfs information (driver not loaded) still have their index; the BMC
+  // display has none.
+  Host roce = Example("roce-9port");
+  EXPECT_THAT(AllProblems(roce), IsEmpty());
+  next = 0;
+  for (const Accelerator& a : roce.accelerators()) {
+    EXPECT_EQ(a.uuid(), "");
+    if (a.management_display()) {
+      EXPECT_FALSE(a.has_index());
+    } else {
+      EXPECT_EQ(a.index(), next++);
+    }
+  }
+  EXPECT_EQ(next, 8u);
+}
+
+TEST_F(DiscoveryTest, MalformedGpuInformationIsAProblemAndCoProcessorsCount) {
+  auto spec = testing::ExampleHost("dgx-h100-ib");
+  ASSERT_TRUE(spec.ok());
+  spec->nvidia_gpu_information[1].second = "Model: NVIDIA H100\nGPU UUID: GPU-not-a-uuid\n";
+  // A co-processor (class 0x0b40) of another vendor counts as an accelerator.
+  spec->FindPci(spec->nvidia_gpu_information[2].first)->class_code = 0x0b4000;
+  Host h = Discovered(*spec);
+  ASSERT_EQ(h.accelerators_size(), 8);
+  const std::string bad = spec->nvidia_gpu_information[1].first;
+  bool found = false;
+  for (const FieldProblem& p : h.problems()) {
+    if (p.field() == "accelerators.uuid" && p.path().find(bad) != std::string::npos) found = true;
+  }
+  EXPECT_TRUE(found) << ::testing::PrintToString(AllProblems(h));
+  EXPECT_EQ(h.accelerators(1).uuid(), "");
+  EXPECT_EQ(h.accelerators(1).index(), 1u);
+  EXPECT_EQ(h.accelerators(2).kind(), ACCELERATOR_KIND_PROCESSING_ACCELERATOR);
+  EXPECT_FALSE(h.accelerators(2).uuid().empty());
+}
+
 }  // namespace
 }  // namespace fabric

@@ -20,6 +20,7 @@
 #include "agent/common/natural_order.h"
 #include "agent/config/config.h"
 #include "agent/inventory/discovery/parse.h"
+#include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
@@ -343,16 +344,13 @@ absl::StatusOr<PlaceResponse> Place(const Host& host, const PlaceRequest& req,
   }
   std::set<std::string> wanted;  // Canonical; empty: every compute accelerator.
   for (const std::string& given : req.candidates()) {
-    absl::StatusOr<std::string> c = ParseGpuName(given, "candidate");
-    if (!c.ok()) return c.status();
-    auto it = by_addr.find(*c);
-    if (it == by_addr.end()) {
+    // Every GPU name form SelectNics takes (gpu_names.h).
+    absl::StatusOr<ResolvedGpu> gpu = ResolveGpu(host, given, ProcessMigResolver(), "candidate");
+    if (!gpu.ok()) return gpu.status();
+    const std::string* c = &gpu->pci_address;
+    if (!by_addr.count(*c)) {
       return absl::NotFoundError(
           absl::StrFormat("candidate %s is not an accelerator of this host", *c));
-    }
-    if (it->second->management_display()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("candidate %s is a management display, not a GPU", *c));
     }
     wanted.insert(*c);
   }

@@ -21,9 +21,9 @@ inline constexpr uint32_t kPlaceMaxResults = 100;
 //
 // Candidates are the compute accelerators (never a management display), narrowed by req.vendor
 // ("nvidia", "amd", "intel", "habana" in any case, or a PCI vendor ID "0x10de" / "10de") and by
-// req.candidates (PCI addresses in any form SelectNics takes, exactly as ParseGpuName reads
-// them; duplicates count once; at most kMaxGpusPerRequest entries). Notes say
-// which accelerators the vendor filter left out.
+// req.candidates (GPU names in any form SelectNics takes, as ResolveGpu reads them: PCI
+// addresses, indices, GPU-/MIG- UUIDs; duplicates count once; at most kMaxGpusPerRequest). Notes
+// say which accelerators the vendor filter left out.
 //
 // A set's score, lower is better, compared in this order:
 //   1. worst_distance: the farthest GPU-to-chosen-port distance class (PIX=1 .. SYS=5);

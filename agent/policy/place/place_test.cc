@@ -479,6 +479,31 @@ TEST(PlaceTest, BadCandidates) {
   }
 }
 
+// Candidates take every GPU name form: PCI address, nvidia-smi index, UUID.
+TEST(PlaceTest, CandidatesByIndexAndUuid) {
+  const v1::Host& host = Example("dgx-h100-ib");
+  v1::PlaceRequest req = Request(2);
+  req.add_candidates("GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75");  // GPU 0, 0000:19:00.0
+  req.add_candidates("1");                                         // 0000:41:00.0
+  absl::StatusOr<v1::PlaceResponse> r = Place(host, req, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_THAT(r->placements(), SizeIs(1));
+  EXPECT_THAT(r->placements(0).gpus(), ElementsAre("0000:19:00.0", "0000:41:00.0"));
+
+  req = Request(1);
+  req.add_candidates("GPU-00000000-b3dc-a50a-9daa-37e51b591d75");
+  r = Place(host, req, {});
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  req = Request(1);
+  req.add_candidates("8");
+  r = Place(host, req, {});
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  req = Request(1);
+  req.add_candidates("GPU-1234");
+  r = Place(host, req, {});
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Request validation.
 

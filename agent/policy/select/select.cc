@@ -20,6 +20,7 @@
 #include "agent/inventory/topology/topology.h"
 #include "agent/policy/select/candidates.h"
 #include "agent/policy/select/env.h"
+#include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/pairing.h"
 #include "agent/rdma/gid_choice.h"
 
@@ -206,33 +207,17 @@ absl::StatusOr<std::vector<Request>> ResolveGpus(const Host& host,
   }
   std::vector<Request> out;
   for (const std::string& g : gpus) {
-    absl::StatusOr<std::string> canonical = ParseGpuName(g);
-    if (!canonical.ok()) return canonical.status();
+    // Every name form (gpu_names.h); MIG devices through the process's NVML, loaded on first use.
+    absl::StatusOr<ResolvedGpu> gpu = ResolveGpu(host, g, ProcessMigResolver());
+    if (!gpu.ok()) return gpu.status();
+    const std::string* canonical = &gpu->pci_address;
     for (const Request& r : out) {
       if (r.canonical == *canonical) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "GPU %s given twice (as %s and %s)", *canonical, Excerpt(r.given), Excerpt(g)));
       }
     }
-    const Accelerator* found = nullptr;
-    for (const Accelerator& a : host.accelerators()) {
-      if (CanonicalPci(a.pci_address()) == *canonical) found = &a;
-    }
-    if (found == nullptr) {
-      std::vector<std::string> known;
-      for (const Accelerator& a : host.accelerators()) {
-        if (!a.management_display()) known.push_back(CanonicalPci(a.pci_address()));
-      }
-      // NotFound, not InvalidArgument: the address is well formed, the host lacks it.
-      return absl::NotFoundError(
-          absl::StrFormat("GPU %s is not an accelerator of this host (GPUs here: %s)", *canonical,
-                          known.empty() ? "none" : absl::StrJoin(known, ", ")));
-    }
-    if (found->management_display()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s is a management display (%s), not a GPU", *canonical,
-                          found->vendor_name().empty() ? "BMC VGA" : found->vendor_name()));
-    }
+    const Accelerator* found = gpu->accelerator;
     out.push_back(Request{g, *canonical, found});
   }
   return out;
@@ -322,6 +307,7 @@ absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::st
 
     GpuAssignment* a = sel.add_assignments();
     a->set_gpu(req.canonical);
+    a->set_given(req.given);
     a->set_rdma_device(c.dev->name());
     a->set_port(c.port->number());
     a->set_netdev(c.port->netdev());

@@ -13,8 +13,11 @@ namespace fabric {
 
 // Picks one active RDMA port per GPU and fills Selection.env (RenderEnv, env.h).
 //
-// `gpus` are PCI addresses in long ("0000:17:00.0"), nvidia-smi ("00000000:17:00.0") or short
-// ("17:00.0") form; assignments come back in the same order, with canonical addresses.
+// `gpus` are GPU names as ResolveGpu (gpu_names.h) reads them: PCI addresses in long
+// ("0000:17:00.0"), nvidia-smi ("00000000:17:00.0") or short ("17:00.0") form, indices in
+// nvidia-smi order (rocm-smi order on a host without NVIDIA GPUs), NVIDIA "GPU-<uuid>", AMD
+// "GPU-<unique_id>", "MIG-<uuid>" (its parent GPU, through NVML when loadable). Assignments come
+// back in the same order, each with its canonical PCI address (gpu) and the name as given.
 //
 // Ports that are not ACTIVE are never chosen. Front-end ports (their netdev carries a default
 // route, or policy.deny names their device, netdev or "dev:port") are used only when no other
@@ -30,18 +33,20 @@ namespace fabric {
 //   7. fewer GPUs of this request already on the port (a GPU the pairing does not cover);
 //   8. device name in natural order (mlx5_2 < mlx5_10), then port number.
 //
-// Errors: InvalidArgument for an empty, malformed, duplicate or non-GPU address or a bad policy;
-// NotFound for a GPU the host does not have; FailedPrecondition when the host has no RDMA device
-// or no active port.
+// Errors: InvalidArgument for an empty, malformed, duplicate (the same GPU under two names) or
+// non-GPU name or a bad policy; NotFound for a GPU, index or UUID the host does not have;
+// FailedPrecondition when the host has no RDMA device or no active port, or for a MIG-... name
+// without NVML.
 //
-// At most kMaxGpusPerRequest GPUs (ResourceExhausted beyond); each is read by ParseGpuName.
+// At most kMaxGpusPerRequest GPUs (ResourceExhausted beyond); each is read by ResolveGpu.
 absl::StatusOr<v1::Selection> SelectNics(const v1::Host& host, const std::vector<std::string>& gpus,
                                          const v1::SelectionPolicy& policy);
 
 // GPUs one SelectNics request (or Place's candidates) may name: hosts have 16 at most.
 inline constexpr size_t kMaxGpusPerRequest = 64;
 
-// A GPU's PCI address as a caller wrote it, taken exactly (no whitespace trimmed, at most 16
+// The PCI address forms of a GPU name (ResolveGpu, gpu_names.h, takes the others too): a GPU's
+// PCI address as a caller wrote it, taken exactly (no whitespace trimmed, at most 16
 // characters: "00000000:17:00.0"), in canonical form "0000:17:00.0". InvalidArgument names
 // `what` ("GPU", "candidate") and quotes an excerpt of `given`.
 absl::StatusOr<std::string> ParseGpuName(std::string_view given, std::string_view what = "GPU");
