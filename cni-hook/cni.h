@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "agent/common/log.h"
 #include "agent/fabric/announce/announce.h"
+#include "agent/fabric/announce/pod_routing.h"
 #include "nlohmann/json.hpp"
 
 namespace fabric::cni {
@@ -83,6 +84,8 @@ struct Config {
   std::string env_dir;  // empty: no env file
   std::string state_dir = kDefaultStateDir;
   std::optional<LogLevel> log_level;
+  // "podRouting": {"mode": "auto"|"on"|"off", "tableRange": [first, last], "rulePriority": n}.
+  announce::RoutingConfig routing;
   std::optional<std::vector<Attachment>> valid_attachments;  // GC only
 };
 
@@ -105,6 +108,9 @@ struct PodInterface {
   std::string mac;      // as given; may be empty
   std::string sandbox;  // netns path as the previous plugin wrote it
   std::vector<announce::Address> addresses;
+  // prevResult.routes[] whose gateway lies in one of its subnets (with one container interface:
+  // all of them).
+  std::vector<announce::Route> routes;
 };
 // ips without an interface index go to the only container interface when there is exactly one.
 // A bad address, gateway or index is code 7 naming the field.
