@@ -241,6 +241,11 @@ TEST_F(PodRoutingSystemTest, FourRailsAutoModeAndGc) {
   for (int i = 1; i <= 3; ++i) {
     r = Cni("DEL", "pod1", i, Conf(i, "auto"));
     EXPECT_EQ(r.status, 0) << r.out << r.err;
+    // net1's ADD set net2's sysctls too (a sibling); its DEL leaves them to net2 (and turns
+    // net1's own back, as the interface's plugin is about to delete it).
+    if (i == 1) {
+      EXPECT_EQ(Sysctl(2, "arp_ignore"), "1");
+    }
   }
   EXPECT_EQ(OurRules(), 0);
   // Routes and rules as before; net4's sysctls are not GC's to restore.

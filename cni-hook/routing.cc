@@ -167,7 +167,12 @@ absl::StatusOr<PodRoutingAdded> AddPodRouting(const Env& env, const Config& conf
         siblings.empty() ? "" : absl::StrCat(" (also on ", absl::StrJoin(siblings, ","), ")"),
         ", table ", *table);
   }
+  // Only the attachment's own interfaces: a sibling's sysctls serve the sibling as long as it
+  // lives, so this attachment's DEL must not turn them back.
   for (const Undo::Sysctl& c : undo.sysctls) {
+    const bool own = std::any_of(pods.begin(), pods.end(),
+                                 [&](const PodInterface& p) { return p.name == c.ifname; });
+    if (!own) continue;
     const bool known = std::any_of(rec.sysctls.begin(), rec.sysctls.end(), [&](const auto& o) {
       return o.ifname == c.ifname && o.key == c.key;
     });
