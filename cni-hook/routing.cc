@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "agent/common/errno.h"
 #include "agent/common/log.h"
 #include "agent/common/status.h"
@@ -124,6 +125,7 @@ absl::StatusOr<PodRoutingAdded> AddPodRouting(const Env& env, const Config& conf
                                               const std::vector<PodInterface>& pods) {
   PodRoutingAdded added;
   if (config.routing.mode == RoutingConfig::Mode::kOff || pods.empty()) return added;
+  const absl::Time t0 = absl::Now();
   auto os = RoutingOsImpl::Open();
   if (!os.ok()) return Error(kIoFailure, "pod routing: route netlink", Sv(os.status().message()));
   const std::string path = RecordPath(config, env.container_id, env.ifname);
@@ -189,6 +191,7 @@ absl::StatusOr<PodRoutingAdded> AddPodRouting(const Env& env, const Config& conf
     }
     return failed;
   }
+  Log(LogLevel::kDebug, "pod routing: done in ", absl::FormatDuration(absl::Now() - t0));
   return added;
 }
 
