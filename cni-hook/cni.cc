@@ -568,6 +568,10 @@ std::string StateFileName(std::string_view container_id, std::string_view ifname
   return absl::StrCat(Av(container_id), "-", Av(ifname), ".pid");
 }
 
+std::string RoutingFileName(std::string_view container_id, std::string_view ifname) {
+  return absl::StrCat(Av(container_id), "-", Av(ifname), ".routes");
+}
+
 std::string ResultJson(const Config& config) {
   Json out = config.prev_result ? *config.prev_result : Json::object();
   if (!out.contains("cniVersion")) out["cniVersion"] = config.cni_version;

@@ -124,6 +124,9 @@ absl::StatusOr<announce::Address> ParseCidr(std::string_view cidr);
 // "<pid> <starttime> <containerid> <ifname>\n" (starttime from /proc/<pid>/stat, so a reused pid
 // is never signalled).
 std::string StateFileName(std::string_view container_id, std::string_view ifname);
+// The record of an attachment's pod routing in stateDir (cni-hook/routing.h):
+// "<containerid>-<ifname>.routes".
+std::string RoutingFileName(std::string_view container_id, std::string_view ifname);
 
 // What ADD prints: prevResult unchanged (plus cniVersion when it had none, which libcni needs).
 std::string ResultJson(const Config& config);

@@ -274,6 +274,21 @@ TEST_F(PodRoutingSystemTest, ForeignTablesAreAvoidedAndNeverRemoved) {
   EXPECT_EQ(Snapshot(), before);  // the foreign rule stays
 }
 
+TEST_F(PodRoutingSystemTest, DelWithoutTheRecordFindsTheTableByItsInterface) {
+  ASSERT_NO_FATAL_FAILURE(Build(2));
+  const std::string before = Snapshot();
+  ASSERT_NO_FATAL_FAILURE(Add(1, "on"));
+  ASSERT_NO_FATAL_FAILURE(Add(2, "on"));
+  ASSERT_EQ(unlink((state_dir_ + "/" + RoutingFileName("pod1", "net1")).c_str()), 0);
+  RunResult r = Cni("DEL", "pod1", 1, Conf(1, "on"));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(OurRules(), 2);  // net2's stay
+  EXPECT_EQ(RouteDev("-4", "10.50.0.1", V4(2)), "net2");
+  r = Cni("DEL", "pod1", 2, Conf(2, "on"));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(Snapshot(), before);
+}
+
 TEST_F(PodRoutingSystemTest, NoAddressesAndLinkLocalOnlyAreLoggedSkips) {
   ASSERT_NO_FATAL_FAILURE(Build(2));
   const std::string before = Snapshot();

@@ -116,10 +116,6 @@ bool InNetns(const std::string& netns, const char* what, F f) {
 
 }  // namespace
 
-std::string RoutingFileName(std::string_view container_id, std::string_view ifname) {
-  return absl::StrCat(Av(container_id), "-", Av(ifname), ".routes");
-}
-
 absl::StatusOr<PodRoutingAdded> AddPodRouting(const Env& env, const Config& config,
                                               const std::string& sysfs_root,
                                               const std::vector<PodInterface>& pods) {

@@ -22,8 +22,6 @@ namespace fabric::cni {
 
 inline constexpr int kPodRoutingFailed = 104;  // a table or rule could not be set up
 
-std::string RoutingFileName(std::string_view container_id, std::string_view ifname);
-
 struct PodRoutingAdded {
   announce::Undo undo;      // what this ADD changed
   bool new_record = false;  // the record did not exist before
