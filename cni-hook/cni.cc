@@ -98,6 +98,47 @@ absl::StatusOr<const Json*> ReadObject(const Json& obj, const char* key) {
   return &*it;
 }
 
+absl::Status ParseRouting(const Json& root, announce::RoutingConfig* r) {
+  auto obj = ReadObject(root, "podRouting");
+  if (!obj.ok()) return obj.status();
+  const Json* o = *obj;
+  if (o == nullptr) return absl::OkStatus();
+  std::string mode = "auto";
+  FABRIC_RETURN_IF_ERROR(ReadString(*o, "mode", "podRouting.mode", &mode));
+  using Mode = announce::RoutingConfig::Mode;
+  if (mode == "auto") {
+    r->mode = Mode::kAuto;
+  } else if (mode == "on") {
+    r->mode = Mode::kOn;
+  } else if (mode == "off") {
+    r->mode = Mode::kOff;
+  } else {
+    return Invalid("podRouting.mode: must be one of auto, on, off");
+  }
+  // 1..252: not unspec (0) and not default/main/local (253-255); up to 2^31-1.
+  constexpr int64_t kMaxTable = std::numeric_limits<int32_t>::max();
+  if (auto it = o->find("tableRange"); it != o->end()) {
+    if (!it->is_array() || it->size() != 2) {
+      return Invalid("podRouting.tableRange: must be [first, last]");
+    }
+    int64_t first = 0, last = 0;
+    FABRIC_RETURN_IF_ERROR(ReadInt((*it)[0], "podRouting.tableRange[0]", 1, kMaxTable, &first));
+    FABRIC_RETURN_IF_ERROR(ReadInt((*it)[1], "podRouting.tableRange[1]", first, kMaxTable, &last));
+    if (first <= 255 && last >= 253) {
+      return Invalid("podRouting.tableRange: must not include 253-255 (default, main, local)");
+    }
+    r->table_first = static_cast<uint32_t>(first);
+    r->table_last = static_cast<uint32_t>(last);
+  }
+  if (auto it = o->find("rulePriority"); it != o->end()) {
+    int64_t n = 0;
+    // Above the local table's rule (0), below main's (32766).
+    FABRIC_RETURN_IF_ERROR(ReadInt(*it, "podRouting.rulePriority", 1, 32765, &n));
+    r->rule_priority = static_cast<uint32_t>(n);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseOurKeys(const Json& root, Config* c) {
   announce::Plan& p = c->plan;
   auto announce_obj = ReadObject(root, "announce");
@@ -154,6 +195,7 @@ absl::Status ParseOurKeys(const Json& root, Config* c) {
     }
     c->log_level = level;
   }
+  FABRIC_RETURN_IF_ERROR(ParseRouting(root, &c->routing));
   if (absl::Status s = p.schedule.Validate(); !s.ok()) {
     return Invalid(absl::StrCat("announce: ", s.message()));
   }
@@ -393,6 +435,56 @@ absl::StatusOr<announce::Address> ParseCidr(std::string_view cidr) {
   return a;
 }
 
+namespace {
+
+// prevResult.routes[]: a route goes to the interface whose subnet holds its gateway; without a
+// gateway (the interface's default gateway is meant) to the only container interface.
+absl::Status AttributeRoutes(const Json& prev, std::vector<PodInterface>* ifaces) {
+  auto routes = prev.find("routes");
+  if (routes == prev.end() || routes->is_null()) return absl::OkStatus();
+  if (!routes->is_array()) return Invalid("prevResult.routes: must be an array");
+  for (size_t i = 0; i < routes->size(); ++i) {
+    const Json& r = (*routes)[i];
+    const std::string where = absl::StrCat("prevResult.routes[", i, "]");
+    if (!r.is_object()) return Invalid(absl::StrCat(where, ": must be an object"));
+    std::string dst, gw;
+    FABRIC_RETURN_IF_ERROR(ReadString(r, "dst", absl::StrCat(where, ".dst"), &dst));
+    FABRIC_RETURN_IF_ERROR(ReadString(r, "gw", absl::StrCat(where, ".gw"), &gw));
+    auto d = ParseCidr(dst);
+    if (!d.ok()) {
+      return Invalid(absl::StrCat(where, ".dst: ", Excerpt(dst), ": ", d.status().message()));
+    }
+    announce::Route route;
+    route.family = d->family;
+    route.dst = d->addr;
+    route.dst_len = d->prefix_len;
+    if (!gw.empty()) {
+      absl::StatusOr<IpAddress> g = ParseIp(gw);
+      if (!g.ok() || g->family != d->family) {
+        return Invalid(absl::StrCat(where, ".gw: ", Excerpt(gw), " is not an IPv",
+                                    d->family == AF_INET ? "4" : "6", " address"));
+      }
+      route.has_gateway = true;
+      route.gateway = g->addr;
+    }
+    for (PodInterface& pi : *ifaces) {
+      bool mine = !route.has_gateway && ifaces->size() == 1;
+      for (const announce::Address& a : pi.addresses) {
+        announce::Address g = a;
+        g.addr = route.gateway;
+        mine |= route.has_gateway && announce::SameSubnet(a, g);
+      }
+      if (mine) {
+        pi.routes.push_back(route);
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<PodInterface>> PodInterfaces(const Json& prev,
                                                         std::string_view cni_version) {
   if (!prev.is_object()) return Invalid("prevResult: must be an object");
@@ -421,7 +513,10 @@ absl::StatusOr<std::vector<PodInterface>> PodInterfaces(const Json& prev,
     }
   }
   auto ips = prev.find("ips");
-  if (ips == prev.end() || ips->is_null()) return ifaces;
+  if (ips == prev.end() || ips->is_null()) {
+    FABRIC_RETURN_IF_ERROR(AttributeRoutes(prev, &ifaces));
+    return ifaces;
+  }
   if (!ips->is_array()) return Invalid("prevResult.ips: must be an array");
   for (size_t i = 0; i < ips->size(); ++i) {
     const Json& ip = (*ips)[i];
@@ -465,11 +560,16 @@ absl::StatusOr<std::vector<PodInterface>> PodInterfaces(const Json& prev,
     }
     if (target >= 0) ifaces[static_cast<size_t>(target)].addresses.push_back(*a);
   }
+  FABRIC_RETURN_IF_ERROR(AttributeRoutes(prev, &ifaces));
   return ifaces;
 }
 
 std::string StateFileName(std::string_view container_id, std::string_view ifname) {
   return absl::StrCat(Av(container_id), "-", Av(ifname), ".pid");
+}
+
+std::string RoutingFileName(std::string_view container_id, std::string_view ifname) {
+  return absl::StrCat(Av(container_id), "-", Av(ifname), ".routes");
 }
 
 std::string ResultJson(const Config& config) {

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "agent/common/log.h"
 #include "agent/fabric/announce/announce.h"
+#include "agent/fabric/announce/pod_routing.h"
 #include "nlohmann/json.hpp"
 
 namespace fabric::cni {
@@ -83,6 +84,8 @@ struct Config {
   std::string env_dir;  // empty: no env file
   std::string state_dir = kDefaultStateDir;
   std::optional<LogLevel> log_level;
+  // "podRouting": {"mode": "auto"|"on"|"off", "tableRange": [first, last], "rulePriority": n}.
+  announce::RoutingConfig routing;
   std::optional<std::vector<Attachment>> valid_attachments;  // GC only
 };
 
@@ -105,6 +108,9 @@ struct PodInterface {
   std::string mac;      // as given; may be empty
   std::string sandbox;  // netns path as the previous plugin wrote it
   std::vector<announce::Address> addresses;
+  // prevResult.routes[] whose gateway lies in one of its subnets (with one container interface:
+  // all of them).
+  std::vector<announce::Route> routes;
 };
 // ips without an interface index go to the only container interface when there is exactly one.
 // A bad address, gateway or index is code 7 naming the field.
@@ -118,6 +124,9 @@ absl::StatusOr<announce::Address> ParseCidr(std::string_view cidr);
 // "<pid> <starttime> <containerid> <ifname>\n" (starttime from /proc/<pid>/stat, so a reused pid
 // is never signalled).
 std::string StateFileName(std::string_view container_id, std::string_view ifname);
+// The record of an attachment's pod routing in stateDir (cni-hook/routing.h):
+// "<containerid>-<ifname>.routes".
+std::string RoutingFileName(std::string_view container_id, std::string_view ifname);
 
 // What ADD prints: prevResult unchanged (plus cniVersion when it had none, which libcni needs).
 std::string ResultJson(const Config& config);

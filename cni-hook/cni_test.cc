@@ -560,5 +560,72 @@ TEST(PeekVersionTest, ReadsWhatItCan) {
   EXPECT_EQ(PeekVersion(""), "");
 }
 
+// ---- podRouting ----
+
+TEST(ParseConfigTest, PodRoutingDefaults) {
+  auto c = ParseConfig(Conf("1.0.0", kBridge10), Command::kAdd);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->routing.mode, announce::RoutingConfig::Mode::kAuto);
+  EXPECT_EQ(c->routing.table_first, 10000u);
+  EXPECT_EQ(c->routing.table_last, 10999u);
+  EXPECT_EQ(c->routing.rule_priority, 1000u);
+}
+
+TEST(ParseConfigTest, PodRoutingKeys) {
+  auto c = ParseConfig(Conf("1.0.0", kBridge10,
+                            R"("podRouting":{"mode":"on","tableRange":[300,301],
+                               "rulePriority":500})"),
+                       Command::kAdd);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->routing.mode, announce::RoutingConfig::Mode::kOn);
+  EXPECT_EQ(c->routing.table_first, 300u);
+  EXPECT_EQ(c->routing.table_last, 301u);
+  EXPECT_EQ(c->routing.rule_priority, 500u);
+  c = ParseConfig(Conf("1.0.0", kBridge10, R"("podRouting":{"mode":"off"})"), Command::kAdd);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->routing.mode, announce::RoutingConfig::Mode::kOff);
+}
+
+TEST(ParseConfigTest, PodRoutingBadValuesNameTheKey) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("podRouting":true)", "podRouting"},
+      {R"("podRouting":{"mode":"yes"})", "podRouting.mode"},
+      {R"("podRouting":{"mode":1})", "podRouting.mode"},
+      {R"("podRouting":{"tableRange":[5]})", "podRouting.tableRange"},
+      {R"("podRouting":{"tableRange":[0,10]})", "podRouting.tableRange[0]"},
+      {R"("podRouting":{"tableRange":[20,10]})", "podRouting.tableRange[1]"},
+      {R"("podRouting":{"tableRange":[200,260]})", "podRouting.tableRange"},
+      {R"("podRouting":{"tableRange":[1,"2"]})", "podRouting.tableRange[1]"},
+      {R"("podRouting":{"rulePriority":32766})", "podRouting.rulePriority"},
+      {R"("podRouting":{"rulePriority":0})", "podRouting.rulePriority"},
+  };
+  for (const auto& [extra, key] : cases) {
+    auto c = ParseConfig(Conf("1.0.0", kBridge10, extra), Command::kAdd);
+    ASSERT_FALSE(c.ok()) << extra;
+    EXPECT_EQ(CodeOf(c.status()), kInvalidConfig) << extra;
+    EXPECT_NE(c.status().message().find(key), absl::string_view::npos)
+        << extra << ": " << c.status().message();
+  }
+}
+
+TEST(PodInterfacesTest, RoutesGoToTheInterfaceOfTheirGateway) {
+  const Json prev = Json::parse(R"({"interfaces":[{"name":"net1","sandbox":"/x"},
+      {"name":"net2","sandbox":"/x"}],
+      "ips":[{"address":"10.50.0.11/24","gateway":"10.50.0.1","interface":0},
+             {"address":"10.60.0.12/24","interface":1}],
+      "routes":[{"dst":"10.99.0.0/16","gw":"10.60.0.1"},{"dst":"10.98.0.0/16"},
+                {"dst":"10.97.0.0/16","gw":"192.0.2.1"}]})");
+  auto pods = PodInterfaces(prev, "1.0.0");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 2u);
+  EXPECT_TRUE((*pods)[0].routes.empty());
+  ASSERT_EQ((*pods)[1].routes.size(), 1u);
+  EXPECT_EQ((*pods)[1].routes[0].dst_len, 16);
+  auto bad = PodInterfaces(Json::parse(R"({"routes":[{"dst":"10.0.0.0"}]})"), "1.0.0");
+  EXPECT_FALSE(bad.ok());
+  bad = PodInterfaces(Json::parse(R"({"routes":[{"dst":"10.0.0.0/8","gw":"fd00::1"}]})"), "1.0.0");
+  EXPECT_FALSE(bad.ok());
+}
+
 }  // namespace
 }  // namespace fabric::cni

@@ -39,6 +39,8 @@
 #include "agent/fabric/announce/handoff.h"
 #include "agent/fabric/announce/link.h"
 #include "cni-hook/envfile.h"
+#include "cni-hook/files.h"
+#include "cni-hook/routing.h"
 
 namespace fabric::cni {
 namespace {
@@ -80,23 +82,6 @@ std::string AddressList(const std::vector<announce::Address>& addrs) {
 
 // ---- Small OS helpers ----
 
-// ETHTOOL_GDRVINFO's bus_info in the current netns: a PCI address for physical functions and
-// VFs, empty for virtual devices (veth, macvlan).
-std::string BusInfo(const std::string& ifname) {
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
-  ethtool_drvinfo info{};
-  info.cmd = ETHTOOL_GDRVINFO;
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-  ifr.ifr_data = reinterpret_cast<char*>(&info);
-  const int rc = ioctl(fd, SIOCETHTOOL, &ifr);
-  close(fd);
-  if (rc != 0) return "";
-  info.bus_info[sizeof(info.bus_info) - 1] = '\0';
-  return info.bus_info;
-}
-
 bool AgentAccepts(const std::string& path) {
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
@@ -106,55 +91,6 @@ bool AgentAccepts(const std::string& path) {
   const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(fd);
   return ok;
-}
-
-absl::Status MakeDir(const std::string& dir) {
-  std::error_code ec;  // the non-throwing overload
-  std::filesystem::create_directories(dir, ec);
-  if (!ec) return absl::OkStatus();
-  return Error(kIoFailure, absl::StrCat("mkdir ", dir, ": ", ec.message()));
-}
-
-// Temp file + rename, so readers see the old file or the new one, never a part.
-absl::Status WriteAtomically(const std::string& dir, const std::string& name,
-                             const std::string& text) {
-  FABRIC_RETURN_IF_ERROR(MakeDir(dir));
-  const std::string final_path = absl::StrCat(dir, "/", name);
-  const std::string tmp = absl::StrCat(dir, "/.", name, ".", getpid(), ".tmp");
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return Error(kIoFailure, absl::StrCat("create ", tmp, ": ", ErrnoText(errno)));
-  bool ok = fchmod(fd, 0644) == 0;  // the umask must not narrow it
-  size_t off = 0;
-  while (ok && off < text.size()) {
-    const ssize_t n = write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) off += static_cast<size_t>(n);
-  }
-  const int err = errno;
-  if (close(fd) != 0) ok = false;
-  if (!ok || rename(tmp.c_str(), final_path.c_str()) != 0) {
-    const int e = ok ? errno : err;
-    unlink(tmp.c_str());
-    return Error(kIoFailure, absl::StrCat("write ", final_path, ": ", ErrnoText(e)));
-  }
-  return absl::OkStatus();
-}
-
-std::optional<std::string> ReadText(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > (1 << 16)) break;
-  }
-  close(fd);
-  return out;
 }
 
 // Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); 0 when gone.
@@ -305,9 +241,10 @@ absl::Status NetnsError(const Ctx& c, const absl::Status& s) {
   return Error(kIoFailure, absl::StrCat("cannot enter CNI_NETNS ", c.env.netns), Sv(s.message()));
 }
 
-// Inside the pod's netns: the interfaces' facts and a packet socket on each.
+// Inside the pod's netns: the interfaces' facts and a packet socket on each, then the pod routing
+// steps (ARP sysctls, source routing), all before the first announcement.
 absl::StatusOr<std::vector<Prepared>> Prepare(const Ctx& c, std::vector<PodInterface> pods,
-                                              absl::Time start) {
+                                              absl::Time start, PodRoutingAdded* routed) {
   auto ns = announce::ScopedNetns::Enter(c.env.netns);
   if (!ns.ok()) return NetnsError(c, ns.status());
   std::vector<Prepared> out;
@@ -339,6 +276,11 @@ absl::StatusOr<std::vector<Prepared>> Prepare(const Ctx& c, std::vector<PodInter
     p.pod = std::move(pod);
     out.push_back(std::move(p));
   }
+  std::vector<PodInterface> handled;
+  for (const Prepared& p : out) handled.push_back(p.pod);
+  auto r = AddPodRouting(c.env, c.config, c.options.sysfs_root, handled);
+  if (!r.ok()) return r.status();
+  *routed = std::move(*r);
   return out;
 }
 
@@ -490,15 +432,18 @@ absl::Status Add(const Ctx& c, std::string* out) {
   if (!pods.ok()) return pods.status();
   if (pods->empty()) Info(c, "prevResult has no container interface: nothing to announce");
   const absl::Time start = announce::MonotonicNow();
-  auto prepared = Prepare(c, std::move(*pods), start);
+  PodRoutingAdded routed;
+  auto prepared = Prepare(c, std::move(*pods), start, &routed);
   if (!prepared.ok()) return prepared.status();
-  FABRIC_RETURN_IF_ERROR(FirstRound(c, *prepared));
-  FABRIC_RETURN_IF_ERROR(HandOff(c, *prepared, start));
-  if (!c.config.env_dir.empty()) {
-    if (absl::Status s = WriteEnvFile(c, *prepared); !s.ok()) {
-      Teardown(c);
-      return s;
-    }
+  absl::Status s = FirstRound(c, *prepared);
+  if (s.ok()) s = HandOff(c, *prepared, start);
+  if (s.ok() && !c.config.env_dir.empty()) {
+    s = WriteEnvFile(c, *prepared);
+    if (!s.ok()) Teardown(c);
+  }
+  if (!s.ok()) {
+    UndoPodRouting(c.env, c.config, routed);  // nothing half-done stays in the pod
+    return s;
   }
   *out = ResultJson(c.config);
   return absl::OkStatus();
@@ -506,6 +451,14 @@ absl::Status Add(const Ctx& c, std::string* out) {
 
 absl::Status Del(const Ctx& c) {
   Teardown(c);
+  std::vector<std::string> ifnames = {c.env.ifname};
+  if (c.config.prev_result) {
+    auto pods = PodInterfaces(*c.config.prev_result, c.config.cni_version);
+    for (const PodInterface& p : pods.ok() ? *pods : std::vector<PodInterface>{}) {
+      ifnames.push_back(p.name);
+    }
+  }
+  FABRIC_RETURN_IF_ERROR(DelPodRouting(c.env, c.config, ifnames));
   Info(c, "deleted");
   return absl::OkStatus();
 }
@@ -532,6 +485,9 @@ absl::Status Check(const Ctx& c) {
         }
       }
     }
+    if (absl::Status s = CheckPodRouting(c.env, c.config, *pods); !s.ok()) {
+      return Error(kCheckFailed, absl::StrCat("pod routing: ", s.message()));
+    }
   }
   if (!c.config.env_dir.empty()) {
     const std::string env = EnvPath(c.config, c.env.container_id);
@@ -552,17 +508,6 @@ absl::Status StatusCommand(const Ctx& c) {
                                              " does not accept connections"));
   }
   return absl::OkStatus();
-}
-
-std::vector<std::string> ListDir(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] != '.') names.emplace_back(e->d_name);
-  }
-  closedir(d);
-  return names;
 }
 
 absl::Status Gc(const Ctx& c) {
@@ -598,6 +543,7 @@ absl::Status Gc(const Ctx& c) {
       if (unlink(absl::StrCat(c.config.env_dir, "/", name).c_str()) == 0) ++removed;
     }
   }
+  removed += GcPodRouting(c.config, valid);
   for (const std::string& id : stale_ids) {
     Env env = c.env;
     env.container_id = id;

@@ -13,6 +13,8 @@ packages=(
   # HMAC-SHA256 of the probe responder's shared secret (libcrypto)
   libssl-dev
   libnl-3-dev libnl-route-3-dev libsystemd-dev
+  # pod routing system test: real ARP requests from the far side of a bridge
+  arping
   # command line
   libcli11-dev
   # the Prometheus metrics endpoint (HTTP)

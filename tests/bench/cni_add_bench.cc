@@ -4,6 +4,8 @@
 // its first gratuitous ARP on the wire (the kernel's receive timestamp on the bridge).
 //
 //   cni_add_bench [--pods=50] [--plugin=PATH] [--cni-path=/usr/lib/cni] [--agent-socket=PATH]
+//                 [--fabric-keys=JSON]   (extra keys of fabric-cni's config, e.g.
+//                                         '"podRouting":{"mode":"on"}')
 //
 // Without --agent-socket fabric-cni hands its repeats to a detached child; with it, to the agent
 // listening there. Prints p50/p99 of: bridge ADD, fabric-cni ADD, the chain, first packet.
@@ -102,6 +104,7 @@ int Main(int argc, char** argv) {
   std::string plugin = testing::kCniBinary;
   std::string cni_path = "/usr/lib/cni";
   std::string agent_socket = "/nonexistent/announce.sock";
+  std::string fabric_keys;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto val = [&](const char* name) -> const char* {
@@ -116,10 +119,12 @@ int Main(int argc, char** argv) {
       cni_path = v3;
     } else if (const char* v4 = val("--agent-socket")) {
       agent_socket = v4;
+    } else if (const char* v5 = val("--fabric-keys")) {
+      fabric_keys = absl::StrCat(",", v5);
     } else {
       std::fprintf(stderr,
                    "usage: cni_add_bench [--pods=N] [--plugin=PATH] [--cni-path=DIR] "
-                   "[--agent-socket=PATH]\n");
+                   "[--agent-socket=PATH] [--fabric-keys=JSON]\n");
       return 2;
     }
   }
@@ -175,7 +180,7 @@ int Main(int argc, char** argv) {
     }
     const std::string fabric_conf = absl::StrCat(
         R"({"cniVersion":"1.0.0","name":"bench","type":"fabric-cni","agentSocket":")", agent_socket,
-        R"(","stateDir":")", dir, R"(/state","prevResult":)", b.out, "}");
+        R"(","stateDir":")", dir, R"(/state")", fabric_keys, R"(,"prevResult":)", b.out, "}");
     Spawned f = Spawn(plugin, env, fabric_conf);
     if (f.status != 0) {
       std::fprintf(stderr, "fabric-cni ADD failed (%d): %s\n", f.status, f.out.c_str());

@@ -70,19 +70,26 @@ void BoundReceive(int fd) {
   (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
-struct NlSockDeleter {
-  void operator()(nl_sock* s) const {
-    if (s != nullptr) nl_socket_free(s);
-  }
-};
-using NlSockPtr = std::unique_ptr<nl_sock, NlSockDeleter>;
-
 struct NlCacheDeleter {
   void operator()(nl_cache* c) const {
     if (c != nullptr) nl_cache_free(c);
   }
 };
 using NlCachePtr = std::unique_ptr<nl_cache, NlCacheDeleter>;
+
+absl::StatusOr<NlCachePtr> DumpAddresses(nl_sock* sk) {
+  nl_cache* cache = nullptr;
+  if (int err = rtnl_addr_alloc_cache(sk, &cache); err < 0) {
+    return absl::UnavailableError(absl::StrCat("address dump: ", nl_geterror(err)));
+  }
+  return NlCachePtr(cache);
+}
+
+}  // namespace
+
+void NlSockDeleter::operator()(nl_sock* s) const {
+  if (s != nullptr) nl_socket_free(s);
+}
 
 absl::StatusOr<NlSockPtr> ConnectRoute() {
   NlSockPtr sk(nl_socket_alloc());
@@ -95,16 +102,6 @@ absl::StatusOr<NlSockPtr> ConnectRoute() {
   BoundReceive(fd);
   return sk;
 }
-
-absl::StatusOr<NlCachePtr> DumpAddresses(nl_sock* sk) {
-  nl_cache* cache = nullptr;
-  if (int err = rtnl_addr_alloc_cache(sk, &cache); err < 0) {
-    return absl::UnavailableError(absl::StrCat("address dump: ", nl_geterror(err)));
-  }
-  return NlCachePtr(cache);
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<PacketLink>> PacketLink::Open(int ifindex, bool dad_state) {
   char name[IF_NAMESIZE] = {};

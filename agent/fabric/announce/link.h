@@ -14,6 +14,15 @@ struct nl_sock;
 
 namespace fabric::announce {
 
+struct NlSockDeleter {
+  void operator()(nl_sock* s) const;
+};
+using NlSockPtr = std::unique_ptr<nl_sock, NlSockDeleter>;
+
+// A NETLINK_ROUTE socket in the current network namespace: close-on-exec, blocking, receives
+// bounded to 1 s (a dump must not hang the caller). The one home of libnl socket set-up.
+absl::StatusOr<NlSockPtr> ConnectRoute();
+
 // Frames in and out of one interface.
 //
 // The packet socket is created with protocol 0 (it receives nothing), gets a classic BPF filter
