@@ -212,8 +212,9 @@ TEST_F(CliTest, ExactMatchWithMoreThanTenHcas) {
   const std::string host = Host("many-hcas");
   Result e = Run("env --gpus=all --format=nccl-conf " + host);
   ASSERT_EQ(e.code, 0) << e.err;
-  // GPUs in PCI order; the second one's switch-mate mlx5_2 is down, so it gets mlx5_3 (NODE,
-  // first by name among equals). The exact-match "=" keeps mlx5_1 from matching mlx5_10/11.
+  // GPUs in PCI order; the second one's switch-mate mlx5_2 is down, so it gets mlx5_3 (NODE: the
+  // first in PCI order among equal ports no other GPU is paired with). The exact-match "=" keeps
+  // mlx5_1 from matching mlx5_10/11.
   EXPECT_THAT(e.out, HasSubstr("\nNCCL_IB_HCA==mlx5_1:1,mlx5_3:1,mlx5_10:1,mlx5_11:1\n"));
   EXPECT_THAT(e.out, Not(HasSubstr("mlx5_2:1")));
 }

@@ -341,6 +341,28 @@ std::vector<ModuleSpec> MlxNvidiaModules(bool peermem, bool open_nvidia) {
   return m;
 }
 
+// The front-end NIC of the RoCE hosts: a ConnectX-6 Dx (mlx5_0, eth0) at 0000:01:00.0 below
+// `parent`, carrying the default route via `gateway`.
+void AddFrontEndNic(HostSpec& s, const std::string& parent, std::string mac, uint32_t ipv4,
+                    const std::string& gateway) {
+  RoceNic fe;
+  fe.bdf = Bdf(0, 0x01, 0, 0);
+  fe.parent = parent;
+  fe.ids = kConnectX6Dx;
+  fe.rdma = "mlx5_0";
+  fe.netdev = "eth0";
+  fe.mac = std::move(mac);
+  fe.ipv4 = ipv4;
+  fe.mtu = 1500;
+  fe.speed_mbps = 100000;
+  fe.rate = "100 Gb/sec (4X EDR)";
+  fe.hca_type = "MT4125";
+  fe.fw_ver = "22.39.1002";
+  fe.board_id = "MT_0000000359";
+  AddRoceNic(s, fe);
+  AddDefault(s, "eth0", gateway);
+}
+
 // ---------------------------------------------------------------------------------------------
 // roce-9port.
 
@@ -357,23 +379,7 @@ HostSpec Roce9Port() {
   AddRootComplex(s, 0, 0x00, 0);
   const std::string rp0 = Add(s, Bdf(0, 0, 1, 0), RcName(0, 0), PciRole::kRootPort, kIntelRootPort);
   s.pci.back().current_link = {"16.0 GT/s PCIe", 16};  // Trained to the Gen4 NIC below.
-  RoceNic fe;
-  fe.bdf = Bdf(0, 0x01, 0, 0);
-  fe.parent = rp0;
-  fe.ids = kConnectX6Dx;
-  fe.rdma = "mlx5_0";
-  fe.netdev = "eth0";
-  fe.mac = Mac(0x0c, 0x42, 0xa1, 0x01, 0x00, 0x00);
-  fe.ipv4 = Ip(10, 0, 60, 3);
-  fe.mtu = 1500;
-  fe.speed_mbps = 100000;
-  fe.rate = "100 Gb/sec (4X EDR)";
-  fe.hca_type = "MT4125";
-  fe.fw_ver = "22.39.1002";
-  fe.board_id = "MT_0000000359";
-  fe.uverbs = 0;
-  AddRoceNic(s, fe);
-  AddDefault(s, "eth0", "10.0.60.1");
+  AddFrontEndNic(s, rp0, Mac(0x0c, 0x42, 0xa1, 0x01, 0x00, 0x00), Ip(10, 0, 60, 3), "10.0.60.1");
 
   // The BMC's display: a PCIe-to-PCI bridge with a conventional PCI VGA function below.
   const std::string rp1 =
@@ -685,22 +691,8 @@ HostSpec Pcie2x2() {
   AddLoopback(s);
 
   AddRootComplex(s, 0, 0x00, 0);
-  RoceNic fe;
-  fe.bdf = Bdf(0, 0x01, 0, 0);
-  fe.parent = Add(s, Bdf(0, 0, 1, 0), RcName(0, 0), PciRole::kRootPort, kIntelRootPort);
-  fe.ids = kConnectX6Dx;
-  fe.rdma = "mlx5_0";
-  fe.netdev = "eth0";
-  fe.mac = Mac(0x0c, 0x42, 0xa1, 0x05, 0x00, 0x00);
-  fe.ipv4 = Ip(10, 0, 70, 5);
-  fe.mtu = 1500;
-  fe.speed_mbps = 100000;
-  fe.rate = "100 Gb/sec (4X EDR)";
-  fe.hca_type = "MT4125";
-  fe.fw_ver = "22.39.1002";
-  fe.board_id = "MT_0000000359";
-  AddRoceNic(s, fe);
-  AddDefault(s, "eth0", "10.0.70.1");
+  AddFrontEndNic(s, Add(s, Bdf(0, 0, 1, 0), RcName(0, 0), PciRole::kRootPort, kIntelRootPort),
+                 Mac(0x0c, 0x42, 0xa1, 0x05, 0x00, 0x00), Ip(10, 0, 70, 5), "10.0.70.1");
 
   constexpr int kRoots[] = {0x10, 0x30, 0x90, 0xb0};
   for (int q = 0; q < 4; ++q) {

@@ -382,7 +382,8 @@ TEST(DiffHosts, ExampleHostsAgainstThemselvesAndEachOther) {
   // roce-9port -> broken (tests/hosts/hosts.h, BreakTree): mlx5_9 is a dangling link, mlx5_2's
   // state and rate unreadable, the RoCE v2 IPv4 GIDs of mlx5_3 (garbage), mlx5_5 (no gid_attrs:
   // and so eth5's address with it) and mlx5_8 (unknown type) unusable, eth6 lost with mlx5_6's
-  // device link, GPU 0's class unreadable; the roots differ (two temp dirs).
+  // device link, GPU 0's class unreadable (so the other GPUs' nvidia-smi indices move down); the
+  // roots differ (two temp dirs).
   EXPECT_THAT(
       Diff(hosts[0], hosts[4]),
       ElementsAre("DEVICE_ADDED mlx5_9 ->", "PORT_STATE mlx5_2:1 ACTIVE->UNKNOWN",
@@ -391,7 +392,7 @@ TEST(DiffHosts, ExampleHostsAgainstThemselvesAndEachOther) {
                   "GID_TABLE mlx5_8:1 3 (25.11.128.18)-> gid 3->-", "NETDEV_REMOVED eth6 ->",
                   "NETDEV_ADDRESSES eth5 25.11.128.0/24,25.11.128.15->25.11.128.0/24",
                   "ACCELERATOR_REMOVED 0000:1a:00.0 ->",
-                  "OTHER  ->sysfs_root,procfs_root,rdma_devices,topology,problems"));
+                  "OTHER  ->sysfs_root,procfs_root,rdma_devices,accelerators,topology,problems"));
 }
 
 // DiffHosts compares through generated accessors, field by field. Here every field of the model

@@ -131,8 +131,21 @@ GpuPairing PairGpus(const Host& host, const SelectionPolicy& policy) {
     groups[tied].push_back(&g);
   }
 
+  // Tightest ties first (a GPU with one best port claims it), then the broader ones: there a
+  // GPU takes the equal port fewest GPUs are paired with so far, in PCI order, so that a GPU
+  // whose own switch-mate is down does not share a NIC another GPU already has.
+  std::vector<std::pair<const std::vector<const Candidate*>*, const std::vector<const Gpu*>*>>
+      order;
+  for (const auto& [ports, members] : groups) order.emplace_back(&ports, &members);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    if (a.first->size() != b.first->size()) return a.first->size() < b.first->size();
+    return a.second->front()->canonical < b.second->front()->canonical;
+  });
+  std::map<const Candidate*, int> load;
   std::map<const Gpu*, GpuPair> by_gpu;
-  for (const auto& [ports, members] : groups) {
+  for (const auto& [ports_ptr, members_ptr] : order) {
+    const std::vector<const Candidate*>& ports = *ports_ptr;
+    const std::vector<const Gpu*>& members = *members_ptr;
     std::vector<const PciFunction*> functions;
     for (const Gpu* g : members) {
       if (g->acc->has_pci()) functions.push_back(&g->acc->pci());
@@ -141,8 +154,14 @@ GpuPairing PairGpus(const Host& host, const SelectionPolicy& policy) {
       if (c->dev->has_pci()) functions.push_back(&c->dev->pci());
     }
     const std::string where = MeetingPoint(functions);
+    bool claimed = false;  // Some of these ports were paired with GPUs of other groups.
+    for (const Candidate* c : ports) claimed |= load[c] > 0;
     for (size_t i = 0; i < members.size(); i++) {
-      const Candidate* c = ports[i % ports.size()];
+      const Candidate* c = ports.front();
+      for (const Candidate* q : ports) {
+        if (load[q] < load[c]) c = q;
+      }
+      load[c]++;
       GpuPair p;
       p.set_gpu(members[i]->canonical);
       p.set_rdma_device(c->dev->name());
@@ -157,9 +176,9 @@ GpuPairing PairGpus(const Host& host, const SelectionPolicy& policy) {
         if (members.size() == 1) {
           reason = absl::StrCat("paired with ", PortLabel(*c), ": the only GPU ", where);
         }
-        absl::StrAppend(
-            &reason, ", which has ", Count(ports.size(), "equal port"),
-            members.size() > ports.size() ? " (PCI order, wrapping as NCCL does)" : " (PCI order)");
+        absl::StrAppend(&reason, ", which has ", Count(ports.size(), "equal port"), " (PCI order",
+                        claimed ? ", ports other GPUs are paired with last" : "",
+                        members.size() > ports.size() ? ", wrapping as NCCL does)" : ")");
         p.set_reason(std::move(reason));
       }
       by_gpu[members[i]] = std::move(p);

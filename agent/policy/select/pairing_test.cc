@@ -131,6 +131,20 @@ TEST(PairingTest, SelectNicsFollowsTheSnapshotsPairing) {
   EXPECT_EQ(one->assignments(0).rdma_device(), "mlx5_2");
 }
 
+// many-hcas: GPU 34:00.0's switch-mate mlx5_2 is down, so every other NIC is equally far (NODE).
+// The GPUs with a NIC of their own claim it first; 34:00.0 takes the first equal port in PCI
+// order that no GPU is paired with, not GPU 24:00.0's mlx5_1.
+TEST(PairingTest, BroadTiesTakeAPortNoOtherGpuIsPairedWith) {
+  const v1::Host& host = testing::DiscoveredExampleHost("many-hcas");
+  std::map<std::string, const v1::GpuPair*> by_gpu;
+  v1::GpuPairing pairing = PairGpus(host, {});
+  for (const v1::GpuPair& p : pairing.pairs()) by_gpu[p.gpu()] = &p;
+  ASSERT_TRUE(by_gpu.count("0000:24:00.0") && by_gpu.count("0000:34:00.0"));
+  EXPECT_EQ(by_gpu["0000:24:00.0"]->rdma_device(), "mlx5_1");
+  EXPECT_EQ(by_gpu["0000:34:00.0"]->rdma_device(), "mlx5_3");
+  EXPECT_THAT(by_gpu["0000:34:00.0"]->reason(), HasSubstr("ports other GPUs are paired with last"));
+}
+
 // A GPU whose best port is unique is paired with it; a GPU with no usable port is left out.
 TEST(PairingTest, UniqueBestPortAndNoPort) {
   const v1::Host& host = testing::DiscoveredExampleHost("roce-9port");
