@@ -87,6 +87,11 @@ std::pair<Criterion, bool> Compare(const Scored& a, const Scored& b);
 // Sorts best first (stable: candidates equal on every criterion keep their order).
 void Rank(std::vector<Scored>* scored);
 
+// PairGpus (pairing.h) over candidates already built for the same host and policy: SelectNics
+// on a host without a snapshot's pairing builds them once for both.
+v1::GpuPairing PairGpusOver(const v1::Host& host, const Candidates& candidates,
+                            const v1::SelectionPolicy& policy);
+
 // A GPU's NUMA node, when known.
 std::optional<int> GpuNuma(const v1::Accelerator& acc);
 

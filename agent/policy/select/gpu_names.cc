@@ -19,6 +19,7 @@
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/gpu_info.h"
 #include "agent/inventory/discovery/parse.h"
+#include "agent/policy/select/candidates.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
@@ -223,7 +224,7 @@ absl::StatusOr<ResolvedGpu> ResolveGpu(const Host& host, std::string_view given,
                                                  Av(what), index, count, nvidia ? "NVIDIA" : "AMD",
                                                  nvidia ? "nvidia-smi" : "rocm-smi"));
     }
-    return ByPciAddress(host, given, *ParsePciAddress(a->pci_address()), what);
+    return ByPciAddress(host, given, select_internal::CanonicalPci(a->pci_address()), what);
   }
   if (HasPrefix(given, "GPU-")) {
     std::string want;
@@ -241,7 +242,7 @@ absl::StatusOr<ResolvedGpu> ResolveGpu(const Host& host, std::string_view given,
       if (a.uuid().empty()) continue;
       ++with_uuid;
       if (absl::EqualsIgnoreCase(a.uuid(), want)) {
-        return ByPciAddress(host, given, *ParsePciAddress(a.pci_address()), what);
+        return ByPciAddress(host, given, select_internal::CanonicalPci(a.pci_address()), what);
       }
     }
     return absl::NotFoundError(absl::StrFormat(

@@ -103,9 +103,16 @@ struct Gpu {
 }  // namespace
 
 GpuPairing PairGpus(const Host& host, const SelectionPolicy& policy) {
-  GpuPairing out;
   absl::StatusOr<Candidates> cands = select_internal::BuildCandidates(host, policy);
-  if (!cands.ok()) return out;
+  if (!cands.ok()) return GpuPairing();
+  return select_internal::PairGpusOver(host, *cands, policy);
+}
+
+namespace select_internal {
+
+GpuPairing PairGpusOver(const Host& host, const Candidates& candidates,
+                        const SelectionPolicy& policy) {
+  GpuPairing out;
   const select_internal::PairIndex pairs = select_internal::IndexTopology(host);
 
   // GPUs grouped by the set of ports tied best for them, in PCI order.
@@ -119,7 +126,7 @@ GpuPairing PairGpus(const Host& host, const SelectionPolicy& policy) {
   std::map<std::vector<const Candidate*>, std::vector<const Gpu*>> groups;
   for (const Gpu& g : gpus) {
     std::vector<Scored> scored = select_internal::ScoreFor(
-        *cands, pairs, g.canonical, select_internal::GpuNuma(*g.acc), policy);
+        candidates, pairs, g.canonical, select_internal::GpuNuma(*g.acc), policy);
     if (scored.empty()) continue;
     select_internal::Rank(&scored);
     std::vector<const Candidate*> tied;
@@ -190,6 +197,8 @@ GpuPairing PairGpus(const Host& host, const SelectionPolicy& policy) {
   }
   return out;
 }
+
+}  // namespace select_internal
 
 GpuPairing PairingOf(const Host& host, const SelectionPolicy& policy) {
   return host.has_pairing() ? host.pairing() : PairGpus(host, policy);

@@ -285,7 +285,7 @@ absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::st
   // The pairing of the snapshot (computed once per inventory), or of this host now.
   std::optional<GpuPairing> computed;
   const GpuPairing& pairing =
-      host.has_pairing() ? host.pairing() : computed.emplace(PairGpus(host, policy));
+      host.has_pairing() ? host.pairing() : computed.emplace(PairGpusOver(host, *built, policy));
   std::map<std::string, const GpuPair*> paired;
   for (const GpuPair& p : pairing.pairs()) paired[p.gpu()] = &p;
 
