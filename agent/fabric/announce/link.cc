@@ -70,13 +70,6 @@ void BoundReceive(int fd) {
   (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
-struct NlCacheDeleter {
-  void operator()(nl_cache* c) const {
-    if (c != nullptr) nl_cache_free(c);
-  }
-};
-using NlCachePtr = std::unique_ptr<nl_cache, NlCacheDeleter>;
-
 absl::StatusOr<NlCachePtr> DumpAddresses(nl_sock* sk) {
   nl_cache* cache = nullptr;
   if (int err = rtnl_addr_alloc_cache(sk, &cache); err < 0) {
@@ -89,6 +82,10 @@ absl::StatusOr<NlCachePtr> DumpAddresses(nl_sock* sk) {
 
 void NlSockDeleter::operator()(nl_sock* s) const {
   if (s != nullptr) nl_socket_free(s);
+}
+
+void NlCacheDeleter::operator()(nl_cache* c) const {
+  if (c != nullptr) nl_cache_free(c);
 }
 
 absl::StatusOr<NlSockPtr> ConnectRoute() {

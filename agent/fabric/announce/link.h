@@ -11,6 +11,7 @@
 #include "agent/fabric/announce/announce.h"
 
 struct nl_sock;
+struct nl_cache;
 
 namespace fabric::announce {
 
@@ -18,6 +19,12 @@ struct NlSockDeleter {
   void operator()(nl_sock* s) const;
 };
 using NlSockPtr = std::unique_ptr<nl_sock, NlSockDeleter>;
+
+// The owner of a libnl dump (rtnl_*_alloc_cache).
+struct NlCacheDeleter {
+  void operator()(nl_cache* c) const;
+};
+using NlCachePtr = std::unique_ptr<nl_cache, NlCacheDeleter>;
 
 // A NETLINK_ROUTE socket in the current network namespace: close-on-exec, blocking, receives
 // bounded to 1 s (a dump must not hang the caller). The one home of libnl socket set-up.

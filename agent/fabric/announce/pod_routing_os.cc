@@ -60,11 +60,6 @@ bool Read(nl_addr* a, int family, in6_addr* out) {
   return true;
 }
 
-struct CacheDeleter {
-  void operator()(nl_cache* c) const { nl_cache_free(c); }
-};
-using CachePtr = std::unique_ptr<nl_cache, CacheDeleter>;
-
 std::string SysctlPath(const std::string& ifname, const std::string& key) {
   return absl::StrCat("/proc/sys/net/ipv4/conf/", ifname, "/", key);
 }
@@ -100,7 +95,7 @@ absl::StatusOr<std::vector<RuleEntry>> RoutingOsImpl::Rules() {
   if (int err = rtnl_rule_alloc_cache(s_->sk.get(), AF_UNSPEC, &raw); err < 0) {
     return NlError(err, "rule dump");
   }
-  CachePtr cache(raw);
+  NlCachePtr cache(raw);
   std::vector<RuleEntry> out;
   for (nl_object* o = nl_cache_get_first(raw); o != nullptr; o = nl_cache_get_next(o)) {
     auto* r = reinterpret_cast<rtnl_rule*>(o);
@@ -124,7 +119,7 @@ absl::StatusOr<std::vector<RouteEntry>> RoutingOsImpl::Routes() {
   if (int err = rtnl_route_alloc_cache(s_->sk.get(), AF_UNSPEC, 0, &raw); err < 0) {
     return NlError(err, "route dump");
   }
-  CachePtr cache(raw);
+  NlCachePtr cache(raw);
   std::vector<RouteEntry> out;
   for (nl_object* o = nl_cache_get_first(raw); o != nullptr; o = nl_cache_get_next(o)) {
     auto* r = reinterpret_cast<rtnl_route*>(o);
@@ -153,7 +148,7 @@ absl::StatusOr<std::vector<IfAddress>> RoutingOsImpl::Addresses() {
   if (int err = rtnl_addr_alloc_cache(s_->sk.get(), &raw); err < 0) {
     return NlError(err, "address dump");
   }
-  CachePtr cache(raw);
+  NlCachePtr cache(raw);
   std::vector<IfAddress> out;
   for (nl_object* o = nl_cache_get_first(raw); o != nullptr; o = nl_cache_get_next(o)) {
     auto* a = reinterpret_cast<rtnl_addr*>(o);
