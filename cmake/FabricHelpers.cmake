@@ -1,3 +1,11 @@
+# lld links the ~80 test and tool executables about 3x faster than ld.bfd (4.8 s -> 1.3 s for
+# fabric-agent under ASan), which is minutes of every CI build; ld.bfd stays where lld is missing.
+include(CheckLinkerFlag)
+check_linker_flag(CXX -fuse-ld=lld FABRIC_HAVE_LLD)
+if(FABRIC_HAVE_LLD)
+  add_link_options(-fuse-ld=lld)
+endif()
+
 # Warnings and sanitizers for the project's own code (generated code gets none: see proto/).
 set(FABRIC_WARNINGS -Wall -Wextra -Wshadow -Wnon-virtual-dtor -Wformat=2)
 if(FABRIC_WERROR)
