@@ -1037,6 +1037,9 @@ class HostWriter {
       FABRIC_RETURN_IF_ERROR(
           proc_.File(absl::StrCat("driver/nvidia/gpus/", bdf, "/information"), text));
     }
+    for (const auto& [path, value] : spec_.sysctls) {
+      FABRIC_RETURN_IF_ERROR(proc_.File(absl::StrCat("sys/", path), value + "\n"));
+    }
     return absl::OkStatus();
   }
 

@@ -182,6 +182,9 @@ struct HostSpec {
   std::optional<std::string> nvidia_version;  // proc/driver/nvidia/version, verbatim.
   // proc/driver/nvidia/gpus/<bdf>/information, as (BDF, text verbatim) pairs.
   std::vector<std::pair<std::string, std::string>> nvidia_gpu_information;
+  // proc/sys files as (path under proc/sys, value) pairs, e.g. ("net/ipv4/conf/all/arp_ignore",
+  // "0"); none by default, as in a container without /proc/sys/net.
+  std::vector<std::pair<std::string, std::string>> sysctls;
 
   // sysfs.
   std::vector<int> numa_nodes = {0};  // Online nodes.

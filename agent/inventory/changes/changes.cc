@@ -151,7 +151,8 @@ bool SameNetdevRest(const Netdev& a, const Netdev& b) {
          FABRIC_SAME_OPT(a, b, speed_mbps) && FABRIC_SAME_OPT(a, b, ifindex) &&
          a.pci_address() == b.pci_address() && a.rdma_device() == b.rdma_device() &&
          FABRIC_SAME_OPT(a, b, rdma_port) && a.upper() == b.upper() &&
-         a.default_route() == b.default_route() && SameList(a.problems(), b.problems());
+         a.default_route() == b.default_route() && FABRIC_SAME_OPT(a, b, arp_ignore) &&
+         FABRIC_SAME_OPT(a, b, arp_announce) && SameList(a.problems(), b.problems());
 }
 
 #undef FABRIC_SAME_OPT

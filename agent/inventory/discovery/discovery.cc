@@ -63,6 +63,7 @@ absl::StatusOr<Host> Discover(const HostFs& sysfs, const HostFs& procfs) {
   di::RdmaScan rdma = di::ReadRdmaDevices(sysfs, &pci, &host);
   di::ReadGidTables(std::move(rdma.port_dirs), &host);
   di::ReadNetdevs(sysfs, rdma.pci_dirs, proc.routes, &host);
+  di::ReadArpSysctls(procfs, &host);
   di::ReadAccelerators(sysfs, procfs, &pci, &host);
   di::ReadGpuDirect(procfs, proc.modules, &host);
   BuildTopology(&host);

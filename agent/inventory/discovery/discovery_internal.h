@@ -87,6 +87,8 @@ struct ProcfsScan {
 // Hostname, kernel release, default-route netdevs and loaded modules.
 ProcfsScan ReadProcfs(const HostFs& sys, const HostFs& proc, v1::Host* host);
 void ReadNumaNodes(const HostFs& sys, v1::Host* host);
+// The effective arp_ignore/arp_announce of the RDMA netdevs (after ReadNetdevs).
+void ReadArpSysctls(const HostFs& proc, v1::Host* host);
 
 // pci.cc: reads PCI functions by their real directory (root-relative, links resolved), each once
 // per scan, however many devices lead to it.

@@ -1,9 +1,13 @@
 // Host-wide facts: identity, IPv4 and IPv6 default routes and loaded kernel modules (from procfs,
-// and sysfs's module/), and the NUMA nodes.
+// and sysfs's module/), the NUMA nodes, and the RDMA netdevs' ARP sysctls.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "agent/inventory/discovery/discovery_internal.h"
 #include "agent/inventory/discovery/parse.h"
 
@@ -67,6 +71,54 @@ ProcfsScan ReadProcfs(const HostFs& sys, const HostFs& proc, Host* host) {
     NoteTransient(host->mutable_problems(), "gpudirect", "modules", text.status());
   }
   return scan;
+}
+
+namespace {
+
+// One ARP sysctl of conf/<iface>; nullopt when unreadable (recorded unless simply absent).
+std::optional<int32_t> ReadConf(const HostFs& proc, const std::string& iface, const char* name,
+                                Problems* problems) {
+  const std::string path = absl::StrCat("sys/net/ipv4/conf/", iface, "/", name);
+  auto text = proc.ReadFile(path);
+  if (!text.ok()) {
+    // No /proc/sys/net (a container, an example tree) or no IPv4 on the netdev: unknown.
+    NoteTransient(problems, name, path, text.status());
+    return std::nullopt;
+  }
+  auto v = ParseInt(*text);
+  if (!v.ok() || *v < 0 || *v > 8) {
+    AddProblem(problems, name, path,
+               v.ok() ? absl::InvalidArgumentError("out of range") : v.status());
+    return std::nullopt;
+  }
+  return static_cast<int32_t>(*v);
+}
+
+}  // namespace
+
+void ReadArpSysctls(const HostFs& proc, Host* host) {
+  std::optional<int32_t> all_ignore, all_announce;
+  bool read_all = false;
+  for (Netdev& nd : *host->mutable_netdevs()) {
+    if (nd.rdma_device().empty()) continue;
+    if (!read_all) {
+      // conf/all is read once per scan, and only when some netdev needs it.
+      all_ignore = ReadConf(proc, "all", "arp_ignore", host->mutable_problems());
+      all_announce = ReadConf(proc, "all", "arp_announce", host->mutable_problems());
+      read_all = true;
+    }
+    // The kernel applies the larger of conf/all and conf/<name> to both settings.
+    if (all_ignore) {
+      if (auto v = ReadConf(proc, nd.name(), "arp_ignore", nd.mutable_problems())) {
+        nd.set_arp_ignore(std::max(*all_ignore, *v));
+      }
+    }
+    if (all_announce) {
+      if (auto v = ReadConf(proc, nd.name(), "arp_announce", nd.mutable_problems())) {
+        nd.set_arp_announce(std::max(*all_announce, *v));
+      }
+    }
+  }
 }
 
 void ReadNumaNodes(const HostFs& sys, Host* host) {

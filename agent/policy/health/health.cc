@@ -5,9 +5,11 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/discovery/parse.h"
@@ -39,6 +41,41 @@ void CheckLink(Health* h, const std::string& subject, const PciFunction& f, bool
     Add(h, SEVERITY_WARNING, "pcie_link", subject,
         absl::StrFormat("PCIe link at %g GT/s, capable of %g GT/s", cur.speed_gts(),
                         max.speed_gts()));
+  }
+}
+
+// Several RDMA netdevs in one IPv4 subnet with the kernel's default ARP settings answer ARP for
+// each other's addresses (ARP flux): a peer may send RoCE traffic for one port's address to
+// another port's MAC. The agent never changes host sysctls; the finding gives the fix.
+void CheckArpFlux(Health* h, const Host& host) {
+  std::map<std::string, std::vector<const Netdev*>> by_subnet;
+  for (const Netdev& n : host.netdevs()) {
+    if (n.rdma_device().empty()) continue;
+    for (const std::string& subnet : n.ipv4_subnets()) by_subnet[subnet].push_back(&n);
+  }
+  for (const auto& [subnet, netdevs] : by_subnet) {
+    if (netdevs.size() < 2) continue;
+    std::vector<std::string> names, bad, fixes;
+    for (const Netdev* n : netdevs) {
+      names.push_back(n->name());
+      // Unread values are not facts: only settings read as too loose count.
+      const bool ignore = n->has_arp_ignore() && n->arp_ignore() < 1;
+      const bool announce = n->has_arp_announce() && n->arp_announce() < 2;
+      if (!ignore && !announce) continue;
+      bad.push_back(absl::StrFormat("%s (arp_ignore=%d, arp_announce=%d)", n->name(),
+                                    n->arp_ignore(), n->arp_announce()));
+      fixes.push_back(absl::StrFormat(
+          "net.ipv4.conf.%s.arp_ignore=1 net.ipv4.conf.%s.arp_announce=2", n->name(), n->name()));
+    }
+    if (bad.empty()) continue;
+    Add(h, SEVERITY_WARNING, "arp_flux", subnet,
+        absl::StrCat("RDMA netdevs ", absl::StrJoin(names, ", "), " share ", subnet, "; ",
+                     absl::StrJoin(bad, ", "),
+                     " answer ARP for each other's addresses, so peers may send RoCE traffic to "
+                     "the wrong port (ARP flux). Fix: sysctl -w ",
+                     absl::StrJoin(fixes, " "),
+                     " (persist in /etc/sysctl.d/), and route each address out of its own "
+                     "interface (a rule per source address)"));
   }
 }
 
@@ -175,6 +212,7 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
         absl::StrCat("no GPUDirect RDMA: ", host.gpudirect().reason(),
                      "; GPU traffic goes through host memory"));
   }
+  CheckArpFlux(&h, host);
   int n = 0;
   ForEachProblem(host, [&](const std::string&, const FieldProblem&) { ++n; });
   if (n > 0) {

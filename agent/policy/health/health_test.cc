@@ -114,6 +114,62 @@ TEST(Health, Ipv6OnlyRocePortWithoutGlobalGidWarns) {
   EXPECT_THAT(Checks(h), ElementsAre("roce_gid mlx5_1:1"));
 }
 
+// roce-9port's eight RoCE netdevs (eth1..eth8) share 25.11.128.0/24.
+void SetArp(HostSpec& s, const std::string& iface, int ignore, int announce) {
+  s.sysctls.push_back({"net/ipv4/conf/" + iface + "/arp_ignore", std::to_string(ignore)});
+  s.sysctls.push_back({"net/ipv4/conf/" + iface + "/arp_announce", std::to_string(announce)});
+}
+
+void SetArpEverywhere(HostSpec& s, int all_ignore, int all_announce, int ignore, int announce) {
+  SetArp(s, "all", all_ignore, all_announce);
+  for (int i = 1; i <= 8; ++i) SetArp(s, "eth" + std::to_string(i), ignore, announce);
+  SetArp(s, "macvlan0", ignore, announce);
+}
+
+TEST(Health, RdmaNetdevsInOneSubnetWithDefaultArpSettingsWarnOfArpFlux) {
+  Health h = Evaluate("roce-9port", [](HostSpec& s) { SetArpEverywhere(s, 0, 0, 0, 0); });
+  EXPECT_EQ(h.verdict(), SEVERITY_WARNING);
+  ASSERT_THAT(Checks(h), ElementsAre("arp_flux 25.11.128.0/24"));  // macvlan0 is alone in its /24
+  const std::string& m = h.findings(0).message();
+  EXPECT_THAT(m, ::testing::HasSubstr("eth1 (arp_ignore=0, arp_announce=0)"));
+  EXPECT_THAT(m, ::testing::HasSubstr("net.ipv4.conf.eth8.arp_ignore=1 "
+                                      "net.ipv4.conf.eth8.arp_announce=2"));
+}
+
+TEST(Health, ArpSettingsTakeTheLargerOfAllAndTheInterface) {
+  // conf/all alone fixes every interface; so do the interfaces' own settings.
+  EXPECT_THAT(
+      Evaluate("roce-9port", [](HostSpec& s) { SetArpEverywhere(s, 1, 2, 0, 0); }).findings(),
+      IsEmpty());
+  EXPECT_THAT(
+      Evaluate("roce-9port", [](HostSpec& s) { SetArpEverywhere(s, 0, 0, 1, 2); }).findings(),
+      IsEmpty());
+  // One interface left with arp_announce=0: only it is named.
+  Health h = Evaluate("roce-9port", [](HostSpec& s) {
+    SetArpEverywhere(s, 1, 0, 0, 2);
+    std::erase_if(s.sysctls,
+                  [](const auto& kv) { return kv.first.find("eth5/") != std::string::npos; });
+    SetArp(s, "eth5", 0, 0);
+  });
+  ASSERT_THAT(Checks(h), ElementsAre("arp_flux 25.11.128.0/24"));
+  EXPECT_THAT(h.findings(0).message(), ::testing::HasSubstr("eth5 (arp_ignore=1, arp_announce=0)"));
+  EXPECT_THAT(h.findings(0).message(), ::testing::Not(::testing::HasSubstr("eth4 (")));
+}
+
+TEST(Health, UnreadableOrMalformedArpSettingsAreNoFinding) {
+  // No /proc/sys/net (the example trees, a container): unknown, not loose.
+  Health none = Evaluate("roce-9port");
+  EXPECT_THAT(none.findings(), IsEmpty());
+  // A malformed value is a field problem (health's discovery line), not an ARP flux claim.
+  Health bad = Evaluate("roce-9port", [](HostSpec& s) {
+    SetArpEverywhere(s, 0, 0, 0, 0);
+    for (auto& [path, value] : s.sysctls) {
+      if (path.find("/all/") == std::string::npos) value = "lots";
+    }
+  });
+  EXPECT_THAT(Checks(bad), ElementsAre("discovery "));
+}
+
 TEST(Health, NoGpuDirectWarns) {
   Health h = Evaluate("roce-9port", [](HostSpec& s) { s.RemoveModule("nvidia_peermem"); });
   EXPECT_THAT(Checks(h), ElementsAre("gpudirect "));
