@@ -4,7 +4,8 @@
 # real kernel's sysfs and the real libibverbs. See README.md next to this file.
 #
 #   rig.sh prepare
-#   rig.sh run [--vms 1|2] [--timeout SECS] [--out DIR] [--env NAME=VALUE]... -- SCRIPT [ARGS...]
+#   rig.sh run [--vms 1|2] [--vm0-nics 1|2] [--timeout SECS] [--out DIR] [--env NAME=VALUE]...
+#              -- SCRIPT [ARGS...]
 set -euo pipefail
 
 RIG_SELF="$(readlink -f "${BASH_SOURCE[0]}")"
@@ -26,13 +27,16 @@ die() { echo "rig: error: $*" >&2; exit 2; }
 usage() {
   cat >&2 <<'EOF'
 usage: rig.sh prepare
-       rig.sh run [--vms 1|2] [--timeout SECS] [--out DIR] [--env NAME=VALUE]... -- SCRIPT [ARGS...]
+       rig.sh run [--vms 1|2] [--vm0-nics 1|2] [--timeout SECS] [--out DIR] [--env NAME=VALUE]...
+                  -- SCRIPT [ARGS...]
 
 prepare  installs missing packages (as root), downloads Debian's stock kernel into the cache
          (${FABRIC_VM_CACHE:-/var/tmp/fabric-vm}) and builds the initramfs; idempotent.
 run      boots 1 or 2 VMs, sets up rxe0 and runs `bash SCRIPT ARGS` in each guest, chrooted into
          the host's root (read-only). Prints the script's stdout/stderr and exits with its exit
          code; 124 on timeout (default 120 s), 125 when the VM itself failed.
+         --vm0-nics 2 (with --vms 2) gives vm0 a second NIC, eth1 (down, no address, no rxe:
+         the script sets it up), on the same wire, which is then a hub of all three NICs.
 Both exit 77 when this machine lacks what the rig needs and cannot get it (not root).
 EOF
   exit 2
@@ -414,11 +418,13 @@ print_consoles() {
 
 cmd_run() {
   VMS=1
-  local timeout_s=120 out="" envs=()
+  local vm0_nics=1 timeout_s=120 out="" envs=()
   while (($#)); do
     case "$1" in
       --vms) VMS="${2:?}"; shift 2 ;;
       --vms=*) VMS="${1#*=}"; shift ;;
+      --vm0-nics) vm0_nics="${2:?}"; shift 2 ;;
+      --vm0-nics=*) vm0_nics="${1#*=}"; shift ;;
       --timeout) timeout_s="${2:?}"; shift 2 ;;
       --timeout=*) timeout_s="${1#*=}"; shift ;;
       --out) out="${2:?}"; shift 2 ;;
@@ -431,6 +437,8 @@ cmd_run() {
   done
   (($# >= 1)) || usage
   [[ "$VMS" == 1 || "$VMS" == 2 ]] || die "--vms must be 1 or 2"
+  [[ "$vm0_nics" == 1 || ("$vm0_nics" == 2 && "$VMS" == 2) ]] \
+    || die "--vm0-nics must be 1, or 2 with --vms 2"
   [[ "$timeout_s" =~ ^[0-9]+$ && "$timeout_s" -gt 0 ]] || die "--timeout must be a positive integer"
   local e
   for e in "${envs[@]}"; do
@@ -506,6 +514,7 @@ cmd_run() {
     echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8'
     printf 'set -a; . %q/vm"$vm"/env; set +a\n' "$OUT"
     for e in "${envs[@]}"; do printf 'export %q\n' "$e"; done
+    echo "export FABRIC_VM0_NICS=$vm0_nics"
     echo 'ulimit -l unlimited'
     printf 'cd %q 2>/dev/null || cd /\n' "$cwd"
     printf 'exec /bin/bash'
@@ -520,6 +529,18 @@ cmd_run() {
   local start=$SECONDS deadline=$((SECONDS + timeout_s))
   if ((VMS == 1)); then
     start_vm 0 1 "$timeout_s"
+  elif ((vm0_nics == 2)); then
+    # A socket netdev with listen/connect is a point-to-point link; three NICs on one wire need
+    # a hub: every socket netdev joined to one UDP multicast group on the loopback (each NIC
+    # also sees its own frames, which Linux ignores). Group and port at random: two runs at
+    # once would otherwise share a wire.
+    local mcast="239.255.$((RANDOM % 254 + 1)).$((RANDOM % 254 + 1)):$((20000 + RANDOM % 40000))"
+    local hub="mcast=$mcast,localaddr=127.0.0.1"
+    start_vm 0 2 "$timeout_s" \
+      -netdev "socket,id=n0,$hub" -device "virtio-net-pci,netdev=n0,mac=52:54:00:4e:78:01" \
+      -netdev "socket,id=n1,$hub" -device "virtio-net-pci,netdev=n1,mac=52:54:00:4e:78:03"
+    start_vm 1 2 "$timeout_s" \
+      -netdev "socket,id=n0,$hub" -device "virtio-net-pci,netdev=n0,mac=52:54:00:4e:78:02"
   else
     local port=""
     for _ in 1 2 3 4 5; do
