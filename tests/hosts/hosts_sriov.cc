@@ -57,7 +57,7 @@ HostSpec Sriov512Vf() {
     AddGpu(s, Bdf(0, r + 4, 0, 0), gpu_port, kH100Sxm);
 
     SriovSpec sriov;
-    sriov.total_vfs = 127;  // ConnectX-7's firmware maximum per PF.
+    sriov.total_vfs = 127;  // NUM_OF_VFS as set in the firmware (mlxconfig).
     sriov.vf_device = kConnectX7Vf.device;
     const PciLinkSpec pf_link = s.FindPci(pf.bdf)->max_link;
     for (int j = 0; j < kVfsPerPf; ++j) {
