@@ -436,28 +436,6 @@ TEST_F(HostTest, DgxInfiniBandAndSriov) {
   EXPECT_THAT(Read(Proc("net/route")), HasSubstr("eno1\t00000000\t0164A8C0\t0003"));
 }
 
-// 8 PFs x 64 VFs; VFs 0-15 of each PF are in pods: RDMA device and GIDs on the host, netdev not.
-TEST_F(HostTest, Sriov512VfPodVfsHaveGidsButNoHostNetdev) {
-  Write("sriov-512vf");
-  EXPECT_THAT(List(Sys("class/infiniband")), SizeIs(8 + 8 * 64));
-  const std::string pf = "bus/pci/devices/0000:18:00.0";  // mlx5_0, PF 0.
-  EXPECT_EQ(ReadSys(pf + "/sriov_numvfs"), "64\n");
-  EXPECT_EQ(ReadLink(Sys(pf + "/virtfn63")), "../0000:18:08.0");  // ARI: routing ID 64.
-  EXPECT_EQ(Resolve("class/infiniband/mlx5_8/device"), Resolve("bus/pci/devices/0000:18:00.1"));
-  // VF 0 of PF 0 (mlx5_8) is in a pod: the pod's IPv4 GID without an ndevs entry.
-  EXPECT_FALSE(Exists(Sys("class/net/enp24s0f0v0")));
-  EXPECT_FALSE(Exists(Sys("bus/pci/devices/0000:18:00.1/net/enp24s0f0v0")));
-  const std::string pod = "class/infiniband/mlx5_8/ports/1";
-  EXPECT_EQ(ReadSys(pod + "/gids/3"), "0000:0000:0000:0000:0000:ffff:0a80:0002\n");
-  EXPECT_EQ(ReadSys(pod + "/gid_attrs/types/3"), "RoCE v2\n");
-  EXPECT_FALSE(Exists(Sys(pod + "/gid_attrs/ndevs/3")));
-  EXPECT_THAT(List(Sys(pod + "/gids")), SizeIs(16));
-  // VF 16 (mlx5_24) stays on the host: its netdev and link-local GIDs only.
-  EXPECT_EQ(ReadSys("class/infiniband/mlx5_24/ports/1/gid_attrs/ndevs/1"), "enp24s0f0v16\n");
-  EXPECT_FALSE(Exists(Sys("class/infiniband/mlx5_24/ports/1/gid_attrs/types/2")));
-  EXPECT_EQ(ReadSys("class/net/enp24s0f0v16/device/physfn/device"), "0x1021\n");
-}
-
 TEST_F(HostTest, AmdGidLayoutsAndOtherAccelerators) {
   Write("amd-mi300x-bnxt");
   EXPECT_EQ(ReadSys("class/infiniband/bnxt_re0/hca_type"), "0x1760\n");
