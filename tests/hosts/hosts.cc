@@ -84,6 +84,7 @@
 //   mlx5_11  0000:c3:00.0  enp195s0np0   25.12.0.12/24    GPU2 0000:c4:00.0
 //
 // ipv6-roce and ib-prefix-gids (GID layouts beyond IPv4-mapped RoCE): hosts_gid_layouts.cc.
+// sriov-512vf (8 PFs x 64 VFs, some VFs in pods): hosts_sriov.cc.
 //
 // Every host has a virtual `lo` (ifindex 1) and IPv6 routes: ::1 on lo, fe80::/64 on each
 // netdev with an IPv4 address, a default via fe80::1 on the front-end netdev.
@@ -929,8 +930,8 @@ CounterList BnxtReHwCounters(uint64_t seed) {
 }
 
 std::vector<std::string> ExampleHostNames() {
-  return {"roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas",
-          "broken",     "ipv6-roce",   "ib-prefix-gids",  "pcie-2x2"};
+  return {"roce-9port", "dgx-h100-ib",    "amd-mi300x-bnxt", "many-hcas",  "broken",
+          "ipv6-roce",  "ib-prefix-gids", "pcie-2x2",        "sriov-512vf"};
 }
 
 absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {
@@ -941,6 +942,7 @@ absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {
   if (name == "ipv6-roce") return Ipv6Roce();
   if (name == "ib-prefix-gids") return IbPrefixGids();
   if (name == "pcie-2x2") return Pcie2x2();
+  if (name == "sriov-512vf") return Sriov512Vf();
   if (name == "broken") {
     HostSpec s = Roce9Port();
     s.after_write = BreakTree;

@@ -16,10 +16,11 @@
 namespace fabric::testing {
 
 // "roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "broken", "ipv6-roce",
-// "ib-prefix-gids", "pcie-2x2", in that order. ipv6-roce and ib-prefix-gids are real GID layouts
-// beyond IPv4-mapped RoCE (hosts_gid_layouts.cc): IPv6-only RoCE (link-local and global IPv6
-// GIDs, no IPv4-mapped one) and InfiniBand ports whose 128 slots hold one real GID and 127
-// subnet-prefix-only entries. pcie-2x2 has two GPUs and two NICs per PCIe switch.
+// "ib-prefix-gids", "pcie-2x2", "sriov-512vf", in that order. ipv6-roce and ib-prefix-gids are real
+// GID layouts beyond IPv4-mapped RoCE (hosts_gid_layouts.cc): IPv6-only RoCE (link-local and global
+// IPv6 GIDs, no IPv4-mapped one) and InfiniBand ports whose 128 slots hold one real GID and 127
+// subnet-prefix-only entries. pcie-2x2 has two GPUs and two NICs per PCIe switch. sriov-512vf has
+// 8 PFs with 64 VFs each, 16 VFs per PF in pods (hosts_sriov.cc).
 std::vector<std::string> ExampleHostNames();
 
 // The spec of an example host; NotFound for an unknown name. "broken" is roce-9port with

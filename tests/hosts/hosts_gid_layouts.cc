@@ -33,8 +33,9 @@ constexpr PciIds kA100Sxm4 = {0x10de, 0x20b2,   0x030200,         0x10de,
                               0x1463, "nvidia", "16.0 GT/s PCIe", 16};
 constexpr int kRoots[] = {0x15, 0x97};
 
-// The front end both hosts share: an I210 on the PCH root port, with the default route.
-void AddFrontEnd(HostSpec& s, int last_octet) {
+}  // namespace
+
+void AddI210FrontEnd(HostSpec& s, int last_octet) {
   AddLoopback(s);
   s.root_complexes.push_back({RcName(0, 0), 0});
   const std::string rp =
@@ -47,15 +48,13 @@ void AddFrontEnd(HostSpec& s, int last_octet) {
   AddDefault(s, "eno1", "192.168.100.1");
 }
 
-}  // namespace
-
 HostSpec Ipv6Roce() {
   HostSpec s;
   s.hostname = "v6-node-02";
   s.osrelease = "6.8.0-45-generic";
   s.numa_nodes = {0, 1};
   s.nvidia_version = kProprietaryNvidiaVersion;
-  AddFrontEnd(s, 22);
+  AddI210FrontEnd(s, 22);
   for (int g = 0; g < 2; ++g) {
     const int r = kRoots[g];
     const auto [nic_port, gpu_port] = AddSwitch(s, 0, r, g, kIntelRootPort);
@@ -89,7 +88,7 @@ HostSpec IbPrefixGids() {
   s.osrelease = "5.4.0-182-generic";
   s.numa_nodes = {0, 1};
   s.nvidia_version = kProprietaryNvidiaVersion;
-  AddFrontEnd(s, 23);
+  AddI210FrontEnd(s, 23);
   for (int g = 0; g < 2; ++g) {
     const int r = kRoots[g];
     const auto [nic_port, gpu_port] = AddSwitch(s, 0, r, g, kIntelRootPort);

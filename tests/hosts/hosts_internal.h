@@ -1,5 +1,6 @@
 // The builder helpers of the example hosts (hosts.cc), shared with the example hosts that live in
-// files of their own (hosts_gid_layouts.cc). Internal to tests/hosts: tests use hosts.h.
+// files of their own (hosts_gid_layouts.cc, hosts_sriov.cc). Internal to tests/hosts: tests use
+// hosts.h.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,7 @@ struct PciIds {
 extern const PciIds kIntelRootPort;
 extern const PciIds kIntelPchRootPort;
 extern const PciIds kConnectX7;
+extern const PciIds kConnectX7Vf;
 extern const PciIds kH100Sxm;
 extern const PciIds kIntelI210;
 extern const char kProprietaryNvidiaVersion[];
@@ -83,8 +85,13 @@ struct RoceNic {
 };
 void AddRoceNic(HostSpec& s, const RoceNic& nic);
 
-// The example hosts of hosts_gid_layouts.cc.
+// The front end of the hosts in their own files: eno1 (Intel I210) at 0000:01:00.0 below the PCH
+// root port 0000:00:1c.0, 192.168.100.<last_octet>/24 with the default route via .1.
+void AddI210FrontEnd(HostSpec& s, int last_octet);
+
+// The example hosts of hosts_gid_layouts.cc and hosts_sriov.cc.
 HostSpec Ipv6Roce();
 HostSpec IbPrefixGids();
+HostSpec Sriov512Vf();
 
 }  // namespace fabric::testing::hosts_internal
