@@ -25,17 +25,6 @@ b=10.78.0.3 # vm0 eth1, rxe1 (set up here)
 ports=(18530 18531)
 state=/tmp/fabric-cni-state # the guest's own tmpfs
 
-# wait_file SECONDS FILE...: 0 as soon as one of FILEs exists, 1 after SECONDS.
-wait_file() {
-  local limit=$(($1 * 10)) i f
-  shift
-  for ((i = 0; i < limit; i++)); do
-    for f in "$@"; do [[ -e "$f" ]] && return 0; done
-    sleep 0.1
-  done
-  return 1
-}
-listening() { [[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]]; }
 counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 
 # cni COMMAND IFNAME ADDRESS MAC: fabric-cni against vm0's initial namespace, as a runtime would

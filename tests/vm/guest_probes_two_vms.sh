@@ -24,18 +24,7 @@ base_port=18520
 
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
-# wait_file SECONDS FILE...: 0 as soon as one of FILEs exists, 1 after SECONDS.
-wait_file() {
-  local limit=$(($1 * 10)) i f
-  shift
-  for ((i = 0; i < limit; i++)); do
-    for f in "$@"; do [[ -e "$f" ]] && return 0; done
-    sleep 0.1
-  done
-  return 1
-}
 
-listening() { [[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]]; }
 
 # The steps: name, test, arguments (both sides get the same; small sizes and counts, the wire is
 # tens of MB/s and a round trip tens of ms under emulation).
