@@ -1,6 +1,7 @@
 #include "agent/policy/health/health.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -55,6 +56,7 @@ void CheckArpFlux(Health* h, const Host& host) {
   }
   for (const auto& [subnet, netdevs] : by_subnet) {
     if (netdevs.size() < 2) continue;
+    auto value = [](bool known, int32_t v) { return known ? absl::StrCat(v) : "unknown"; };
     std::vector<std::string> names, bad, fixes;
     for (const Netdev* n : netdevs) {
       names.push_back(n->name());
@@ -62,12 +64,17 @@ void CheckArpFlux(Health* h, const Host& host) {
       const bool ignore = n->has_arp_ignore() && n->arp_ignore() < 1;
       const bool announce = n->has_arp_announce() && n->arp_announce() < 2;
       if (!ignore && !announce) continue;
-      bad.push_back(absl::StrFormat("%s (arp_ignore=%d, arp_announce=%d)", n->name(),
-                                    n->arp_ignore(), n->arp_announce()));
+      bad.push_back(
+          absl::StrCat(n->name(), " (arp_ignore=", value(n->has_arp_ignore(), n->arp_ignore()),
+                       ", arp_announce=", value(n->has_arp_announce(), n->arp_announce()), ")"));
       fixes.push_back(absl::StrFormat(
           "net.ipv4.conf.%s.arp_ignore=1 net.ipv4.conf.%s.arp_announce=2", n->name(), n->name()));
     }
     if (bad.empty()) continue;
+    // Every one of them loose: conf/all is the one-line fix.
+    if (bad.size() == netdevs.size()) {
+      fixes = {"net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2"};
+    }
     Add(h, SEVERITY_WARNING, "arp_flux", subnet,
         absl::StrCat("RDMA netdevs ", absl::StrJoin(names, ", "), " share ", subnet, "; ",
                      absl::StrJoin(bad, ", "),

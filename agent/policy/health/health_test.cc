@@ -132,8 +132,9 @@ TEST(Health, RdmaNetdevsInOneSubnetWithDefaultArpSettingsWarnOfArpFlux) {
   ASSERT_THAT(Checks(h), ElementsAre("arp_flux 25.11.128.0/24"));  // macvlan0 is alone in its /24
   const std::string& m = h.findings(0).message();
   EXPECT_THAT(m, ::testing::HasSubstr("eth1 (arp_ignore=0, arp_announce=0)"));
-  EXPECT_THAT(m, ::testing::HasSubstr("net.ipv4.conf.eth8.arp_ignore=1 "
-                                      "net.ipv4.conf.eth8.arp_announce=2"));
+  // All of them loose: the fix is conf/all's.
+  EXPECT_THAT(m, ::testing::HasSubstr("sysctl -w net.ipv4.conf.all.arp_ignore=1 "
+                                      "net.ipv4.conf.all.arp_announce=2 ("));
 }
 
 TEST(Health, ArpSettingsTakeTheLargerOfAllAndTheInterface) {
@@ -154,6 +155,9 @@ TEST(Health, ArpSettingsTakeTheLargerOfAllAndTheInterface) {
   ASSERT_THAT(Checks(h), ElementsAre("arp_flux 25.11.128.0/24"));
   EXPECT_THAT(h.findings(0).message(), ::testing::HasSubstr("eth5 (arp_ignore=1, arp_announce=0)"));
   EXPECT_THAT(h.findings(0).message(), ::testing::Not(::testing::HasSubstr("eth4 (")));
+  EXPECT_THAT(h.findings(0).message(),
+              ::testing::HasSubstr("sysctl -w net.ipv4.conf.eth5.arp_ignore=1 "
+                                   "net.ipv4.conf.eth5.arp_announce=2 ("));
 }
 
 TEST(Health, UnreadableOrMalformedArpSettingsAreNoFinding) {
