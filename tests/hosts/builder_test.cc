@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric::testing {
 namespace {
@@ -35,24 +36,15 @@ constexpr char kZeroGid[] = "0000:0000:0000:0000:0000:0000:0000:0000\n";
 class HostTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (Base() / "testhosts_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
-    tmp_ = tmpl;
+    // tmpfs when it has room: sriov-512vf alone is about 95,000 files, minutes on a busy disk.
+    const std::string tmp = MakeTempDir("testhosts");
+    ASSERT_FALSE(tmp.empty()) << std::strerror(errno);
+    tmp_ = tmp;
     dir_ = tmp_ / "host";
   }
   void TearDown() override {
     std::error_code ec;
     fs::remove_all(tmp_, ec);
-  }
-
-  // sriov-512vf alone is about 95,000 files, minutes to write and remove on a busy disk: tmpfs
-  // when it has room (as tests/testing's MakeTempDir), unless TEST_TMPDIR names a place.
-  static fs::path Base() {
-    if (const char* env = std::getenv("TEST_TMPDIR"); env != nullptr && *env != '\0') return env;
-    std::error_code ec;
-    const fs::space_info shm = fs::space("/dev/shm", ec);
-    if (!ec && shm.available > (1ull << 30)) return "/dev/shm";
-    return ::testing::TempDir();
   }
 
   void Write(std::string_view name) {

@@ -1,8 +1,5 @@
 // sriov-512vf in detail (the every-example-host checks are in builder_test.cc): 8 PFs x 64 VFs;
 // VFs 0-15 of each PF are in pods, so the host has their RDMA devices and GIDs but no netdev.
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric::testing {
 namespace {
@@ -20,20 +18,16 @@ namespace fs = std::filesystem;
 class SriovHostTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // About 95,000 files: tmpfs unless TEST_TMPDIR names a place.
-    const char* env = std::getenv("TEST_TMPDIR");
-    const fs::path base = env != nullptr && *env != '\0' ? fs::path(env)
-                          : fs::is_directory("/dev/shm") ? fs::path("/dev/shm")
-                                                         : fs::temp_directory_path();
-    dir_ = base / ("sriov_host_test_" + std::to_string(::getpid()));
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    // About 95,000 files: tmpfs when it has room.
+    tmp_ = MakeTempDir("sriov_host_test");
+    ASSERT_FALSE(tmp_.empty());
+    dir_ = tmp_ / "host";
     absl::Status st = WriteExampleHost("sriov-512vf", dir_);
     ASSERT_TRUE(st.ok()) << st;
   }
   void TearDown() override {
     std::error_code ec;
-    fs::remove_all(dir_, ec);
+    if (!tmp_.empty()) fs::remove_all(tmp_, ec);
   }
   fs::path Sys(const std::string& rel) const { return dir_ / "sys" / rel; }
   std::string ReadSys(const std::string& rel) const {
@@ -43,7 +37,7 @@ class SriovHostTest : public ::testing::Test {
     ss << in.rdbuf();
     return ss.str();
   }
-  fs::path dir_;
+  fs::path tmp_, dir_;
 };
 
 TEST_F(SriovHostTest, PodVfsHaveGidsButNoHostNetdev) {
