@@ -26,22 +26,9 @@
 #include "agent/common/errno.h"
 #include "agent/common/log.h"
 #include "agent/config/config.h"
-#include "agent/daemon/agent_metrics.h"
-#include "agent/daemon/announcer.h"
-#include "agent/daemon/api_server.h"
-#include "agent/daemon/event_sources.h"
-#include "agent/daemon/memory.h"
-#include "agent/daemon/prober.h"
-#include "agent/daemon/scan_trust.h"
-#include "agent/daemon/service.h"
-#include "agent/daemon/snapshot.h"
+#include "agent/daemon/agent_state.h"
 #include "agent/fabric/probes/schedule.h"
-#include "agent/inventory/changes/changes.h"
 #include "agent/inventory/discovery/discovery.h"
-#include "agent/inventory/hostfs/host_fs.h"
-#include "agent/policy/health/health.h"
-#include "agent/policy/select/pairing.h"
-#include "agent/publish/metrics/http_server.h"
 #include "agent/publish/nfd/nfd.h"
 
 namespace fabric {
@@ -58,188 +45,6 @@ class SdNotifier final : public Notifier {
     return absl::Microseconds(usec) / 2;
   }
 };
-
-// Everything start-up builds; the steps' teardowns release it in reverse order.
-struct AgentState {
-  AgentState(const AgentOptions& o, Notifier* n)
-      : opt(o), notifier(n), sysfs(o.sysfs), procfs(o.procfs) {}
-
-  const AgentOptions& opt;
-  Notifier* notifier;
-  HostFsImpl sysfs;
-  HostFsImpl procfs;
-
-  int signal_fd = -1;
-  v1::AgentConfig config;
-  int lock_fd = -1;
-  std::string lock_path;
-  bool own_socket = false;
-
-  SnapshotStore store;
-  uint64_t generation = 0;
-  v1::Host start_host;  // GID tables at start, for "changed since start".
-  std::string agent_findings_key;
-  absl::Status last_scan;
-  // While rescans are not trusted (transient read failures): since when, how many retries so
-  // far, when the next one runs, and the finding that says so. Loop thread only.
-  absl::Time stale_since = absl::InfiniteFuture();
-  int stale_retries = 0;
-  absl::Time stale_retry_at = absl::InfiniteFuture();
-  std::optional<v1::Finding> stale_finding;
-
-  std::vector<std::unique_ptr<EventSource>> sources;
-  std::unique_ptr<EventSource> config_watch;  // --config changes reload it, as SIGHUP does.
-  std::unique_ptr<Announcer> announcer;
-  std::unique_ptr<Prober> prober;
-  CallerTable callers;
-  ApiCounters api_counters;
-  std::unique_ptr<FabricAgentService> service;
-  std::unique_ptr<ApiServer> api;
-  std::unique_ptr<metrics::MetricsHttpServer> metrics;
-
-  EventLog events;         // Loop thread only; each snapshot gets a copy.
-  AgentCounters counters;  // Read by scrapes.
-  HeapTrimmer trimmer;
-  std::unique_ptr<TlsContext> tls;
-};
-
-// Which kernel event sources work, for health and metrics.
-void CountSources(AgentState& st) {
-  bool route = false, uevent = false;
-  for (const auto& s : st.sources) {
-    route = route || std::string(s->name()) == "route netlink";
-    uevent = uevent || std::string(s->name()) == "uevent";
-  }
-  st.counters.route_events = route;
-  st.counters.uevents = uevent;
-}
-
-// The agent's own findings: what degrades its answers without being the host's fault.
-std::vector<v1::Finding> AgentFindings(const AgentState& st) {
-  std::vector<v1::Finding> out;
-  auto add = [&](v1::Severity sev, const std::string& msg) {
-    v1::Finding f;
-    f.set_severity(sev);
-    f.set_check("agent");
-    f.set_message(msg);
-    out.push_back(std::move(f));
-  };
-  if (!st.counters.route_events.load()) {
-    add(v1::SEVERITY_WARNING,
-        absl::StrCat("route netlink events unavailable: changes are seen only by the periodic "
-                     "rescan (every ",
-                     absl::FormatDuration(st.opt.rescan_interval), ")"));
-  }
-  if (!st.last_scan.ok()) {
-    add(v1::SEVERITY_UNKNOWN, absl::StrCat("the last rescan failed (", st.last_scan.message(),
-                                           "); serving the previous inventory"));
-  }
-  if (st.stale_finding) out.push_back(*st.stale_finding);
-  return out;
-}
-
-std::string FindingsKey(const std::vector<v1::Finding>& fs) {
-  std::string key;
-  for (const auto& f : fs) absl::StrAppend(&key, f.severity(), f.check(), f.message(), "\n");
-  return key;
-}
-
-// Builds and publishes a snapshot when the host, the policy or the agent's findings changed.
-void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) {
-  auto cur = st.store.Current();
-  std::vector<v1::InventoryChange> changes;
-  bool host_changed = cur == nullptr;
-  const absl::Time now = absl::Now();
-  if (cur != nullptr && host) {
-    changes = DiffHosts(cur->host, *host);
-    host_changed = !changes.empty();
-    st.events.Record(cur->host, changes, now);
-  }
-  st.events.Expire(now, st.opt.event_window);
-  std::vector<v1::Finding> agent = AgentFindings(st);
-  std::string key = FindingsKey(agent);
-  if (!host_changed && !policy_changed && key == st.agent_findings_key) return;
-  st.agent_findings_key = key;
-
-  auto snap = std::make_shared<Snapshot>();
-  if (host_changed) {
-    snap->generation = ++st.generation;
-    snap->discovered_at = now;
-    snap->host = *std::move(host);
-  } else {
-    snap->generation = cur->generation;
-    snap->discovered_at = cur->discovered_at;
-    snap->host = cur->host;
-  }
-  snap->policy = st.config.selection();
-  *snap->host.mutable_pairing() = PairGpus(snap->host, snap->policy);  // Once, not per request.
-  snap->health = EvaluateHealth(snap->host, snap->policy);
-  for (v1::Finding& f : GidChangeFindings(st.start_host, snap->host)) {
-    AddFinding(&snap->health, std::move(f));
-  }
-  for (v1::Finding& f : agent) AddFinding(&snap->health, std::move(f));
-  snap->events = st.events;
-  snap->event_window = st.opt.event_window;
-  for (const v1::InventoryChange& c : changes) {
-    Log(LogLevel::kInfo, "change: ", v1::InventoryChange::Kind_Name(c.kind()), " ", c.subject(),
-        c.old_value().empty() && c.new_value().empty() ? "" : " ", c.old_value(),
-        c.old_value().empty() ? "" : " -> ", c.new_value());
-  }
-  const v1::Host& h = snap->host;
-  st.store.Publish(snap);
-  if (!st.opt.nfd_features_dir.empty()) {
-    auto wrote = WriteNfdFeatures(st.opt.nfd_features_dir, RenderNfdFeatures(h, snap->policy));
-    if (!wrote.ok()) Log(LogLevel::kWarning, "NFD feature file: ", wrote.status().message());
-  }
-}
-
-// `policy_changed`: the config was just reloaded, so publish even when the host is the same.
-void Rescan(AgentState& st, const std::string& why, bool policy_changed = false) {
-  ++st.counters.rescans;
-  st.stale_retry_at = absl::InfiniteFuture();  // Only an untrusted scan schedules a retry.
-  const absl::Time start = absl::Now();
-  auto host = Discover(st.sysfs, st.procfs);
-  Log(LogLevel::kDebug, "rescan (", why, ") took ", absl::FormatDuration(absl::Now() - start));
-  if (!host.ok()) {
-    if (st.last_scan.ok()) Log(LogLevel::kWarning, "rescan failed: ", host.status().message());
-    ++st.counters.rescan_errors;
-    st.last_scan = host.status();
-    Publish(st, std::nullopt, policy_changed);
-    return;
-  }
-  st.last_scan = absl::OkStatus();
-  const auto cur = st.store.Current();
-  const ScanTrust trust = cur != nullptr ? JudgeScan(cur->host, *host) : ScanTrust{};
-  const absl::Time now = absl::Now();
-  if (!trust.trusted) {
-    // A hole from a read that may succeed next time is no evidence that anything is gone: keep
-    // the last good inventory (no new generation, no NFD labels or health from this scan).
-    ++st.counters.stale_scans;
-    if (st.stale_since == absl::InfiniteFuture()) {
-      st.stale_since = now;
-      st.counters.stale_since_unix_ns = absl::ToUnixNanos(now);
-      const v1::FieldProblem& p = trust.new_transient.front();
-      Log(LogLevel::kWarning, "rescan (", why, ") not published: ", trust.new_transient.size(),
-          " reads failed for now, first ", p.path(), ": ", p.reason(),
-          "; serving the last good inventory and retrying");
-    }
-    st.stale_finding = StaleFinding(st.stale_since, trust);
-    st.stale_retry_at = now + StaleRetryDelay(++st.stale_retries, st.opt.rescan_interval);
-    Publish(st, std::nullopt, policy_changed);
-    return;
-  }
-  if (st.stale_finding) {
-    Log(LogLevel::kInfo, "inventory no longer stale (stale since ",
-        absl::FormatTime(absl::RFC3339_sec, st.stale_since, absl::UTCTimeZone()), ", ",
-        st.stale_retries, " rescans not published)");
-    st.stale_finding.reset();
-    st.stale_since = absl::InfiniteFuture();
-    st.stale_retries = 0;
-    st.counters.stale_since_unix_ns = 0;
-  }
-  st.counters.last_scan_ok_unix_ns = absl::ToUnixNanos(now);
-  Publish(st, *std::move(host), policy_changed);
-}
 
 // ---- Start-up steps ----
 
@@ -551,8 +356,9 @@ constexpr Step kSteps[] = {
     {"notify ready", StepReady, nullptr, kAgentFailed},
 };
 
-// `why`: "SIGHUP" or "file changed", for the log.
-void Reload(AgentState& st, const char* why) {
+// `why`: "SIGHUP" or "file changed", for the log. `events_pending`: events wait to be handled, so
+// what the rescan finds is theirs, not drift.
+void Reload(AgentState& st, const char* why, bool events_pending) {
   st.notifier->Notify("RELOADING=1");
   bool policy_changed = false;
   if (!st.opt.config.empty()) {
@@ -566,7 +372,7 @@ void Reload(AgentState& st, const char* why) {
       Log(LogLevel::kError, "keeping the previous config (", why, "): ", config.status().message());
     }
   }
-  Rescan(st, why, policy_changed);
+  Rescan(st, why, policy_changed, /*safety_net=*/!events_pending);
   st.notifier->Notify("READY=1");
 }
 
@@ -585,6 +391,7 @@ void Loop(AgentState& st) {
   absl::Time next_watchdog = watchdog > absl::ZeroDuration() ? now : absl::InfiniteFuture();
   absl::Time dirty_at = absl::InfiniteFuture();  // When coalesced events are handled.
   std::string dirty_why;
+  ChangeScope pending;                            // What they named.
   absl::Time reload_at = absl::InfiniteFuture();  // When a changed config file is read.
   for (;;) {
     now = absl::Now();
@@ -604,7 +411,7 @@ void Loop(AgentState& st) {
       signalfd_siginfo si;
       while (read(st.signal_fd, &si, sizeof(si)) == sizeof(si)) {
         if (si.ssi_signo == SIGHUP) {
-          Reload(st, "SIGHUP");
+          Reload(st, "SIGHUP", dirty_at != absl::InfiniteFuture());
         } else {
           Log(LogLevel::kInfo, "received ", strsignal(static_cast<int>(si.ssi_signo)),
               "; stopping");
@@ -642,19 +449,31 @@ void Loop(AgentState& st) {
       if (d->relevant > 0 || d->overflow) {
         if (dirty_at == absl::InfiniteFuture()) dirty_at = now + st.opt.debounce;
         dirty_why = d->overflow ? absl::StrCat(src.name(), " resync") : d->last;
+        pending.Merge(d->scope);
       }
     }
     now = absl::Now();
     if (now >= reload_at) {
-      Reload(st, "file changed");
+      Reload(st, "file changed", dirty_at != absl::InfiniteFuture());
       reload_at = absl::InfiniteFuture();
     }
     if (now >= dirty_at || now >= next_rescan || now >= st.stale_retry_at) {
-      Rescan(st, now >= dirty_at      ? dirty_why
-                 : now >= next_rescan ? "periodic"
-                                      : "retry of a stale inventory");
+      const uint64_t full_before = st.counters.refreshes_full.load();
+      if (now >= next_rescan || now >= st.stale_retry_at) {
+        // The safety net reads everything, pending events included (then it is no drift check).
+        const bool periodic = now >= next_rescan;
+        Rescan(st, periodic ? "periodic" : "retry of a stale inventory", false,
+               periodic && dirty_at == absl::InfiniteFuture());
+      } else {
+        RefreshFor(st, pending, dirty_why);
+      }
+      pending = ChangeScope();
       dirty_at = absl::InfiniteFuture();
-      next_rescan = absl::Now() + st.opt.rescan_interval;
+      // The safety net runs --rescan-interval after the last full rescan, however many targeted
+      // refreshes happened since.
+      if (st.counters.refreshes_full.load() != full_before) {
+        next_rescan = absl::Now() + st.opt.rescan_interval;
+      }
     }
     if (now >= st.trimmer.next()) st.trimmer.Tick(now);
     if (now >= next_watchdog) {

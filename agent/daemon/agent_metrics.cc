@@ -35,6 +35,24 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
   out->Counter("fabric_agent_rescans_total",
                "Discoveries of the host (events, reloads and the periodic safety net).", {},
                c.rescans.load());
+  out->Counter("fabric_agent_refreshes_total",
+               "Inventory refreshes by kind: full (every file read: start-up, the periodic safety "
+               "net, reloads, event overflow), targeted (only what the events named) and skipped "
+               "(nothing in the inventory depends on what the events named).",
+               {{"kind", "full"}}, c.refreshes_full.load());
+  out->Counter("fabric_agent_refreshes_total", "", {{"kind", "targeted"}},
+               c.refreshes_targeted.load());
+  out->Counter("fabric_agent_refreshes_total", "", {{"kind", "skipped"}},
+               c.refreshes_skipped.load());
+  out->Counter("fabric_agent_refresh_seconds_total", "Time spent in refreshes, by kind.",
+               {{"kind", "full"}}, static_cast<double>(c.refresh_full_ns.load()) / 1e9);
+  out->Counter("fabric_agent_refresh_seconds_total", "", {{"kind", "targeted"}},
+               static_cast<double>(c.refresh_targeted_ns.load()) / 1e9);
+  out->Counter("fabric_agent_refresh_drift_total",
+               "Changes a periodic or reload rescan found that the event-driven refreshes had "
+               "not: a change no kernel event announces (an InfiniBand port's state, a sysctl) or "
+               "a targeted refresh gone wrong. Logged each; the full result is served.",
+               {}, c.refresh_drift.load());
   out->Counter("fabric_agent_rescan_errors_total",
                "Rescans that failed (the previous inventory stayed served).", {},
                c.rescan_errors.load());

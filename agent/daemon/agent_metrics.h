@@ -31,6 +31,14 @@ struct AgentCounters {
   std::atomic<int64_t> stale_since_unix_ns{0};
   std::atomic<bool> route_events{false};
   std::atomic<bool> uevents{false};
+  // Refreshes by kind (full: Discover; targeted: a splice; skipped: nothing depended on the
+  // events), their time, and what full rescans found that no targeted refresh had.
+  std::atomic<uint64_t> refreshes_full{0};
+  std::atomic<uint64_t> refreshes_targeted{0};
+  std::atomic<uint64_t> refreshes_skipped{0};
+  std::atomic<int64_t> refresh_full_ns{0};
+  std::atomic<int64_t> refresh_targeted_ns{0};
+  std::atomic<uint64_t> refresh_drift{0};
   absl::Time started = absl::Now();
 };
 

@@ -26,6 +26,7 @@
 #include "agent/policy/select/select.h"
 #include "fabric/v1/agent.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/scrape.h"
@@ -1002,29 +1003,102 @@ class AgentNetnsTest : public AgentTest {
 };
 
 // Real route netlink: the agent runs in a throwaway network namespace with a safety-net rescan
-// an hour away; a veth pair created there is the only thing that can make it rescan in time.
-TEST_F(AgentNetnsTest, RouteNetlinkEventTriggersARescan) {
-  if (!StartInNetns("fabric-dt-", {"--rescan-interval=3600", "--log-level=debug"})) {
+// an hour away, so only events can make it refresh. Each step makes real netlink changes (veths
+// created, renamed, moved to another namespace and back, deleted; addresses added), some with
+// the example tree changing beneath as the kernel would change sysfs. An unrelated veth costs a
+// skipped refresh; a netdev named like a port's refreshes that device alone; and a final SIGHUP
+// rescan in full finds nothing the targeted refreshes had missed.
+TEST_F(AgentNetnsTest, RouteNetlinkEventsRefreshWhatTheyNameAndNothingElse) {
+  if (!StartInNetns("fabric-dt-",
+                    {"--rescan-interval=3600", "--log-level=debug", "--metrics=127.0.0.1:0"})) {
     GTEST_SKIP() << skip_;
   }
   ASSERT_FALSE(HasFatalFailure());
-  auto ctx = Ctx(absl::Seconds(20));
+  std::optional<std::string> logged =
+      testing::WaitForLogged(*agent_, "metrics on http://127.0.0.1:", absl::Seconds(10));
+  ASSERT_TRUE(logged.has_value()) << agent_->Stderr();
+  const int port = std::stoi(*logged);
+  // The metrics listen inside the namespace (whose loopback starts down): scrape from there.
+  ASSERT_EQ(InNetns({"link", "set", "lo", "up"}).status, 0);
+  auto metric = [&](const std::string& series) {
+    auto r = testing::Run({"/usr/sbin/ip", "netns", "exec", ns_, "/usr/bin/python3", "-c",
+                           absl::StrCat("import urllib.request; print(urllib.request.urlopen("
+                                        "'http://127.0.0.1:",
+                                        port, "/metrics').read().decode())")});
+    return r.ok() && r->status == 0 ? Sample(r->out, series) : -1;
+  };
+  auto ctx = Ctx(absl::Seconds(60));
   auto reader = stub_->WatchInventory(ctx.get(), {});
-  v1::InventoryEvent first;
-  ASSERT_TRUE(reader->Read(&first)) << agent_->Stderr();
+  v1::InventoryEvent ev;
+  ASSERT_TRUE(reader->Read(&ev)) << agent_->Stderr();
+  auto ip = [&](std::vector<std::string> cmd) {
+    RunResult r = InNetns(std::move(cmd));
+    EXPECT_EQ(r.status, 0) << r.err;
+  };
+  auto next_change = [&](v1::InventoryChange::Kind kind, const std::string& subject) {
+    EXPECT_TRUE(reader->Read(&ev)) << agent_->Stderr();
+    bool saw = false;
+    for (const auto& c : ev.changes()) saw = saw || (c.kind() == kind && c.subject() == subject);
+    EXPECT_TRUE(saw) << ev.ShortDebugString().substr(0, 2000);
+  };
 
-  WriteFile(Sys("class/infiniband/mlx5_4/ports/1/state"), "1: DOWN\n");
-  RunResult veth = InNetns({"link", "add", "fabv0", "type", "veth", "peer", "name", "fabv1"});
-  ASSERT_EQ(veth.status, 0) << veth.err;
-  v1::InventoryEvent next;
-  ASSERT_TRUE(reader->Read(&next)) << agent_->Stderr();
-  bool saw = false;
-  for (const auto& c : next.changes()) {
-    saw = saw || (c.kind() == v1::InventoryChange::KIND_PORT_STATE && c.subject() == "mlx5_4:1");
-  }
-  EXPECT_TRUE(saw) << next.ShortDebugString().substr(0, 2000);
-  EXPECT_TRUE(absl::StrContains(agent_->Stderr(), "rescan (link added or changed"))
+  // A pod's veth with an address: nothing in the inventory depends on it.
+  ip({"link", "add", "rbpod0", "type", "veth", "peer", "name", "rbpod1"});
+  ip({"addr", "add", "10.99.0.1/24", "dev", "rbpod0"});
+  ip({"link", "set", "rbpod0", "up"});
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return metric(R"(fabric_agent_refreshes_total{kind="skipped"})") >= 1; },
+      absl::Seconds(10)))
       << agent_->Stderr();
+  EXPECT_EQ(metric(R"(fabric_agent_refreshes_total{kind="targeted"})"), 0);
+
+  // mlx5_4's port goes down in the tree; a netdev named like its port's (eth4) appears.
+  WriteFile(Sys("class/infiniband/mlx5_4/ports/1/state"), "1: DOWN\n");
+  ip({"link", "add", "eth4", "type", "veth", "peer", "name", "eth4p"});
+  next_change(v1::InventoryChange::KIND_PORT_STATE, "mlx5_4:1");
+  EXPECT_TRUE(absl::StrContains(agent_->Stderr(), "targeted refresh of ")) << agent_->Stderr();
+
+  // An address on eth3, and the GID the kernel adds for it.
+  ip({"link", "add", "eth3", "type", "veth", "peer", "name", "eth3p"});
+  const std::string gids = "class/infiniband/mlx5_3/ports/1/";
+  WriteFile(Sys(gids + "gids/9"), testing::Ipv4MappedGid("10.9.0.3") + "\n");
+  WriteFile(Sys(gids + "gid_attrs/types/9"), "RoCE v2\n");
+  WriteFile(Sys(gids + "gid_attrs/ndevs/9"), "eth3\n");
+  ip({"addr", "add", "10.9.0.3/24", "dev", "eth3"});
+  next_change(v1::InventoryChange::KIND_GID_TABLE, "mlx5_3:1");
+
+  // Renamed, moved to another namespace and back, deleted: events for names the inventory
+  // holds, holds no more, and never held.
+  const double targeted_before = metric(R"(fabric_agent_refreshes_total{kind="targeted"})");
+  const std::string other = ns_ + "-b";
+  ASSERT_EQ(testing::Run({"/usr/sbin/ip", "netns", "add", other})->status, 0);
+  ip({"link", "set", "eth3", "name", "eth3r"});
+  ip({"link", "set", "eth3r", "netns", other});
+  RunResult back = *testing::Run(
+      {"/usr/sbin/ip", "-n", other, "link", "set", "eth3r", "netns", ns_, "name", "eth3"});
+  EXPECT_EQ(back.status, 0) << back.err;
+  (void)testing::Run({"/usr/sbin/ip", "netns", "del", other});
+  ip({"link", "del", "eth3"});
+  ip({"link", "del", "rbpod0"});
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return metric(R"(fabric_agent_refreshes_total{kind="targeted"})") > targeted_before; },
+      absl::Seconds(10)))
+      << agent_->Stderr();
+
+  // The safety net: a full rescan (SIGHUP) finds nothing the events had not brought.
+  const double full_before = metric(R"(fabric_agent_refreshes_total{kind="full"})");
+  agent_->Signal(SIGHUP);
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return metric(R"(fabric_agent_refreshes_total{kind="full"})") > full_before; },
+      absl::Seconds(10)));
+  EXPECT_EQ(metric("fabric_agent_refresh_drift_total"), 0) << agent_->Stderr();
+  EXPECT_FALSE(absl::StrContains(agent_->Stderr(), "found what no event announced"))
+      << agent_->Stderr();
+  // And a change no event announces is what the drift counts.
+  WriteFile(Sys("class/infiniband/mlx5_6/ports/1/state"), "1: DOWN\n");
+  agent_->Signal(SIGHUP);
+  next_change(v1::InventoryChange::KIND_PORT_STATE, "mlx5_6:1");
+  EXPECT_EQ(metric("fabric_agent_refresh_drift_total"), 1);
   ctx->TryCancel();
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "agent/inventory/discovery/refresh.h"
 
 namespace fabric {
 
@@ -14,6 +15,7 @@ struct Drained {
   int relevant = 0;       // Messages that can change the inventory.
   bool overflow = false;  // ENOBUFS: the kernel dropped messages, so only a full resync is safe.
   std::string last;       // A short description of the last relevant message, for logs.
+  ChangeScope scope;      // What the messages named (full on overflow).
 };
 
 class EventSource {

@@ -11,9 +11,11 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "agent/inventory/changes/event_log.h"
+#include "fabric/v1/agent.pb.h"
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
@@ -49,6 +51,10 @@ struct Snapshot {
   EventLog events;
   absl::Duration event_window = absl::Hours(1);
   SelectionCache selections;
+  // DiffHosts from generation `changes_since` to this one, computed once when it was published
+  // (watch streams that saw that generation send these).
+  uint64_t changes_since = 0;
+  std::vector<v1::InventoryChange> changes;
 };
 
 class SnapshotStore {

@@ -52,4 +52,19 @@ bool AffectsInventory(const Uevent& e) {
   return e.subsystem == "pci" && e.action != "change";
 }
 
+void AddToScope(const Uevent& e, ChangeScope* scope) {
+  const size_t slash = e.devpath.rfind('/');
+  const std::string last = slash == std::string::npos ? e.devpath : e.devpath.substr(slash + 1);
+  if (e.subsystem == "net") {
+    auto it = e.env.find("INTERFACE");
+    scope->Netdev(it != e.env.end() ? it->second : last);
+  } else if (e.subsystem == "infiniband") {
+    scope->RdmaDevice(last);
+  } else if (e.subsystem == "infiniband_verbs") {
+    scope->Uverbs();
+  } else if (e.subsystem == "pci") {
+    scope->Full(absl::StrCat("PCI function ", last, " ", e.action));
+  }
+}
+
 }  // namespace fabric

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "agent/inventory/discovery/refresh.h"
 
 namespace fabric {
 
@@ -25,5 +26,10 @@ absl::StatusOr<Uevent> ParseUevent(std::string_view datagram);
 // Whether an event can change the inventory: RDMA devices (infiniband, infiniband_verbs), net
 // devices, and PCI functions being added, removed, bound or unbound.
 bool AffectsInventory(const Uevent& e);
+
+// What an event AffectsInventory() accepts names: a netdev (INTERFACE), an RDMA device (the
+// devpath's last part), the uverbs nodes; a PCI function added, removed or (un)bound asks for a
+// full rescan (its SR-IOV set and any accelerator on it are re-read with everything else).
+void AddToScope(const Uevent& e, ChangeScope* scope);
 
 }  // namespace fabric

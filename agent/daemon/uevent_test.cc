@@ -84,5 +84,31 @@ TEST(AffectsInventory, BySubsystemAndAction) {
   }
 }
 
+TEST(AddToScope, EachSubsystemNamesWhatChanged) {
+  auto scope_of = [](const std::string& datagram) {
+    ChangeScope s;
+    auto e = ParseUevent(datagram);
+    EXPECT_TRUE(e.ok()) << e.status();
+    if (e.ok()) AddToScope(*e, &s);
+    return s;
+  };
+  ChangeScope net = scope_of(
+      Msg({"add@/devices/virtual/net/veth9f", "ACTION=add", "DEVPATH=/devices/virtual/net/veth9f",
+           "SUBSYSTEM=net", "INTERFACE=veth9f", "IFINDEX=41"}));
+  EXPECT_EQ(net.netdevs(), std::set<std::string>{"veth9f"});
+  EXPECT_FALSE(net.full());
+  ChangeScope ib = scope_of(Msg({"remove@/devices/pci0000:00/0000:00:02.0/infiniband/mlx5_3",
+                                 "ACTION=remove", "SUBSYSTEM=infiniband", "NAME=mlx5_3"}));
+  EXPECT_EQ(ib.rdma_devices(), std::set<std::string>{"mlx5_3"});
+  ChangeScope verbs = scope_of(Msg({"add@/devices/virtual/infiniband_verbs/uverbs3", "ACTION=add",
+                                    "SUBSYSTEM=infiniband_verbs"}));
+  EXPECT_TRUE(verbs.uverbs());
+  EXPECT_TRUE(verbs.rdma_devices().empty());
+  ChangeScope pci = scope_of(Msg({"add@/devices/pci0000:00/0000:00:02.0/0000:03:00.2", "ACTION=add",
+                                  "SUBSYSTEM=pci", "PCI_SLOT_NAME=0000:03:00.2"}));
+  EXPECT_TRUE(pci.full());
+  EXPECT_EQ(pci.full_why(), "PCI function 0000:03:00.2 add");
+}
+
 }  // namespace
 }  // namespace fabric

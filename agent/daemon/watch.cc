@@ -1,6 +1,9 @@
 #include "agent/daemon/watch.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/time_util.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include <utility>
 #include <vector>
@@ -13,6 +16,23 @@
 #include "agent/inventory/changes/changes.h"
 
 namespace fabric {
+namespace {
+
+// Appends a length-delimited field (wire type 2) to serialized message bytes.
+void AppendBytesField(int number, std::string_view bytes, std::string* out) {
+  google::protobuf::io::StringOutputStream raw(out);
+  google::protobuf::io::CodedOutputStream coded(&raw);
+  coded.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
+      number, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+  coded.WriteVarint32(static_cast<uint32_t>(bytes.size()));
+  coded.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
+}
+
+void AppendField(int number, const google::protobuf::MessageLite& m, std::string* out) {
+  AppendBytesField(number, m.SerializeAsString(), out);
+}
+
+}  // namespace
 
 void FillInventory(const Snapshot& s, v1::Inventory* out) {
   *out->mutable_host() = s.host;
@@ -24,14 +44,30 @@ void FillInventory(const Snapshot& s, v1::Inventory* out) {
 
 std::string WatchEventBytes(const Snapshot* last, const Snapshot& next) {
   v1::InventoryEvent event;
-  FillInventory(next, event.mutable_inventory());
   if (last != nullptr) {
-    for (v1::InventoryChange& c : DiffHosts(last->host, next.host)) {
+    // Publish diffed against the generation before; a stream that skipped some diffs its own.
+    std::vector<v1::InventoryChange> changes =
+        last->generation == next.changes_since && last->generation != next.generation
+            ? next.changes
+            : DiffHosts(last->host, next.host);
+    for (v1::InventoryChange& c : changes) {
       next.events.SetCount(&c);
       *event.add_changes() = std::move(c);
     }
   }
-  return event.SerializeAsString();
+  // The inventory without its host, then the host serialized in place: the same bytes as
+  // FillInventory's message (fields may come in any order), without copying a host of
+  // hundreds of devices for every change.
+  v1::Inventory inv;
+  inv.set_generation(next.generation);
+  *inv.mutable_discovered_at() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
+      absl::ToUnixNanos(next.discovered_at));
+  next.events.Fill(absl::Now(), next.event_window, &inv);
+  std::string inv_bytes = inv.SerializeAsString();
+  AppendField(v1::Inventory::kHostFieldNumber, next.host, &inv_bytes);
+  std::string out = event.SerializeAsString();
+  AppendBytesField(v1::InventoryEvent::kInventoryFieldNumber, inv_bytes, &out);
+  return out;
 }
 
 namespace {

@@ -19,9 +19,12 @@
 
 #include "agent/inventory/changes/changes.h"
 #include "agent/inventory/discovery/discovery.h"
+#include "agent/inventory/discovery/refresh.h"
+#include "agent/policy/health/health.h"
 #include "agent/policy/place/place.h"
 #include "agent/policy/select/pairing.h"
 #include "agent/policy/select/select.h"
+#include "agent/publish/nfd/nfd.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
 
@@ -184,6 +187,59 @@ void BM_SelectOneGpu(benchmark::State& state, const std::string& name, bool snap
   }
 }
 
+// A targeted refresh after an event on the first port's netdev (what an address or GID change
+// costs the agent), and the plan for a netdev nothing relates to (a pod's veth).
+void BM_Refresh(benchmark::State& state, const std::string& name, bool related) {
+  Tree& t = Trees()[name];
+  HostFsImpl sys((t.dir / "sys").string());
+  HostFsImpl proc((t.dir / "proc").string());
+  auto host = Discover(sys, proc);
+  if (!host.ok() || host->rdma_devices().empty()) {
+    state.SkipWithError("no host or no RDMA device");
+    return;
+  }
+  ChangeScope scope;
+  scope.Netdev(related ? host->rdma_devices(0).ports(0).netdev() : "veth0c1d2e");
+  scope.RouteVia(related ? host->rdma_devices(0).ports(0).netdev() : "veth0c1d2e");
+  for (auto _ : state) {
+    RefreshPlan plan =
+        PlanRefresh(*host, scope, [&](const std::string& n) { return LookUpNetdev(sys, n); });
+    if (plan.empty()) continue;
+    auto r = Refresh(sys, proc, *host, plan);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(r);
+  }
+}
+
+// What publishing a snapshot costs beside the refresh: the copy, health, GID findings, labels.
+void BM_PublishPart(benchmark::State& state, const std::string& name, int part) {
+  auto host = DiscoverTree(name);
+  if (!host.ok()) {
+    state.SkipWithError(std::string(host.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    switch (part) {
+      case 0: {
+        v1::Host copy = *host;
+        benchmark::DoNotOptimize(copy);
+        break;
+      }
+      case 1:
+        benchmark::DoNotOptimize(EvaluateHealth(*host, {}));
+        break;
+      case 2:
+        benchmark::DoNotOptimize(GidChangeFindings(*host, *host));
+        break;
+      default:
+        benchmark::DoNotOptimize(RenderNfdFeatures(*host, {}));
+    }
+  }
+}
+
 // Records each benchmark's time so that the ratios can be printed after the run.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -258,6 +314,20 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("PairGpus/") + host).c_str(), BM_PairGpus,
                                  std::string(host))
         ->Unit(benchmark::kMicrosecond);
+    for (bool related : {true, false}) {
+      benchmark::RegisterBenchmark(
+          (std::string("Refresh/") + host + (related ? "/port-netdev" : "/unrelated")).c_str(),
+          BM_Refresh, std::string(host), related)
+          ->Unit(benchmark::kMicrosecond)
+          ->MeasureProcessCPUTime()
+          ->UseRealTime();
+    }
+    int part = 0;
+    for (const char* what : {"CopyHost", "EvaluateHealth", "GidChangeFindings", "RenderNfd"}) {
+      benchmark::RegisterBenchmark((std::string(what) + "/" + host).c_str(), BM_PublishPart,
+                                   std::string(host), part++)
+          ->Unit(benchmark::kMicrosecond);
+    }
     for (bool snapshot : {true, false}) {
       benchmark::RegisterBenchmark(
           (std::string("SelectOneGpu/") + host + (snapshot ? "/snapshot" : "/bare")).c_str(),

@@ -96,10 +96,14 @@ class PciReader {
  public:
   explicit PciReader(const HostFs& sys) : sys_(sys) {}
   const v1::PciFunction& Read(const std::string& dir);
+  // Answers Read for the function at f.address() with `f` instead of reading it (refresh.cc:
+  // netdev events change no PCI facts, and a PF's SR-IOV set is dozens of reads).
+  void Reuse(const v1::PciFunction& f) { reuse_[f.address()] = &f; }
 
  private:
   const HostFs& sys_;
   std::map<std::string, v1::PciFunction> cache_;
+  std::map<std::string, const v1::PciFunction*> reuse_;
 };
 
 // rdma.cc: each port's directory, kept open for its GID table.
@@ -111,6 +115,12 @@ struct RdmaScan {
 };
 // The RDMA devices (with their uverbs nodes) and ports, in natural name order, without GIDs.
 RdmaScan ReadRdmaDevices(const HostFs& sys, PciReader* pci, v1::Host* host);
+// RDMA device name -> its uverbs node ("uverbs0"), from class/infiniband_verbs.
+std::map<std::string, std::string> ReadUverbs(const HostFs& sys, v1::Host* host);
+// One device (class/infiniband/<name>), appended to host->rdma_devices (refresh.cc re-reads one).
+void ReadRdmaDevice(const HostFs& sys, const std::string& name,
+                    const std::map<std::string, std::string>& uverbs, PciReader* pci,
+                    v1::Host* host, RdmaScan* scan);
 
 // gids.cc: fills in the ports' GID tables. Takes the directories by value so that they are closed
 // once read.
@@ -120,6 +130,9 @@ void ReadGidTables(PortDirs port_dirs, v1::Host* host);
 // entries, and the default-route netdevs. Needs the GID tables and default routes read.
 void ReadNetdevs(const HostFs& sys, const std::map<std::string, std::string>& device_pci_dirs,
                  const std::vector<Ipv4Route>& routes, v1::Host* host);
+// What the routes say of each netdev of `host`: default_route (from default_route_netdevs) and
+// its connected IPv4 subnets. Replaces what was there; netdevs must be in natural name order.
+void ApplyRoutes(const std::vector<Ipv4Route>& routes, v1::Host* host);
 
 // accelerators.cc: GPUs and other accelerators among the PCI functions, by PCI address, with
 // their UUIDs (NVIDIA: procfs driver/nvidia/gpus/<bdf>/information; AMD: unique_id) and indices.

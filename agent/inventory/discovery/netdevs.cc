@@ -148,23 +148,27 @@ void ReadNetdevs(const HostFs& sys, const std::map<std::string, std::string>& de
   }
   for (const std::string& name : host->default_route_netdevs()) reader.ReadNetdevByName(name);
 
-  std::set<std::string> defaults(host->default_route_netdevs().begin(),
-                                 host->default_route_netdevs().end());
   std::map<std::string, NetdevInfo>& netdevs = reader.netdevs();
   std::vector<std::string> names;
   for (const auto& [name, info] : netdevs) names.push_back(name);
   std::sort(names.begin(), names.end(), NaturalLess);
-  for (const std::string& name : names) {
-    Netdev& nd = netdevs[name].nd;
-    nd.set_default_route(defaults.count(name) > 0);
+  for (const std::string& name : names) *host->add_netdevs() = std::move(netdevs[name].nd);
+  ApplyRoutes(routes, host);
+}
+
+void ApplyRoutes(const std::vector<Ipv4Route>& routes, Host* host) {
+  std::set<std::string> defaults(host->default_route_netdevs().begin(),
+                                 host->default_route_netdevs().end());
+  for (Netdev& nd : *host->mutable_netdevs()) {
+    nd.set_default_route(defaults.count(nd.name()) > 0);
+    nd.clear_ipv4_subnets();
     for (const Ipv4Route& r : routes) {
       // Connected routes (no gateway) give the interface's subnets.
-      if (r.iface != name || r.gateway != 0 || r.mask == 0 || (r.flags & 0x2)) continue;
+      if (r.iface != nd.name() || r.gateway != 0 || r.mask == 0 || (r.flags & 0x2)) continue;
       if (auto len = MaskToPrefixLen(r.mask); len.ok()) {
         nd.add_ipv4_subnets(FormatCidr(r.destination, *len));
       }
     }
-    *host->add_netdevs() = std::move(nd);
   }
 }
 

@@ -146,8 +146,9 @@ const PciFunction& PciReader::Read(const std::string& dir) {
   auto it = cache_.find(dir);
   if (it != cache_.end()) return it->second;
   PciFunction& f = cache_[dir];
-  Problems* problems = f.mutable_problems();
   const std::string base = Basename(dir);
+  if (auto r = reuse_.find(base); r != reuse_.end()) return f = *r->second;
+  Problems* problems = f.mutable_problems();
   if (auto addr = ParsePciAddress(base); addr.ok()) {
     f.set_address(*addr);
   } else {

@@ -20,9 +20,6 @@ namespace fabric::discovery_internal {
 
 using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
 
-namespace {
-
-// RDMA device name -> its uverbs node ("uverbs0").
 std::map<std::string, std::string> ReadUverbs(const HostFs& sys, Host* host) {
   std::map<std::string, std::string> uverbs;
   auto names = sys.ListDir("class/infiniband_verbs");
@@ -42,6 +39,8 @@ std::map<std::string, std::string> ReadUverbs(const HostFs& sys, Host* host) {
   }
   return uverbs;
 }
+
+namespace {
 
 void ReadPort(const HostFs& sys, const std::string& dev_dir, uint32_t number, Port* port,
               PortDirs* port_dirs) {
@@ -81,6 +80,8 @@ void ReadPort(const HostFs& sys, const std::string& dev_dir, uint32_t number, Po
   if (auto v = ReadField(pd, "sm_lid", "sm_lid", problems, u32)) port->set_sm_lid(*v);
   port_dirs->emplace(port, std::make_pair(dir, std::move(*d)));  // read by ReadGidTables
 }
+
+}  // namespace
 
 void ReadRdmaDevice(const HostFs& sys, const std::string& name,
                     const std::map<std::string, std::string>& uverbs, PciReader* pci, Host* host,
@@ -161,8 +162,6 @@ void ReadRdmaDevice(const HostFs& sys, const std::string& name,
   std::sort(numbers.begin(), numbers.end());
   for (uint32_t n : numbers) ReadPort(sys, *real, n, dev->add_ports(), &scan->port_dirs);
 }
-
-}  // namespace
 
 RdmaScan ReadRdmaDevices(const HostFs& sys, PciReader* pci, Host* host) {
   RdmaScan scan;

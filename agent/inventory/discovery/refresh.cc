@@ -1,0 +1,404 @@
+#include "agent/inventory/discovery/refresh.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/common/natural_order.h"
+#include "agent/inventory/discovery/discovery_internal.h"
+#include "agent/inventory/topology/topology.h"
+
+namespace fabric {
+
+using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
+namespace di = discovery_internal;
+
+// ---- ChangeScope ----
+
+void ChangeScope::Full(std::string why) {
+  if (full_) return;
+  full_ = true;
+  full_why_ = std::move(why);
+  // Names are of no use once full: drop them so that a storm holds no memory.
+  netdevs_.clear();
+  ifindexes_.clear();
+  route_netdevs_.clear();
+  rdma_devices_.clear();
+}
+
+bool ChangeScope::Room() {
+  if (full_) return false;
+  if (netdevs_.size() + ifindexes_.size() + route_netdevs_.size() + rdma_devices_.size() <
+      kMaxNames) {
+    return true;
+  }
+  Full(absl::StrCat("more than ", kMaxNames, " netdevs, routes and devices changed"));
+  return false;
+}
+
+void ChangeScope::Netdev(std::string name) {
+  if (!name.empty() && Room()) netdevs_.insert(std::move(name));
+}
+void ChangeScope::Ifindex(int32_t ifindex) {
+  if (ifindex > 0 && Room()) ifindexes_.insert(ifindex);
+}
+void ChangeScope::RouteVia(std::string netdev) {
+  if (!netdev.empty() && Room()) route_netdevs_.insert(std::move(netdev));
+}
+void ChangeScope::DefaultRoute() { default_route_ = true; }
+void ChangeScope::RdmaDevice(std::string name) {
+  if (!name.empty() && Room()) rdma_devices_.insert(std::move(name));
+}
+void ChangeScope::Uverbs() { uverbs_ = true; }
+
+void ChangeScope::Merge(const ChangeScope& o) {
+  if (o.full_) Full(o.full_why_);
+  for (const std::string& n : o.netdevs_) Netdev(n);
+  for (int32_t i : o.ifindexes_) Ifindex(i);
+  for (const std::string& n : o.route_netdevs_) RouteVia(n);
+  for (const std::string& n : o.rdma_devices_) RdmaDevice(n);
+  default_route_ = default_route_ || o.default_route_;
+  uverbs_ = uverbs_ || o.uverbs_;
+}
+
+bool ChangeScope::empty() const {
+  return !full_ && netdevs_.empty() && ifindexes_.empty() && route_netdevs_.empty() &&
+         !default_route_ && rdma_devices_.empty() && !uverbs_;
+}
+
+// ---- Planning ----
+
+NetdevFacts LookUpNetdev(const HostFs& sys, const std::string& name) {
+  NetdevFacts f;
+  auto real = sys.RealPath(absl::StrCat("class/net/", name));
+  if (!real.ok()) return f;
+  f.exists = true;
+  // .../<BDF>/net/<name>: the PCI function it belongs to (as ReadNetdevs finds it).
+  const std::string parent = di::Dirname(di::Dirname(*real));
+  if (auto a = ParsePciAddress(di::Basename(parent)); a.ok()) {
+    f.pci_address = *a;
+    f.pci_has_rdma = sys.Exists(JoinPath(parent, "infiniband"));
+  }
+  if (auto entries = sys.ListDir(*real); entries.ok()) {
+    for (const std::string& e : *entries) {
+      if (absl::StartsWith(e, "lower_")) f.lowers.push_back(e.substr(6));
+    }
+  }
+  return f;
+}
+
+RefreshPlan PlanRefresh(const Host& cur, const ChangeScope& scope, const NetdevLookup& lookup) {
+  RefreshPlan plan;
+  if (scope.full()) {
+    plan.full = true;
+    plan.why = scope.full_why();
+    return plan;
+  }
+  std::map<std::string, const v1::Netdev*> by_name;
+  std::map<int32_t, std::string> by_index;
+  for (const v1::Netdev& nd : cur.netdevs()) {
+    by_name[nd.name()] = &nd;
+    if (nd.has_ifindex()) by_index[nd.ifindex()] = nd.name();
+  }
+  auto relate = [&](const std::string& n) {
+    bool known = false;
+    if (auto it = by_name.find(n); it != by_name.end()) {
+      known = true;
+      if (!it->second->rdma_device().empty()) {
+        plan.devices.insert(it->second->rdma_device());
+      } else {
+        plan.netdevs.insert(n);  // A default-route netdev: only itself.
+      }
+    }
+    for (const v1::RdmaDevice& d : cur.rdma_devices()) {
+      bool mine = d.parent_netdev() == n;
+      for (const Port& p : d.ports()) mine = mine || p.netdev() == n;
+      if (mine) plan.devices.insert(d.name());
+      known = known || mine;
+    }
+    if (known) return;
+    // Not in the inventory: one look at sysfs says whether it can be (a new port netdev, an
+    // RDMA device back on its function, an upper device whose GIDs the kernel adds).
+    const NetdevFacts f = lookup(n);
+    if (!f.exists) return;
+    if (!f.pci_address.empty()) {
+      bool on_device = false;
+      for (const v1::RdmaDevice& d : cur.rdma_devices()) {
+        if (d.pci().address() == f.pci_address) {
+          plan.devices.insert(d.name());
+          on_device = true;
+        }
+      }
+      if (!on_device && f.pci_has_rdma) plan.device_list = true;
+    }
+    for (const std::string& lower : f.lowers) {
+      auto it = by_name.find(lower);
+      if (it != by_name.end() && !it->second->rdma_device().empty()) {
+        plan.devices.insert(it->second->rdma_device());
+      }
+    }
+  };
+  for (const std::string& n : scope.netdevs()) relate(n);
+  for (int32_t i : scope.ifindexes()) {
+    if (auto it = by_index.find(i); it != by_index.end()) relate(it->second);
+  }
+  plan.routes = scope.default_route();
+  for (const std::string& n : scope.route_netdevs()) plan.routes = plan.routes || by_name.count(n);
+  for (const std::string& d : scope.rdma_devices()) {
+    plan.device_list = true;
+    for (const v1::RdmaDevice& have : cur.rdma_devices()) {
+      if (have.name() == d) plan.devices.insert(d);
+    }
+  }
+  if (scope.uverbs()) plan.uverbs = plan.device_list = true;
+  // Past a quarter of the devices, one full read is cheaper than splicing.
+  const size_t cap = std::max<size_t>(16, static_cast<size_t>(cur.rdma_devices_size()) / 4);
+  if (plan.devices.size() > cap) {
+    plan.full = true;
+    plan.why = absl::StrCat(plan.devices.size(), " RDMA devices changed");
+    return plan;
+  }
+  std::vector<std::string> parts;
+  if (!plan.devices.empty()) parts.push_back(absl::StrJoin(plan.devices, ","));
+  if (plan.device_list) parts.push_back("device list");
+  if (plan.uverbs) parts.push_back("uverbs");
+  if (!plan.netdevs.empty()) parts.push_back(absl::StrJoin(plan.netdevs, ","));
+  if (plan.routes) parts.push_back("routes");
+  plan.why = absl::StrJoin(parts, " ");
+  return plan;
+}
+
+// ---- Refreshing ----
+
+namespace {
+
+template <typename Msg>
+void SortByName(google::protobuf::RepeatedPtrField<Msg>* items) {
+  std::sort(items->begin(), items->end(),
+            [](const Msg& a, const Msg& b) { return NaturalLess(a.name(), b.name()); });
+}
+
+// Host-level problems: drops those `stale` says the refresh has read again, then adds `fresh`.
+void SpliceProblems(const std::function<bool(const FieldProblem&)>& stale,
+                    const di::Problems& fresh, Host* host) {
+  di::Problems kept;
+  for (FieldProblem& p : *host->mutable_problems()) {
+    if (!stale(p)) *kept.Add() = std::move(p);
+  }
+  for (const FieldProblem& p : fresh) *kept.Add() = p;
+  host->mutable_problems()->Swap(&kept);
+}
+
+// The netdevs a device's entry names: its ports' netdevs, GID entries' and parent netdev.
+void NamedNetdevs(const v1::RdmaDevice& d, std::set<std::string>* out) {
+  if (!d.parent_netdev().empty()) out->insert(d.parent_netdev());
+  for (const Port& p : d.ports()) {
+    if (!p.netdev().empty()) out->insert(p.netdev());
+    for (const Gid& g : p.gids()) {
+      if (!g.netdev().empty()) out->insert(g.netdev());
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& cur,
+                             const RefreshPlan& plan) {
+  if (plan.full) return absl::FailedPreconditionError(plan.why);
+  Host host = cur;
+  host.clear_pairing();  // The served host carries the snapshot's pairing; discovery does not.
+
+  // Host-wide facts from procfs: routes for the netdevs' subnets, modules for GPUDirect.
+  Host fresh;
+  const di::ProcfsScan proc_scan = di::ReadProcfs(sys, proc, &fresh);
+  {
+    std::set<std::string> was(cur.default_route_netdevs().begin(),
+                              cur.default_route_netdevs().end());
+    std::set<std::string> now(fresh.default_route_netdevs().begin(),
+                              fresh.default_route_netdevs().end());
+    if (was != now) return absl::FailedPreconditionError("the default-route netdevs changed");
+  }
+  host.set_hostname(fresh.hostname());
+  host.set_kernel_release(fresh.kernel_release());
+  const std::set<std::string> procfs_fields = {"hostname", "kernel_release", "routes", "gpudirect"};
+
+  // RDMA devices: the planned ones, and when the list may have changed, the new and gone ones.
+  std::set<std::string> names = plan.devices;
+  std::set<std::string> listed;
+  std::map<std::string, const v1::RdmaDevice*> old;
+  for (const v1::RdmaDevice& d : cur.rdma_devices()) old[d.name()] = &d;
+  if (plan.device_list) {
+    auto ls = sys.ListDir("class/infiniband");
+    if (!ls.ok() && !absl::IsNotFound(ls.status())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("class/infiniband: ", ls.status().message()));
+    }
+    if (ls.ok()) listed.insert(ls->begin(), ls->end());
+    for (const std::string& n : listed) {
+      if (!old.count(n)) names.insert(n);
+    }
+    for (const auto& [n, d] : old) {
+      if (!listed.count(n)) names.insert(n);
+    }
+  }
+  bool added = false;
+  for (const std::string& n : names) added = added || !old.count(n);
+  std::map<std::string, std::string> uverbs;
+  if (plan.uverbs || added) {
+    uverbs = di::ReadUverbs(sys, &fresh);
+  } else {
+    for (const auto& [n, d] : old) {
+      if (!d->uverbs_device().empty()) uverbs[n] = d->uverbs_device();
+    }
+  }
+  Host part;  // The re-read devices with their netdevs, as a whole scan would read them.
+  di::PciReader pci(sys);
+  if (!plan.device_list) {
+    // Netdev events change no PCI facts; devices coming or going change their PF's SR-IOV set.
+    for (const auto& [n, d] : old) {
+      if (names.count(n) && !d->pci().address().empty()) pci.Reuse(d->pci());
+    }
+  }
+  di::RdmaScan scan;
+  auto read = [&](const std::set<std::string>& which) {
+    std::vector<std::string> ordered(which.begin(), which.end());
+    std::sort(ordered.begin(), ordered.end(), NaturalLess);
+    for (const std::string& n : ordered) {
+      const bool present =
+          plan.device_list ? listed.count(n) > 0 : sys.Exists(absl::StrCat("class/infiniband/", n));
+      if (present) di::ReadRdmaDevice(sys, n, uverbs, &pci, &part, &scan);  // Else it is gone.
+    }
+  };
+  read(names);
+  // A VF's device that came or went changes its PF's SR-IOV entry: re-read the PF's device too.
+  {
+    std::set<std::string> pfs;
+    std::set<std::string> now;
+    for (const v1::RdmaDevice& d : part.rdma_devices()) {
+      now.insert(d.name());
+      if (!old.count(d.name())) pfs.insert(d.pci().sriov().pf_pci_address());
+    }
+    for (const std::string& n : names) {
+      if (auto it = old.find(n); it != old.end() && !now.count(n)) {
+        pfs.insert(it->second->pci().sriov().pf_pci_address());
+      }
+    }
+    pfs.erase("");
+    std::set<std::string> relatives;
+    for (const auto& [n, d] : old) {
+      if (!names.count(n) && pfs.count(d->pci().address())) relatives.insert(n);
+    }
+    read(relatives);
+    names.insert(relatives.begin(), relatives.end());
+  }
+  di::ReadGidTables(std::move(scan.port_dirs), &part);
+  SortByName(part.mutable_rdma_devices());  // The port directories are read: safe to move.
+  di::ReadNetdevs(sys, scan.pci_dirs, {}, &part);
+
+  std::set<std::string> touched = plan.netdevs;  // Netdevs whose host problems are re-read.
+  bool topology = added;
+  for (const v1::RdmaDevice& d : part.rdma_devices()) {
+    NamedNetdevs(d, &touched);
+    auto it = old.find(d.name());
+    topology = topology || (it != old.end() && it->second->pci().address() != d.pci().address());
+  }
+  std::set<std::string> read_again;
+  for (const v1::RdmaDevice& d : part.rdma_devices()) read_again.insert(d.name());
+  for (const std::string& n : names) {
+    if (auto it = old.find(n); it != old.end()) {
+      NamedNetdevs(*it->second, &touched);
+      topology = topology || !read_again.count(n);  // Removed.
+    }
+  }
+  {
+    google::protobuf::RepeatedPtrField<v1::RdmaDevice> devices;
+    for (v1::RdmaDevice& d : *host.mutable_rdma_devices()) {
+      if (!names.count(d.name())) *devices.Add() = std::move(d);
+    }
+    for (v1::RdmaDevice& d : *part.mutable_rdma_devices()) *devices.Add() = std::move(d);
+    SortByName(&devices);
+    host.mutable_rdma_devices()->Swap(&devices);
+  }
+  // Netdevs: those of the re-read devices are replaced; default-route netdevs that no device
+  // holds any more, and the planned ones, are read on their own.
+  {
+    std::set<std::string> fresh_names;
+    for (const v1::Netdev& nd : part.netdevs()) fresh_names.insert(nd.name());
+    google::protobuf::RepeatedPtrField<v1::Netdev> netdevs;
+    for (v1::Netdev& nd : *host.mutable_netdevs()) {
+      const bool replaced = names.count(nd.rdma_device()) > 0 || fresh_names.count(nd.name()) > 0 ||
+                            plan.netdevs.count(nd.name()) > 0;
+      if (!replaced) *netdevs.Add() = std::move(nd);
+    }
+    for (v1::Netdev& nd : *part.mutable_netdevs()) *netdevs.Add() = std::move(nd);
+    std::set<std::string> have;
+    for (const v1::Netdev& nd : netdevs) have.insert(nd.name());
+    Host alone;
+    for (const std::string& n : host.default_route_netdevs()) {
+      if (!have.count(n)) alone.add_default_route_netdevs(n);
+    }
+    if (!alone.default_route_netdevs().empty()) {
+      for (const std::string& n : alone.default_route_netdevs()) touched.insert(n);
+      di::ReadNetdevs(sys, {}, {}, &alone);
+      for (v1::Netdev& nd : *alone.mutable_netdevs()) *netdevs.Add() = std::move(nd);
+      for (const FieldProblem& p : alone.problems()) *part.add_problems() = p;
+    }
+    SortByName(&netdevs);
+    host.mutable_netdevs()->Swap(&netdevs);
+  }
+  // The ARP sysctls of the netdevs read now (ReadArpSysctls reads those with an RDMA device).
+  {
+    Host arp;
+    std::set<std::string> mine;
+    for (const v1::Netdev& nd : host.netdevs()) {
+      if (touched.count(nd.name()) || names.count(nd.rdma_device())) mine.insert(nd.name());
+    }
+    for (const v1::Netdev& nd : host.netdevs()) {
+      if (mine.count(nd.name())) *arp.add_netdevs() = nd;
+    }
+    for (v1::Netdev& nd : *arp.mutable_netdevs()) {
+      nd.clear_arp_ignore();
+      nd.clear_arp_announce();
+      di::Problems kept;
+      for (FieldProblem& p : *nd.mutable_problems()) {
+        if (p.field() != "arp_ignore" && p.field() != "arp_announce") *kept.Add() = std::move(p);
+      }
+      nd.mutable_problems()->Swap(&kept);
+    }
+    di::ReadArpSysctls(proc, &arp);
+    size_t i = 0;
+    for (v1::Netdev& nd : *host.mutable_netdevs()) {
+      if (i < static_cast<size_t>(arp.netdevs_size()) &&
+          arp.netdevs(static_cast<int>(i)).name() == nd.name()) {
+        nd = std::move(*arp.mutable_netdevs(static_cast<int>(i++)));
+      }
+    }
+    for (const FieldProblem& p : arp.problems()) *part.add_problems() = p;
+  }
+  di::ApplyRoutes(proc_scan.routes, &host);
+  host.clear_gpudirect();
+  di::ReadGpuDirect(proc, proc_scan.modules, &host);
+  if (topology) BuildTopology(&host);
+
+  SpliceProblems(
+      [&](const FieldProblem& p) {
+        if (procfs_fields.count(p.field())) return true;
+        if (p.field() == "uverbs_device") return plan.uverbs || added;
+        if (p.field() == "rdma_devices") return plan.device_list;
+        if (p.field() == "netdevs" || p.field() == "arp_ignore" || p.field() == "arp_announce") {
+          return touched.count(di::Basename(p.path())) > 0 ||
+                 touched.count(di::Basename(di::Dirname(p.path()))) > 0 ||
+                 (p.path().find("/all/") != std::string::npos && !touched.empty());
+        }
+        return false;
+      },
+      fresh.problems(), &host);
+  for (const FieldProblem& p : part.problems()) *host.add_problems() = p;
+  return host;
+}
+
+}  // namespace fabric

@@ -1,0 +1,524 @@
+#include "agent/inventory/discovery/refresh.h"
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "agent/inventory/discovery/discovery.h"
+#include "tests/hosts/builder.h"
+#include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace ::fabric::v1;  // NOLINT
+
+// ---- Planning, table-driven on a small model ----
+
+Host PlanHost() {
+  Host h;
+  RdmaDevice* a = h.add_rdma_devices();
+  a->set_name("mlx5_0");
+  a->mutable_pci()->set_address("0000:17:00.0");
+  a->add_ports()->set_netdev("eth1");
+  RdmaDevice* b = h.add_rdma_devices();
+  b->set_name("mlx5_1");
+  b->mutable_pci()->set_address("0000:18:00.0");
+  b->add_ports()->set_netdev("eth2");
+  RdmaDevice* rxe = h.add_rdma_devices();
+  rxe->set_name("rxe0");
+  rxe->set_parent_netdev("eth9");
+  auto nd = [&](const std::string& name, const std::string& dev, int32_t ifindex) {
+    Netdev* n = h.add_netdevs();
+    n->set_name(name);
+    n->set_rdma_device(dev);
+    n->set_ifindex(ifindex);
+  };
+  nd("eth0", "", 2);  // The default-route netdev.
+  nd("eth1", "mlx5_0", 3);
+  nd("eth2", "mlx5_1", 4);
+  nd("mv0", "mlx5_0", 5);  // An upper device named by mlx5_0's GIDs.
+  nd("eth9", "rxe0", 6);
+  h.add_default_route_netdevs("eth0");
+  return h;
+}
+
+struct PlanCase {
+  const char* name;
+  std::function<void(ChangeScope*)> events;
+  std::map<std::string, NetdevFacts> sysfs;  // What LookUpNetdev would say.
+  std::set<std::string> devices;
+  bool device_list, routes, full;
+  std::set<std::string> netdevs;
+};
+
+TEST(PlanRefreshTest, EachEventPlansWhatDependsOnIt) {
+  NetdevFacts pod_on_pf;  // A second netdev on mlx5_1's function.
+  pod_on_pf.exists = true;
+  pod_on_pf.pci_address = "0000:18:00.0";
+  pod_on_pf.pci_has_rdma = true;
+  NetdevFacts back;  // The netdev of an RDMA device the inventory does not hold (yet).
+  back.exists = true;
+  back.pci_address = "0000:99:00.0";
+  back.pci_has_rdma = true;
+  NetdevFacts plain_nic = back;
+  plain_nic.pci_has_rdma = false;
+  NetdevFacts macvlan;
+  macvlan.exists = true;
+  macvlan.lowers = {"eth2"};
+  NetdevFacts bridge;
+  bridge.exists = true;
+  bridge.lowers = {"veth7"};
+  const std::vector<PlanCase> cases = {
+      {"pod veth (not in sysfs)",
+       [](ChangeScope* s) { s->Netdev("veth1a2b"); },
+       {},
+       {},
+       false,
+       false,
+       false,
+       {}},
+      {"bridge over pod veths",
+       [](ChangeScope* s) { s->Netdev("cni0"); },
+       {{"cni0", bridge}},
+       {},
+       false,
+       false,
+       false,
+       {}},
+      {"port netdev",
+       [](ChangeScope* s) { s->Netdev("eth1"); },
+       {},
+       {"mlx5_0"},
+       false,
+       false,
+       false,
+       {}},
+      {"address by ifindex",
+       [](ChangeScope* s) { s->Ifindex(4); },
+       {},
+       {"mlx5_1"},
+       false,
+       false,
+       false,
+       {}},
+      {"unknown ifindex", [](ChangeScope* s) { s->Ifindex(77); }, {}, {}, false, false, false, {}},
+      {"known upper",
+       [](ChangeScope* s) { s->Netdev("mv0"); },
+       {},
+       {"mlx5_0"},
+       false,
+       false,
+       false,
+       {}},
+      {"new macvlan on a port",
+       [](ChangeScope* s) { s->Netdev("mv9"); },
+       {{"mv9", macvlan}},
+       {"mlx5_1"},
+       false,
+       false,
+       false,
+       {}},
+      {"software device's netdev",
+       [](ChangeScope* s) { s->Netdev("eth9"); },
+       {},
+       {"rxe0"},
+       false,
+       false,
+       false,
+       {}},
+      {"second netdev of a function",
+       [](ChangeScope* s) { s->Netdev("eth2v"); },
+       {{"eth2v", pod_on_pf}},
+       {"mlx5_1"},
+       false,
+       false,
+       false,
+       {}},
+      {"device back with its netdev",
+       [](ChangeScope* s) { s->Netdev("eth7"); },
+       {{"eth7", back}},
+       {},
+       true,
+       false,
+       false,
+       {}},
+      {"plain NIC",
+       [](ChangeScope* s) { s->Netdev("eno1"); },
+       {{"eno1", plain_nic}},
+       {},
+       false,
+       false,
+       false,
+       {}},
+      {"default-route netdev",
+       [](ChangeScope* s) { s->Netdev("eth0"); },
+       {},
+       {},
+       false,
+       false,
+       false,
+       {"eth0"}},
+      {"route via a pod veth",
+       [](ChangeScope* s) { s->RouteVia("veth1a2b"); },
+       {},
+       {},
+       false,
+       false,
+       false,
+       {}},
+      {"route via a port netdev",
+       [](ChangeScope* s) { s->RouteVia("eth2"); },
+       {},
+       {},
+       false,
+       true,
+       false,
+       {}},
+      {"default route", [](ChangeScope* s) { s->DefaultRoute(); }, {}, {}, false, true, false, {}},
+      {"RDMA uevent",
+       [](ChangeScope* s) { s->RdmaDevice("mlx5_1"); },
+       {},
+       {"mlx5_1"},
+       true,
+       false,
+       false,
+       {}},
+      {"RDMA uevent, new device",
+       [](ChangeScope* s) { s->RdmaDevice("mlx5_9"); },
+       {},
+       {},
+       true,
+       false,
+       false,
+       {}},
+      {"overflow", [](ChangeScope* s) { s->Full("ENOBUFS"); }, {}, {}, false, false, true, {}},
+      {"storm of names",
+       [](ChangeScope* s) {
+         for (int i = 0; i < 10000; ++i) s->Netdev(absl::StrCat("veth", i));
+       },
+       {},
+       {},
+       false,
+       false,
+       true,
+       {}},
+  };
+  const Host h = PlanHost();
+  for (const PlanCase& c : cases) {
+    ChangeScope scope;
+    c.events(&scope);
+    std::vector<std::string> asked;
+    RefreshPlan p = PlanRefresh(h, scope, [&](const std::string& n) {
+      asked.push_back(n);
+      auto it = c.sysfs.find(n);
+      return it == c.sysfs.end() ? NetdevFacts{} : it->second;
+    });
+    EXPECT_EQ(p.full, c.full) << c.name;
+    if (c.full) continue;
+    EXPECT_EQ(p.devices, c.devices) << c.name;
+    EXPECT_EQ(p.device_list, c.device_list) << c.name;
+    EXPECT_EQ(p.routes, c.routes) << c.name;
+    EXPECT_EQ(p.netdevs, c.netdevs) << c.name;
+    for (const std::string& n : asked) {
+      EXPECT_EQ(std::count_if(h.netdevs().begin(), h.netdevs().end(),
+                              [&](const Netdev& nd) { return nd.name() == n; }),
+                0)
+          << c.name << ": sysfs asked about " << n << ", which the inventory holds";
+    }
+  }
+}
+
+TEST(ChangeScopeTest, AStormKeepsNoNames) {
+  ChangeScope s;
+  for (int i = 0; i < 100000; ++i) s.Netdev(absl::StrCat("veth", i));
+  EXPECT_TRUE(s.full());
+  EXPECT_TRUE(s.netdevs().empty());
+  ChangeScope merged;
+  merged.Netdev("eth1");
+  merged.Merge(s);
+  EXPECT_TRUE(merged.full());
+  EXPECT_TRUE(merged.netdevs().empty());
+}
+
+// ---- Refresh against a full Discover on written example hosts ----
+
+// Host problems come out in another order after a splice; nothing else may differ.
+Host Normalized(Host h) {
+  std::sort(h.mutable_problems()->begin(), h.mutable_problems()->end(),
+            [](const FieldProblem& a, const FieldProblem& b) {
+              return std::tie(a.field(), a.path(), a.reason()) <
+                     std::tie(b.field(), b.path(), b.reason());
+            });
+  return h;
+}
+
+class RefreshTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  void Load(const std::string& name) {
+    dir_ = testing::MakeTempDir("refresh");
+    ASSERT_FALSE(dir_.empty());
+    fs::remove(dir_);
+    ASSERT_TRUE(testing::WriteExampleHost(name, dir_).ok());
+    sys_ = dir_ / "sys";
+    sysfs_ = std::make_unique<HostFsImpl>(sys_.string());
+    procfs_ = std::make_unique<HostFsImpl>((dir_ / "proc").string());
+    auto h = Discover(*sysfs_, *procfs_);
+    ASSERT_TRUE(h.ok()) << h.status();
+    cur_ = *h;
+  }
+
+  // Refreshes for `scope`, then checks the result against a full rescan of the same tree.
+  RefreshPlan Step(const std::string& what, const ChangeScope& scope) {
+    RefreshPlan plan =
+        PlanRefresh(cur_, scope, [&](const std::string& n) { return LookUpNetdev(*sysfs_, n); });
+    auto full = Discover(*sysfs_, *procfs_);
+    EXPECT_TRUE(full.ok()) << full.status();
+    Host next = cur_;
+    if (plan.full) {
+      next = *full;
+    } else if (!plan.empty()) {
+      auto r = Refresh(*sysfs_, *procfs_, cur_, plan);
+      EXPECT_TRUE(r.ok()) << what << ": " << r.status();
+      if (r.ok()) next = *r;
+    }
+    std::string report;
+    google::protobuf::util::MessageDifferencer diff;
+    diff.ReportDifferencesToString(&report);
+    EXPECT_TRUE(diff.Compare(Normalized(*full), Normalized(next)))
+        << what << " (plan: " << plan.why << ")\n"
+        << report;
+    cur_ = *full;
+    return plan;
+  }
+
+  fs::path Port(const std::string& dev, int port = 1) {
+    return sys_ / "class/infiniband" / dev / "ports" / std::to_string(port);
+  }
+  static void Write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+  void SetGid(const std::string& dev, int slot, const std::string& ipv4, const std::string& nd) {
+    const fs::path p = Port(dev);
+    Write(p / "gids" / std::to_string(slot), testing::Ipv4MappedGid(ipv4) + "\n");
+    Write(p / "gid_attrs/types" / std::to_string(slot), "RoCE v2\n");
+    Write(p / "gid_attrs/ndevs" / std::to_string(slot), nd + "\n");
+  }
+  void ClearGid(const std::string& dev, int slot) {
+    const fs::path p = Port(dev);
+    Write(p / "gids" / std::to_string(slot), "0000:0000:0000:0000:0000:0000:0000:0000\n");
+    fs::remove(p / "gid_attrs/types" / std::to_string(slot));
+    fs::remove(p / "gid_attrs/ndevs" / std::to_string(slot));
+  }
+  const RdmaDevice* Dev(const std::string& name) const {
+    for (const RdmaDevice& d : cur_.rdma_devices()) {
+      if (d.name() == name) return &d;
+    }
+    return nullptr;
+  }
+  // Takes a device out of the tree (as its driver unbinding would), and puts it back.
+  void RemoveDevice(const std::string& dev) {
+    const fs::path link = sys_ / "class/infiniband" / dev;
+    stash_[dev] = {fs::read_symlink(link), fs::canonical(link)};
+    fs::rename(stash_[dev].second, dir_ / ("stash-" + dev));
+    fs::remove(link);
+  }
+  void RestoreDevice(const std::string& dev) {
+    auto [target, real] = stash_[dev];
+    fs::rename(dir_ / ("stash-" + dev), real);
+    fs::create_symlink(target, sys_ / "class/infiniband" / dev);
+    stash_.erase(dev);
+  }
+  // Renames a port's netdev as the kernel does: its directory, class link and GID entries.
+  void RenameNetdev(const std::string& from, const std::string& to) {
+    const fs::path link = sys_ / "class/net" / from;
+    const fs::path target = fs::read_symlink(link);
+    const fs::path real = fs::canonical(link);
+    fs::rename(real, real.parent_path() / to);
+    fs::remove(link);
+    fs::create_symlink(target.parent_path() / to, sys_ / "class/net" / to);
+    for (const auto& dev : fs::directory_iterator(sys_ / "class/infiniband")) {
+      for (const auto& port : fs::directory_iterator(dev.path() / "ports")) {
+        const fs::path ndevs = port.path() / "gid_attrs/ndevs";
+        if (!fs::exists(ndevs)) continue;
+        for (const auto& e : fs::directory_iterator(ndevs)) {
+          std::ifstream in(e.path());
+          std::string name;
+          std::getline(in, name);
+          if (name == from) Write(e.path(), to + "\n");
+        }
+      }
+    }
+  }
+  // A macvlan on `lower`, with the GID the kernel adds to the lower's port for its address.
+  void AddUpper(const std::string& name, const std::string& lower, const std::string& dev, int slot,
+                const std::string& ipv4) {
+    const fs::path d = sys_ / "devices/virtual/net" / name;
+    fs::create_directories(d);
+    Write(d / "address", "0e:42:a1:99:00:01\n");
+    Write(d / "mtu", "1500\n");
+    Write(d / "operstate", "up\n");
+    Write(d / "ifindex", "900\n");
+    Write(d / "speed", "100000\n");
+    fs::create_symlink(
+        fs::path("../../../..") / fs::relative(fs::canonical(sys_ / "class/net" / lower), sys_),
+        d / ("lower_" + lower));
+    fs::create_symlink(fs::path("../../devices/virtual/net") / name, sys_ / "class/net" / name);
+    SetGid(dev, slot, ipv4, name);
+  }
+  void DelUpper(const std::string& name, const std::string& dev, int slot) {
+    ClearGid(dev, slot);
+    fs::remove(sys_ / "class/net" / name);
+    fs::remove_all(sys_ / "devices/virtual/net" / name);
+  }
+
+  fs::path dir_, sys_;
+  std::unique_ptr<HostFsImpl> sysfs_, procfs_;
+  Host cur_;
+  std::map<std::string, std::pair<fs::path, fs::path>> stash_;
+};
+
+TEST_F(RefreshTest, EachKindOfChangeEqualsAFullRescan) {
+  Load("roce-9port");
+  ChangeScope s;
+  {
+    ChangeScope pod;
+    pod.Netdev("veth0a1b2c");
+    pod.RouteVia("veth0a1b2c");
+    EXPECT_TRUE(Step("a pod's veth", pod).empty());
+  }
+  SetGid("mlx5_3", 9, "10.9.0.3", "eth3");
+  s.Netdev("eth3");
+  s.RouteVia("eth3");
+  RefreshPlan p = Step("an address on a port's netdev", s);
+  EXPECT_EQ(p.devices, std::set<std::string>{"mlx5_3"});
+  ClearGid("mlx5_3", 9);
+  Step("the address removed", s);
+
+  AddUpper("mv7", "eth5", "mlx5_5", 10, "10.9.0.5");
+  ChangeScope upper;
+  upper.Netdev("mv7");
+  p = Step("a macvlan with an address on a port's netdev", upper);
+  EXPECT_EQ(p.devices, std::set<std::string>{"mlx5_5"});
+  DelUpper("mv7", "mlx5_5", 10);
+  Step("the macvlan deleted", upper);
+
+  Write(Port("mlx5_2") / "state", "1: DOWN\n");
+  Write(sys_ / "class/net/eth2/operstate", "down\n");
+  ChangeScope down;
+  down.Netdev("eth2");
+  Step("a port's link down", down);
+
+  RemoveDevice("mlx5_7");
+  fs::remove(sys_ / "class/net/eth7");
+  ChangeScope gone;
+  gone.Netdev("eth7");
+  p = Step("an RDMA device removed (its netdev's event)", gone);
+  EXPECT_EQ(p.devices, std::set<std::string>{"mlx5_7"});
+  RestoreDevice("mlx5_7");
+  ChangeScope uevent;
+  uevent.RdmaDevice("mlx5_7");
+  Step("the device back (its uevent)", uevent);
+
+  RenameNetdev("eth4", "ens4np0");
+  ChangeScope renamed;
+  renamed.Netdev("eth4");
+  renamed.Netdev("ens4np0");
+  Step("a port's netdev renamed", renamed);
+}
+
+TEST_F(RefreshTest, VanishedAndNeverSeenAreNoErrors) {
+  Load("roce-9port");
+  RemoveDevice("mlx5_1");  // Between the event and the read.
+  ChangeScope s;
+  s.Netdev("eth1");
+  s.Ifindex(123456);
+  s.RdmaDevice("mlx5_42");
+  Step("device gone before the read; events for things never seen", s);
+}
+
+TEST_F(RefreshTest, ADefaultRouteChangeAsksForAFullRescan) {
+  Load("roce-9port");
+  RefreshPlan plan;
+  plan.routes = true;
+  // A second default route, through eth1: a netdev set the splice cannot follow.
+  std::ofstream(dir_ / "proc/net/route", std::ios::app)
+      << "eth1\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
+  auto r = Refresh(*sysfs_, *procfs_, cur_, plan);
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
+}
+
+// Random steps on an SR-IOV host (some VFs in pods), seeded and printed.
+TEST_F(RefreshTest, RandomizedSequenceOnTheSriovHost) {
+  Load("sriov-512vf");
+  const uint32_t seed = static_cast<uint32_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count() & 0xffffffff);
+  SCOPED_TRACE(absl::StrCat("seed ", seed));
+  std::mt19937 rng(seed);
+  std::vector<std::string> with_netdev;  // Devices whose port has a host netdev.
+  for (const RdmaDevice& d : cur_.rdma_devices()) {
+    if (!d.ports().empty() && !d.ports(0).netdev().empty() &&
+        fs::exists(sys_ / "class/net" / d.ports(0).netdev())) {
+      with_netdev.push_back(d.name());
+    }
+  }
+  ASSERT_GT(with_netdev.size(), 8u);
+  std::set<std::string> removed;
+  for (int i = 0; i < 24; ++i) {
+    const std::string dev = with_netdev[rng() % with_netdev.size()];
+    const RdmaDevice* d = Dev(dev);
+    ChangeScope s;
+    std::string what;
+    switch (rng() % 4) {
+      case 0: {
+        if (d == nullptr) continue;
+        const std::string nd = d->ports(0).netdev();
+        const int slot = 4 + static_cast<int>(rng() % 4);
+        if (rng() % 2) {
+          SetGid(dev, slot, absl::StrCat("10.77.", i, ".1"), nd);
+        } else {
+          ClearGid(dev, slot);
+        }
+        s.Netdev(nd);
+        what = absl::StrCat("GID ", slot, " of ", dev);
+        break;
+      }
+      case 1:
+        if (d == nullptr) continue;
+        s.Netdev("veth" + std::to_string(rng()));
+        what = "pod veth";
+        break;
+      case 2:
+        if (d == nullptr) {
+          RestoreDevice(dev);
+          what = "restore " + dev;
+        } else {
+          RemoveDevice(dev);
+          what = "remove " + dev;
+        }
+        s.RdmaDevice(dev);
+        break;
+      default: {
+        if (d == nullptr) continue;
+        const fs::path op = sys_ / "class/net" / d->ports(0).netdev() / "operstate";
+        Write(op, rng() % 2 ? "down\n" : "up\n");
+        s.Netdev(d->ports(0).netdev());
+        what = "operstate of " + d->ports(0).netdev();
+      }
+    }
+    Step(absl::StrCat("step ", i, ": ", what), s);
+  }
+}
+
+}  // namespace
+}  // namespace fabric
