@@ -48,8 +48,10 @@ std::string FindingsKey(const std::vector<v1::Finding>& fs) {
 }
 
 // A scan's result, full or targeted: published when trusted; else the last good one stays.
+// `check_drift`: a safety-net rescan, whose differences from the served inventory are changes the
+// events did not bring.
 void Accept(AgentState& st, absl::StatusOr<v1::Host> host, const std::string& why,
-            bool policy_changed) {
+            bool policy_changed, bool check_drift = false) {
   st.stale_retry_at = absl::InfiniteFuture();  // Only an untrusted scan schedules a retry.
   if (!host.ok()) {
     if (st.last_scan.ok()) Log(LogLevel::kWarning, "rescan failed: ", host.status().message());
@@ -87,6 +89,17 @@ void Accept(AgentState& st, absl::StatusOr<v1::Host> host, const std::string& wh
     st.stale_since = absl::InfiniteFuture();
     st.stale_retries = 0;
     st.counters.stale_since_unix_ns = 0;
+  }
+  if (check_drift && cur != nullptr) {
+    // The served inventory is what events kept up to date: what a full read finds beyond it is
+    // a change no event announced, or a targeted refresh gone wrong. The full result wins.
+    const std::vector<v1::InventoryChange> drift = DiffHosts(cur->host, *host);
+    for (const v1::InventoryChange& c : drift) {
+      Log(LogLevel::kInfo, "rescan (", why,
+          ") found what no event announced: ", v1::InventoryChange::Kind_Name(c.kind()), " ",
+          c.subject(), " ", c.old_value(), c.old_value().empty() ? "" : " -> ", c.new_value());
+    }
+    st.counters.refresh_drift.fetch_add(drift.size());
   }
   st.counters.last_scan_ok_unix_ns = absl::ToUnixNanos(now);
   Publish(st, *std::move(host), policy_changed);
@@ -176,20 +189,9 @@ void Rescan(AgentState& st, const std::string& why, bool policy_changed, bool sa
   Log(LogLevel::kDebug, "rescan (", why, ") took ", absl::FormatDuration(took));
   st.counters.refreshes_full.fetch_add(1);
   st.counters.refresh_full_ns.fetch_add(absl::ToInt64Nanoseconds(took));
-  if (safety_net && host.ok() && st.last_scan.ok() && !st.stale_finding) {
-    // The served inventory is what events kept up to date: what a full read finds beyond it is
-    // a change no event announced, or a targeted refresh gone wrong. The full result wins.
-    if (const auto cur = st.store.Current(); cur != nullptr) {
-      const std::vector<v1::InventoryChange> drift = DiffHosts(cur->host, *host);
-      for (const v1::InventoryChange& c : drift) {
-        Log(LogLevel::kInfo, "rescan (", why,
-            ") found what no event announced: ", v1::InventoryChange::Kind_Name(c.kind()), " ",
-            c.subject(), " ", c.old_value(), c.old_value().empty() ? "" : " -> ", c.new_value());
-      }
-      st.counters.refresh_drift.fetch_add(drift.size());
-    }
-  }
-  Accept(st, std::move(host), why, policy_changed);
+  // Drift only against a good served inventory (not one kept while rescans were untrusted).
+  Accept(st, std::move(host), why, policy_changed,
+         safety_net && st.last_scan.ok() && !st.stale_finding);
 }
 
 void RefreshFor(AgentState& st, const ChangeScope& scope, const std::string& why) {

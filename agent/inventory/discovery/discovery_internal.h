@@ -86,6 +86,8 @@ struct ProcfsScan {
 };
 // Hostname, kernel release, default-route netdevs and loaded modules.
 ProcfsScan ReadProcfs(const HostFs& sys, const HostFs& proc, v1::Host* host);
+// The IPv4 routes, with the IPv4 and IPv6 default-route netdevs into host (part of ReadProcfs).
+std::vector<Ipv4Route> ReadRoutes(const HostFs& proc, v1::Host* host);
 void ReadNumaNodes(const HostFs& sys, v1::Host* host);
 // The effective arp_ignore/arp_announce of the RDMA netdevs (after ReadNetdevs).
 void ReadArpSysctls(const HostFs& proc, v1::Host* host);

@@ -15,30 +15,20 @@ namespace fabric::discovery_internal {
 
 using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
 
-ProcfsScan ReadProcfs(const HostFs& sys, const HostFs& proc, Host* host) {
-  ProcfsScan scan;
-  if (auto name = proc.ReadFile("sys/kernel/hostname"); name.ok()) {
-    host->set_hostname(std::string(Trim(*name)));
-  } else {
-    AddProblem(host->mutable_problems(), "hostname", "sys/kernel/hostname", name.status());
-  }
-  if (auto rel = proc.ReadFile("sys/kernel/osrelease"); rel.ok()) {
-    host->set_kernel_release(std::string(Trim(*rel)));
-  } else {
-    AddProblem(host->mutable_problems(), "kernel_release", "sys/kernel/osrelease", rel.status());
-  }
+std::vector<Ipv4Route> ReadRoutes(const HostFs& proc, Host* host) {
+  std::vector<Ipv4Route> routes;
   std::set<std::string> defaults;
   if (auto text = proc.ReadFile("net/route"); text.ok()) {
     std::vector<std::string> bad;
-    auto routes = ParseProcNetRoute(*text, &bad);
+    auto parsed = ParseProcNetRoute(*text, &bad);
     for (const std::string& b : bad) AddProblem(host->mutable_problems(), "routes", "net/route", b);
-    if (routes.ok()) {
-      scan.routes = *std::move(routes);
-      for (const Ipv4Route& r : scan.routes) {
+    if (parsed.ok()) {
+      routes = *std::move(parsed);
+      for (const Ipv4Route& r : routes) {
         if (r.destination == 0 && r.mask == 0) defaults.insert(r.iface);
       }
     } else {
-      AddProblem(host->mutable_problems(), "routes", "net/route", routes.status());
+      AddProblem(host->mutable_problems(), "routes", "net/route", parsed.status());
     }
   } else {
     AddProblem(host->mutable_problems(), "routes", "net/route", text.status());
@@ -55,6 +45,22 @@ ProcfsScan ReadProcfs(const HostFs& sys, const HostFs& proc, Host* host) {
     NoteTransient(host->mutable_problems(), "routes", "net/ipv6_route", text.status());
   }
   for (const std::string& d : defaults) host->add_default_route_netdevs(d);
+  return routes;
+}
+
+ProcfsScan ReadProcfs(const HostFs& sys, const HostFs& proc, Host* host) {
+  ProcfsScan scan;
+  if (auto name = proc.ReadFile("sys/kernel/hostname"); name.ok()) {
+    host->set_hostname(std::string(Trim(*name)));
+  } else {
+    AddProblem(host->mutable_problems(), "hostname", "sys/kernel/hostname", name.status());
+  }
+  if (auto rel = proc.ReadFile("sys/kernel/osrelease"); rel.ok()) {
+    host->set_kernel_release(std::string(Trim(*rel)));
+  } else {
+    AddProblem(host->mutable_problems(), "kernel_release", "sys/kernel/osrelease", rel.status());
+  }
+  scan.routes = ReadRoutes(proc, host);
 
   if (auto list = sys.ListDir("module"); list.ok()) {
     scan.modules.insert(list->begin(), list->end());

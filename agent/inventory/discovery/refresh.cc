@@ -204,6 +204,34 @@ void NamedNetdevs(const v1::RdmaDevice& d, std::set<std::string>* out) {
   }
 }
 
+// The ARP sysctls of the netdevs read now (ReadArpSysctls reads those with an RDMA device);
+// the others keep theirs. Host-level problems go to `part`.
+void RefreshArpSysctls(const HostFs& proc, const std::set<std::string>& touched,
+                       const std::set<std::string>& devices, Host* host, Host* part) {
+  Host arp;
+  for (const v1::Netdev& nd : host->netdevs()) {
+    if (touched.count(nd.name()) || devices.count(nd.rdma_device())) *arp.add_netdevs() = nd;
+  }
+  if (arp.netdevs().empty()) return;
+  for (v1::Netdev& nd : *arp.mutable_netdevs()) {
+    nd.clear_arp_ignore();
+    nd.clear_arp_announce();
+    di::Problems kept;
+    for (FieldProblem& p : *nd.mutable_problems()) {
+      if (p.field() != "arp_ignore" && p.field() != "arp_announce") *kept.Add() = std::move(p);
+    }
+    nd.mutable_problems()->Swap(&kept);
+  }
+  di::ReadArpSysctls(proc, &arp);
+  int i = 0;
+  for (v1::Netdev& nd : *host->mutable_netdevs()) {
+    if (i < arp.netdevs_size() && arp.netdevs(i).name() == nd.name()) {
+      nd = std::move(*arp.mutable_netdevs(i++));
+    }
+  }
+  for (const FieldProblem& p : arp.problems()) *part->add_problems() = p;
+}
+
 }  // namespace
 
 absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& cur,
@@ -211,20 +239,8 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
   if (plan.full) return absl::FailedPreconditionError(plan.why);
   Host host = cur;
   host.clear_pairing();  // The served host carries the snapshot's pairing; discovery does not.
-
-  // Host-wide facts from procfs: routes for the netdevs' subnets, modules for GPUDirect.
-  Host fresh;
-  const di::ProcfsScan proc_scan = di::ReadProcfs(sys, proc, &fresh);
-  {
-    std::set<std::string> was(cur.default_route_netdevs().begin(),
-                              cur.default_route_netdevs().end());
-    std::set<std::string> now(fresh.default_route_netdevs().begin(),
-                              fresh.default_route_netdevs().end());
-    if (was != now) return absl::FailedPreconditionError("the default-route netdevs changed");
-  }
-  host.set_hostname(fresh.hostname());
-  host.set_kernel_release(fresh.kernel_release());
-  const std::set<std::string> procfs_fields = {"hostname", "kernel_release", "routes", "gpudirect"};
+  Host fresh;            // Host-level facts and problems read now.
+  std::set<std::string> reread_fields;  // The host problems' fields read again.
 
   // RDMA devices: the planned ones, and when the list may have changed, the new and gone ones.
   std::set<std::string> names = plan.devices;
@@ -244,12 +260,14 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
     for (const auto& [n, d] : old) {
       if (!listed.count(n)) names.insert(n);
     }
+    reread_fields.insert("rdma_devices");
   }
   bool added = false;
   for (const std::string& n : names) added = added || !old.count(n);
   std::map<std::string, std::string> uverbs;
   if (plan.uverbs || added) {
     uverbs = di::ReadUverbs(sys, &fresh);
+    reread_fields.insert("uverbs_device");
   } else {
     for (const auto& [n, d] : old) {
       if (!d->uverbs_device().empty()) uverbs[n] = d->uverbs_device();
@@ -274,6 +292,7 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
     }
   };
   read(names);
+  bool removed = false;
   // A VF's device that came or went changes its PF's SR-IOV entry: re-read the PF's device too.
   {
     std::set<std::string> pfs;
@@ -285,6 +304,7 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
     for (const std::string& n : names) {
       if (auto it = old.find(n); it != old.end() && !now.count(n)) {
         pfs.insert(it->second->pci().sriov().pf_pci_address());
+        removed = true;
       }
     }
     pfs.erase("");
@@ -300,19 +320,14 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
   di::ReadNetdevs(sys, scan.pci_dirs, {}, &part);
 
   std::set<std::string> touched = plan.netdevs;  // Netdevs whose host problems are re-read.
-  bool topology = added;
+  bool topology = added || removed;
   for (const v1::RdmaDevice& d : part.rdma_devices()) {
     NamedNetdevs(d, &touched);
     auto it = old.find(d.name());
     topology = topology || (it != old.end() && it->second->pci().address() != d.pci().address());
   }
-  std::set<std::string> read_again;
-  for (const v1::RdmaDevice& d : part.rdma_devices()) read_again.insert(d.name());
   for (const std::string& n : names) {
-    if (auto it = old.find(n); it != old.end()) {
-      NamedNetdevs(*it->second, &touched);
-      topology = topology || !read_again.count(n);  // Removed.
-    }
+    if (auto it = old.find(n); it != old.end()) NamedNetdevs(*it->second, &touched);
   }
   {
     google::protobuf::RepeatedPtrField<v1::RdmaDevice> devices;
@@ -325,13 +340,13 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
   }
   // Netdevs: those of the re-read devices are replaced; default-route netdevs that no device
   // holds any more, and the planned ones, are read on their own.
+  std::set<std::string> read_netdevs;
   {
-    std::set<std::string> fresh_names;
-    for (const v1::Netdev& nd : part.netdevs()) fresh_names.insert(nd.name());
+    for (const v1::Netdev& nd : part.netdevs()) read_netdevs.insert(nd.name());
     google::protobuf::RepeatedPtrField<v1::Netdev> netdevs;
     for (v1::Netdev& nd : *host.mutable_netdevs()) {
-      const bool replaced = names.count(nd.rdma_device()) > 0 || fresh_names.count(nd.name()) > 0 ||
-                            plan.netdevs.count(nd.name()) > 0;
+      const bool replaced = names.count(nd.rdma_device()) > 0 ||
+                            read_netdevs.count(nd.name()) > 0 || plan.netdevs.count(nd.name()) > 0;
       if (!replaced) *netdevs.Add() = std::move(nd);
     }
     for (v1::Netdev& nd : *part.mutable_netdevs()) *netdevs.Add() = std::move(nd);
@@ -342,53 +357,63 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
       if (!have.count(n)) alone.add_default_route_netdevs(n);
     }
     if (!alone.default_route_netdevs().empty()) {
-      for (const std::string& n : alone.default_route_netdevs()) touched.insert(n);
       di::ReadNetdevs(sys, {}, {}, &alone);
-      for (v1::Netdev& nd : *alone.mutable_netdevs()) *netdevs.Add() = std::move(nd);
+      for (v1::Netdev& nd : *alone.mutable_netdevs()) {
+        touched.insert(nd.name());
+        read_netdevs.insert(nd.name());
+        *netdevs.Add() = std::move(nd);
+      }
       for (const FieldProblem& p : alone.problems()) *part.add_problems() = p;
     }
     SortByName(&netdevs);
     host.mutable_netdevs()->Swap(&netdevs);
   }
-  // The ARP sysctls of the netdevs read now (ReadArpSysctls reads those with an RDMA device).
-  {
-    Host arp;
-    std::set<std::string> mine;
-    for (const v1::Netdev& nd : host.netdevs()) {
-      if (touched.count(nd.name()) || names.count(nd.rdma_device())) mine.insert(nd.name());
-    }
-    for (const v1::Netdev& nd : host.netdevs()) {
-      if (mine.count(nd.name())) *arp.add_netdevs() = nd;
-    }
-    for (v1::Netdev& nd : *arp.mutable_netdevs()) {
-      nd.clear_arp_ignore();
-      nd.clear_arp_announce();
-      di::Problems kept;
-      for (FieldProblem& p : *nd.mutable_problems()) {
-        if (p.field() != "arp_ignore" && p.field() != "arp_announce") *kept.Add() = std::move(p);
-      }
-      nd.mutable_problems()->Swap(&kept);
-    }
-    di::ReadArpSysctls(proc, &arp);
-    size_t i = 0;
-    for (v1::Netdev& nd : *host.mutable_netdevs()) {
-      if (i < static_cast<size_t>(arp.netdevs_size()) &&
-          arp.netdevs(static_cast<int>(i)).name() == nd.name()) {
-        nd = std::move(*arp.mutable_netdevs(static_cast<int>(i++)));
-      }
-    }
-    for (const FieldProblem& p : arp.problems()) *part.add_problems() = p;
+  RefreshArpSysctls(proc, touched, names, &host, &part);
+
+  // Routes give the read netdevs' subnets and default-route flags: read again when a route
+  // changed or a netdev is new, else those of the netdev before. Devices that came or went also
+  // change GPUDirect readiness, which needs the rest of procfs.
+  std::map<std::string, const v1::Netdev*> old_netdevs;
+  for (const v1::Netdev& nd : cur.netdevs()) old_netdevs[nd.name()] = &nd;
+  bool new_netdev = false;
+  for (const std::string& n : read_netdevs) new_netdev = new_netdev || !old_netdevs.count(n);
+  std::optional<std::vector<Ipv4Route>> routes;
+  std::set<std::string> modules;
+  if (added || removed) {
+    di::ProcfsScan ps = di::ReadProcfs(sys, proc, &fresh);
+    routes = std::move(ps.routes);
+    modules = std::move(ps.modules);
+    host.set_hostname(fresh.hostname());
+    host.set_kernel_release(fresh.kernel_release());
+    reread_fields.insert({"hostname", "kernel_release", "routes", "gpudirect"});
+  } else if (plan.routes || new_netdev) {
+    routes = di::ReadRoutes(proc, &fresh);
+    reread_fields.insert("routes");
   }
-  di::ApplyRoutes(proc_scan.routes, &host);
-  host.clear_gpudirect();
-  di::ReadGpuDirect(proc, proc_scan.modules, &host);
+  if (routes) {
+    const std::set<std::string> was(cur.default_route_netdevs().begin(),
+                                    cur.default_route_netdevs().end());
+    const std::set<std::string> now(fresh.default_route_netdevs().begin(),
+                                    fresh.default_route_netdevs().end());
+    if (was != now) return absl::FailedPreconditionError("the default-route netdevs changed");
+    di::ApplyRoutes(*routes, &host);
+  } else {
+    for (v1::Netdev& nd : *host.mutable_netdevs()) {
+      if (!read_netdevs.count(nd.name())) continue;
+      const v1::Netdev& before = *old_netdevs.at(nd.name());
+      nd.set_default_route(before.default_route());
+      *nd.mutable_ipv4_subnets() = before.ipv4_subnets();
+    }
+  }
+  if (added || removed) {
+    host.clear_gpudirect();
+    di::ReadGpuDirect(proc, modules, &host);
+  }
   if (topology) BuildTopology(&host);
 
   SpliceProblems(
       [&](const FieldProblem& p) {
-        if (procfs_fields.count(p.field())) return true;
-        if (p.field() == "uverbs_device") return plan.uverbs || added;
-        if (p.field() == "rdma_devices") return plan.device_list;
+        if (reread_fields.count(p.field())) return true;
         if (p.field() == "netdevs" || p.field() == "arp_ignore" || p.field() == "arp_announce") {
           return touched.count(di::Basename(p.path())) > 0 ||
                  touched.count(di::Basename(di::Dirname(p.path()))) > 0 ||
