@@ -1042,34 +1042,66 @@ TEST_F(AgentNetnsTest, RouteNetlinkEventsRefreshWhatTheyNameAndNothingElse) {
     EXPECT_TRUE(saw) << ev.ShortDebugString().substr(0, 2000);
   };
 
+  const std::string kTargeted = R"(fabric_agent_refreshes_total{kind="targeted"})";
+  const std::string kSkipped = R"(fabric_agent_refreshes_total{kind="skipped"})";
+  const std::string kFull = R"(fabric_agent_refreshes_total{kind="full"})";
+  // After each step: its events were handled (the refresh counters stop moving), then a full
+  // rescan (SIGHUP) finds nothing the targeted refreshes had missed.
+  auto settled = [&](const std::string& step, double before) {
+    double now = -1, last = -2;
+    EXPECT_TRUE(testing::WaitFor(
+        [&] {
+          last = now;
+          now = metric(kTargeted) + metric(kSkipped);
+          if (now > before && now == last) return true;
+          absl::SleepFor(absl::Milliseconds(150));
+          return false;
+        },
+        absl::Seconds(15)))
+        << step << "\n"
+        << agent_->Stderr();
+    const double full = metric(kFull);
+    agent_->Signal(SIGHUP);
+    EXPECT_TRUE(testing::WaitFor([&] { return metric(kFull) > full; }, absl::Seconds(10)));
+    EXPECT_EQ(metric("fabric_agent_refresh_drift_total"), 0) << step << "\n" << agent_->Stderr();
+  };
+
   // A pod's veth with an address: nothing in the inventory depends on it.
+  double before = metric(kTargeted) + metric(kSkipped);
   ip({"link", "add", "rbpod0", "type", "veth", "peer", "name", "rbpod1"});
   ip({"addr", "add", "10.99.0.1/24", "dev", "rbpod0"});
   ip({"link", "set", "rbpod0", "up"});
-  EXPECT_TRUE(testing::WaitFor(
-      [&] { return metric(R"(fabric_agent_refreshes_total{kind="skipped"})") >= 1; },
-      absl::Seconds(10)))
-      << agent_->Stderr();
-  EXPECT_EQ(metric(R"(fabric_agent_refreshes_total{kind="targeted"})"), 0);
+  settled("pod veth", before);
+  EXPECT_GE(metric(kSkipped), 1);
+  EXPECT_EQ(metric(kTargeted), 0) << agent_->Stderr();
 
   // mlx5_4's port goes down in the tree; a netdev named like its port's (eth4) appears.
+  before = metric(kTargeted) + metric(kSkipped);
   WriteFile(Sys("class/infiniband/mlx5_4/ports/1/state"), "1: DOWN\n");
   ip({"link", "add", "eth4", "type", "veth", "peer", "name", "eth4p"});
   next_change(v1::InventoryChange::KIND_PORT_STATE, "mlx5_4:1");
   EXPECT_TRUE(absl::StrContains(agent_->Stderr(), "targeted refresh of ")) << agent_->Stderr();
+  settled("port down", before);
 
-  // An address on eth3, and the GID the kernel adds for it.
+  // An address on eth3, and the GID the kernel adds for it; then a route through eth3.
+  before = metric(kTargeted) + metric(kSkipped);
   ip({"link", "add", "eth3", "type", "veth", "peer", "name", "eth3p"});
+  ip({"link", "set", "eth3", "up"});
   const std::string gids = "class/infiniband/mlx5_3/ports/1/";
   WriteFile(Sys(gids + "gids/9"), testing::Ipv4MappedGid("10.9.0.3") + "\n");
   WriteFile(Sys(gids + "gid_attrs/types/9"), "RoCE v2\n");
   WriteFile(Sys(gids + "gid_attrs/ndevs/9"), "eth3\n");
   ip({"addr", "add", "10.9.0.3/24", "dev", "eth3"});
   next_change(v1::InventoryChange::KIND_GID_TABLE, "mlx5_3:1");
+  settled("address and GID", before);
+  before = metric(kTargeted) + metric(kSkipped);
+  ip({"route", "add", "10.50.0.0/16", "dev", "eth3"});
+  ip({"route", "del", "10.50.0.0/16", "dev", "eth3"});
+  settled("route added and removed", before);
 
-  // Renamed, moved to another namespace and back, deleted: events for names the inventory
-  // holds, holds no more, and never held.
-  const double targeted_before = metric(R"(fabric_agent_refreshes_total{kind="targeted"})");
+  // Renamed, moved to another namespace and back: events for a name the inventory holds, one
+  // it does not, and a netdev that leaves and comes back.
+  before = metric(kTargeted) + metric(kSkipped);
   const std::string other = ns_ + "-b";
   ASSERT_EQ(testing::Run({"/usr/sbin/ip", "netns", "add", other})->status, 0);
   ip({"link", "set", "eth3", "name", "eth3r"});
@@ -1078,23 +1110,36 @@ TEST_F(AgentNetnsTest, RouteNetlinkEventsRefreshWhatTheyNameAndNothingElse) {
       {"/usr/sbin/ip", "-n", other, "link", "set", "eth3r", "netns", ns_, "name", "eth3"});
   EXPECT_EQ(back.status, 0) << back.err;
   (void)testing::Run({"/usr/sbin/ip", "netns", "del", other});
+  settled("renamed, moved out and back", before);
+
+  // An RDMA device leaves the tree with its netdev, and comes back.
+  before = metric(kTargeted) + metric(kSkipped);
+  ip({"link", "add", "eth7", "type", "veth", "peer", "name", "eth7p"});
+  settled("eth7 created", before);
+  before = metric(kTargeted) + metric(kSkipped);
+  const std::string link = Sys("class/infiniband/mlx5_7");
+  const std::string target = fs::read_symlink(link).string();
+  const std::string real = fs::canonical(link).string();
+  fs::rename(real, dir_ + "/mlx5_7.away");
+  fs::remove(link);
+  ip({"link", "del", "eth7"});
+  next_change(v1::InventoryChange::KIND_DEVICE_REMOVED, "mlx5_7");
+  settled("device removed", before);
+  before = metric(kTargeted) + metric(kSkipped);
+  fs::rename(dir_ + "/mlx5_7.away", real);
+  fs::create_symlink(target, link);
+  ip({"link", "add", "eth7", "type", "veth", "peer", "name", "eth7p"});
+  next_change(v1::InventoryChange::KIND_DEVICE_ADDED, "mlx5_7");
+  settled("device back", before);
+
+  before = metric(kTargeted) + metric(kSkipped);
   ip({"link", "del", "eth3"});
   ip({"link", "del", "rbpod0"});
-  EXPECT_TRUE(testing::WaitFor(
-      [&] { return metric(R"(fabric_agent_refreshes_total{kind="targeted"})") > targeted_before; },
-      absl::Seconds(10)))
-      << agent_->Stderr();
-
-  // The safety net: a full rescan (SIGHUP) finds nothing the events had not brought.
-  const double full_before = metric(R"(fabric_agent_refreshes_total{kind="full"})");
-  agent_->Signal(SIGHUP);
-  EXPECT_TRUE(testing::WaitFor(
-      [&] { return metric(R"(fabric_agent_refreshes_total{kind="full"})") > full_before; },
-      absl::Seconds(10)));
-  EXPECT_EQ(metric("fabric_agent_refresh_drift_total"), 0) << agent_->Stderr();
+  settled("deleted", before);
   EXPECT_FALSE(absl::StrContains(agent_->Stderr(), "found what no event announced"))
       << agent_->Stderr();
-  // And a change no event announces is what the drift counts.
+
+  // A change no event announces is what the drift counts.
   WriteFile(Sys("class/infiniband/mlx5_6/ports/1/state"), "1: DOWN\n");
   agent_->Signal(SIGHUP);
   next_change(v1::InventoryChange::KIND_PORT_STATE, "mlx5_6:1");

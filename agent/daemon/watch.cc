@@ -1,10 +1,10 @@
 #include "agent/daemon/watch.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/time_util.h>
-#include <google/protobuf/wire_format_lite.h>
 
+#include <cstdint>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,18 +18,23 @@
 namespace fabric {
 namespace {
 
-// Appends a length-delimited field (wire type 2) to serialized message bytes.
-void AppendBytesField(int number, std::string_view bytes, std::string* out) {
-  google::protobuf::io::StringOutputStream raw(out);
-  google::protobuf::io::CodedOutputStream coded(&raw);
-  coded.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
-      number, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
-  coded.WriteVarint32(static_cast<uint32_t>(bytes.size()));
-  coded.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
+// Protobuf's wire format by hand for one length-delimited field (wire type 2): its tag and
+// length as varints, then the bytes, appended to a serialized message.
+void AppendVarint(uint64_t v, std::string* out) {
+  for (; v >= 0x80; v >>= 7) out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+  out->push_back(static_cast<char>(v));
 }
 
-void AppendField(int number, const google::protobuf::MessageLite& m, std::string* out) {
-  AppendBytesField(number, m.SerializeAsString(), out);
+void AppendBytesField(uint32_t number, std::string_view bytes, std::string* out) {
+  AppendVarint((uint64_t{number} << 3) | 2, out);
+  AppendVarint(bytes.size(), out);
+  out->append(bytes);
+}
+
+void AppendField(uint32_t number, const google::protobuf::MessageLite& m, std::string* out) {
+  AppendVarint((uint64_t{number} << 3) | 2, out);
+  AppendVarint(m.ByteSizeLong(), out);
+  m.AppendPartialToString(out);  // Serialized in place: no copy of a large host.
 }
 
 }  // namespace
@@ -66,6 +71,7 @@ std::string WatchEventBytes(const Snapshot* last, const Snapshot& next) {
   std::string inv_bytes = inv.SerializeAsString();
   AppendField(v1::Inventory::kHostFieldNumber, next.host, &inv_bytes);
   std::string out = event.SerializeAsString();
+  out.reserve(out.size() + inv_bytes.size() + 16);
   AppendBytesField(v1::InventoryEvent::kInventoryFieldNumber, inv_bytes, &out);
   return out;
 }

@@ -1,11 +1,11 @@
-// What one change on the host costs the agent, on hosts with hundreds of RDMA functions: the
-// baseline of issue 18 (rescans that cost what changed). Asserts nothing about speed; exits 1
+// What one change on the host costs the agent, on hosts with hundreds of RDMA functions (issue
+// 18: rescans that cost what changed). Asserts nothing about speed; exits 1
 // when the agent dies or a change that must reach watchers does not, 77 when it cannot make a
 // network namespace (not root, no `ip netns`).
 //
 //   rescan_bench [--hosts=large,sriov-512vf] [--changes=30] [--gap=0.3] [--idle=5]
 //                [--large=PFS,VFS,GIDS (32,7,256: 256 RDMA devices, 256 GID slots)]
-//                [--scenarios=unrelated,rdma-addr,device,full]
+//                [--scenarios=unrelated,rdma-addr,device,full] [--agent-log=1]
 //
 // Per host: the example tree is written (tmpfs when there is room), a throwaway network namespace
 // gets veth pairs, and the real fabric-agent runs inside it (`ip netns exec`, so real route
@@ -66,6 +66,8 @@ struct Flags {
   double gap = 0.3;
   double idle = 5;
   int large_pfs = 32, large_vfs = 7, large_gids = 256;
+  bool agent_log = false;  // --agent-log: the agent's debug log (what each refresh read, and
+                           // its time) on stderr after each host.
 };
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -83,6 +85,9 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       ok = absl::SimpleAtod(kv[1], &f->gap) && f->gap >= 0;
     } else if (kv[0] == "--idle") {
       ok = absl::SimpleAtod(kv[1], &f->idle) && f->idle > 0;
+    } else if (kv[0] == "--agent-log") {
+      ok = kv[1] == "1" || kv[1] == "true";
+      f->agent_log = ok;
     } else if (kv[0] == "--large") {
       std::vector<std::string> n = absl::StrSplit(kv[1], ',');
       ok = n.size() == 3 && absl::SimpleAtoi(n[0], &f->large_pfs) &&
@@ -260,10 +265,11 @@ class HostRun {
     if (!WriteText(config, "{}\n")) return 1;
     socket_ = dir_ + "/agent.sock";
     const absl::Time t0 = absl::Now();
-    auto p = testing::Subprocess::Start({kIp, "netns", "exec", ns_.name, testing::kAgentBinary,
-                                         "--socket=" + socket_, "--sysfs=" + sys_.string(),
-                                         "--procfs=" + dir_ + "/host/proc", "--config=" + config,
-                                         "--rescan-interval=3600", "--announce-socket="});
+    auto p = testing::Subprocess::Start(
+        {kIp, "netns", "exec", ns_.name, testing::kAgentBinary, "--socket=" + socket_,
+         "--sysfs=" + sys_.string(), "--procfs=" + dir_ + "/host/proc", "--config=" + config,
+         "--rescan-interval=3600",
+         "--announce-socket=", f_.agent_log ? "--log-level=debug" : "--log-level=info"});
     if (!p.ok()) return 1;
     agent_ = *std::move(p);
     if (!testing::WaitForSocket(*agent_, socket_, absl::Seconds(120))) {
@@ -331,6 +337,7 @@ class HostRun {
         return 1;
       }
     }
+    if (f_.agent_log) std::fprintf(stderr, "%s", agent_->Stderr().c_str());
     return 0;
   }
 
