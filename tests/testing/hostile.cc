@@ -49,6 +49,18 @@ ProcStats ReadProcStats(pid_t pid) {
       st.cpu_s = static_cast<double>(ut + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
     }
   }
+  double run_ns = 0;
+  bool any = false;
+  for (auto it = std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::ifstream sched(it->path() / "schedstat");
+    double ns = 0;
+    if (sched >> ns) {
+      run_ns += ns;
+      any = true;
+    }
+  }
+  if (any) st.live_threads_cpu_s = run_ns / 1e9;
   return st;
 }
 

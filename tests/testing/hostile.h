@@ -17,7 +17,10 @@ struct ProcStats {
   int64_t hwm_kb = -1;  // VmHWM: the peak RSS so far
   int threads = -1;
   int fds = -1;
-  double cpu_s = -1;  // user + system
+  double cpu_s = -1;  // user + system (clock ticks: 10 ms steps)
+  // Time on CPU of the live threads (task/*/schedstat, nanoseconds): precise, but threads that
+  // have exited are no longer in it.
+  double live_threads_cpu_s = -1;
 };
 ProcStats ReadProcStats(pid_t pid);
 
