@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
+#include "agent/daemon/route_scope.h"
 #include "agent/daemon/uevent.h"
 
 namespace fabric {
@@ -76,82 +77,22 @@ class RouteEvents final : public EventSource {
  private:
   RouteEvents() = default;
 
-  // The name of `ifindex` now, for the scope; empty once the scope is full (a storm) or when
-  // the netdev is gone (then the index alone is kept).
-  std::string NameOf(int ifindex) {
-    if (drained_.scope.full() || ifindex <= 0) return "";
-    char name[IF_NAMESIZE] = {};
-    return if_indextoname(static_cast<unsigned>(ifindex), name) != nullptr ? name : "";
-  }
-
   static int OnMessage(nl_msg* msg, void* arg) {
     auto* self = static_cast<RouteEvents*>(arg);
     const nlmsghdr* h = nlmsg_hdr(msg);
-    ChangeScope& scope = self->drained_.scope;
-    const char* what = nullptr;
-    int ifindex = 0;
-    switch (h->nlmsg_type) {
-      case RTM_NEWLINK:
-      case RTM_DELLINK: {
-        what = h->nlmsg_type == RTM_NEWLINK ? "link added or changed" : "link removed";
-        if (h->nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg))) return NL_SKIP;
-        ifindex = static_cast<const ifinfomsg*>(nlmsg_data(h))->ifi_index;
-        // The message's own name: right for a link already gone, and for a renamed one (whose
-        // device the planner finds by its PCI function or lower links).
-        const nlattr* name =
-            nlmsg_find_attr(const_cast<nlmsghdr*>(h), sizeof(ifinfomsg), IFLA_IFNAME);
-        if (name != nullptr && nla_len(name) > 1) {
-          scope.Netdev(std::string(static_cast<const char*>(nla_data(name)),
-                                   strnlen(static_cast<const char*>(nla_data(name)),
-                                           static_cast<size_t>(nla_len(name)))));
-        } else {
-          scope.Ifindex(ifindex);
-        }
-        break;
-      }
-      case RTM_NEWADDR:
-      case RTM_DELADDR: {
-        what = h->nlmsg_type == RTM_NEWADDR ? "address added" : "address removed";
-        if (h->nlmsg_len < NLMSG_LENGTH(sizeof(ifaddrmsg))) return NL_SKIP;
-        ifindex = static_cast<int>(static_cast<const ifaddrmsg*>(nlmsg_data(h))->ifa_index);
-        if (std::string name = self->NameOf(ifindex); !name.empty()) {
-          scope.Netdev(std::move(name));
-        } else {
-          scope.Ifindex(ifindex);
-        }
-        break;
-      }
-      case RTM_NEWROUTE:
-      case RTM_DELROUTE: {
-        what = h->nlmsg_type == RTM_NEWROUTE ? "route added" : "route removed";
-        if (h->nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) return NL_SKIP;
-        const auto* rt = static_cast<const rtmsg*>(nlmsg_data(h));
-        uint32_t table = rt->rtm_table;
-        if (const nlattr* t = nlmsg_find_attr(const_cast<nlmsghdr*>(h), sizeof(rtmsg), RTA_TABLE);
-            t != nullptr && nla_len(t) >= 4) {
-          table = nla_get_u32(const_cast<nlattr*>(t));
-        }
-        // Discovery reads the main table (/proc/net/route, default routes): the local table's
-        // routes, which every address brings, change nothing in the inventory.
-        if (table != RT_TABLE_MAIN) return NL_SKIP;
-        const nlattr* oif = nlmsg_find_attr(const_cast<nlmsghdr*>(h), sizeof(rtmsg), RTA_OIF);
-        if (oif != nullptr && nla_len(oif) >= 4) {
-          ifindex = static_cast<int>(nla_get_u32(const_cast<nlattr*>(oif)));
-        }
-        if (rt->rtm_dst_len == 0 || ifindex <= 0) {
-          scope.DefaultRoute();  // A default route, or a multipath one: the routes are read.
-        } else if (std::string name = self->NameOf(ifindex); !name.empty()) {
-          scope.RouteVia(std::move(name));
-        } else {
-          scope.DefaultRoute();
-        }
-        break;
-      }
-      default:
-        return NL_SKIP;
-    }
+    const auto m = ScopeOfRouteMessage(
+        std::string_view(reinterpret_cast<const char*>(h), h->nlmsg_len),
+        [](int ifindex) -> std::string {
+          char name[IF_NAMESIZE] = {};
+          return ifindex > 0 && if_indextoname(static_cast<unsigned>(ifindex), name) != nullptr
+                     ? name
+                     : "";
+        },
+        &self->drained_.scope);
+    if (!m) return NL_SKIP;
     ++self->drained_.relevant;
-    self->drained_.last = ifindex > 0 ? absl::StrCat(what, " (ifindex ", ifindex, ")") : what;
+    self->drained_.last =
+        m->ifindex > 0 ? absl::StrCat(m->what, " (ifindex ", m->ifindex, ")") : m->what;
     return NL_OK;
   }
 
