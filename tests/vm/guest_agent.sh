@@ -64,8 +64,12 @@ if grep -q "gid_table $dev:1" <<<"$health" && ((rc == 1)); then
 else
   fail "health after the GID move (exit $rc): $health"
 fi
-grep -q "rescan (link added or changed\|rescan (address\|rescan (infiniband" "$out/agent.log" &&
-  ok "rescans were triggered by events" || fail "no event-triggered rescan in the agent log"
+# Each kind of event refreshes only what it names: the device by its uevent, the GIDs by the
+# address's route netlink message (a full rescan would be logged as "rescan (").
+grep -q "targeted refresh of .*(infiniband" "$out/agent.log" &&
+  grep -q "targeted refresh of rxe0.*(address\|targeted refresh of rxe0.*(route" "$out/agent.log" &&
+  ok "targeted refreshes were triggered by uevents and route netlink" ||
+  fail "no event-triggered targeted refresh in the agent log"
 
 kill -TERM "$pid"
 start=$(date +%s%N)
