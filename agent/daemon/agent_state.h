@@ -78,7 +78,11 @@ struct AgentState {
 void CountSources(AgentState& st);
 
 // Builds and publishes a snapshot when the host, the policy or the agent's findings changed.
-void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed);
+// `drift_of`: a safety-net rescan ("rescan (periodic)"): the served inventory is what events kept
+// up to date, so each change it finds is one no event announced, or a targeted refresh gone
+// wrong; logged as such and counted. The full result wins.
+void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed,
+             const std::string& drift_of = "");
 
 // A full rescan. `policy_changed`: the config was just reloaded, so publish even when the host is
 // the same. `safety_net`: no event asked for it (periodic, reload), so whatever it finds that

@@ -90,19 +90,9 @@ void Accept(AgentState& st, absl::StatusOr<v1::Host> host, const std::string& wh
     st.stale_retries = 0;
     st.counters.stale_since_unix_ns = 0;
   }
-  if (check_drift && cur != nullptr) {
-    // The served inventory is what events kept up to date: what a full read finds beyond it is
-    // a change no event announced, or a targeted refresh gone wrong. The full result wins.
-    const std::vector<v1::InventoryChange> drift = DiffHosts(cur->host, *host);
-    for (const v1::InventoryChange& c : drift) {
-      Log(LogLevel::kInfo, "rescan (", why,
-          ") found what no event announced: ", v1::InventoryChange::Kind_Name(c.kind()), " ",
-          c.subject(), " ", c.old_value(), c.old_value().empty() ? "" : " -> ", c.new_value());
-    }
-    st.counters.refresh_drift.fetch_add(drift.size());
-  }
   st.counters.last_scan_ok_unix_ns = absl::ToUnixNanos(now);
-  Publish(st, *std::move(host), policy_changed);
+  Publish(st, *std::move(host), policy_changed,
+          check_drift ? absl::StrCat("rescan (", why, ")") : std::string());
 }
 
 }  // namespace
@@ -117,7 +107,8 @@ void CountSources(AgentState& st) {
   st.counters.uevents = uevent;
 }
 
-void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) {
+void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed,
+             const std::string& drift_of) {
   auto cur = st.store.Current();
   std::vector<v1::InventoryChange> changes;
   bool host_changed = cur == nullptr;
@@ -163,8 +154,10 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed) 
   for (const v1::InventoryChange& c : changes) {
     Log(LogLevel::kInfo, "change: ", v1::InventoryChange::Kind_Name(c.kind()), " ", c.subject(),
         c.old_value().empty() && c.new_value().empty() ? "" : " ", c.old_value(),
-        c.old_value().empty() ? "" : " -> ", c.new_value());
+        c.old_value().empty() ? "" : " -> ", c.new_value(),
+        drift_of.empty() ? "" : absl::StrCat(" (", drift_of, " found what no event announced)"));
   }
+  if (!drift_of.empty()) st.counters.refresh_drift.fetch_add(changes.size());
   const v1::Host& h = snap->host;
   st.store.Publish(snap);
   if (!st.opt.nfd_features_dir.empty()) {

@@ -30,6 +30,8 @@ std::optional<RouteMessage> ScopeOfRouteMessage(std::string_view msg,
   const auto* h = reinterpret_cast<const nlmsghdr*>(msg.data());
   if (h->nlmsg_len < sizeof(nlmsghdr) || h->nlmsg_len > msg.size()) return std::nullopt;
   RouteMessage out;
+  // The netdev's name now; not looked up once the scope is full (a storm keeps no names).
+  auto name_now = [&](int ifindex) { return scope->full() ? std::string() : name_of(ifindex); };
   switch (h->nlmsg_type) {
     case RTM_NEWLINK:
     case RTM_DELLINK: {
@@ -52,7 +54,7 @@ std::optional<RouteMessage> ScopeOfRouteMessage(std::string_view msg,
       out.what = h->nlmsg_type == RTM_NEWADDR ? "address added" : "address removed";
       if (h->nlmsg_len < NLMSG_LENGTH(sizeof(ifaddrmsg))) return std::nullopt;
       out.ifindex = static_cast<int>(static_cast<const ifaddrmsg*>(nlmsg_data(h))->ifa_index);
-      if (std::string name = scope->full() ? "" : name_of(out.ifindex); !name.empty()) {
+      if (std::string name = name_now(out.ifindex); !name.empty()) {
         scope->Netdev(std::move(name));
       } else {
         scope->Ifindex(out.ifindex);
@@ -71,7 +73,7 @@ std::optional<RouteMessage> ScopeOfRouteMessage(std::string_view msg,
       out.ifindex = static_cast<int>(U32(Attr(h, sizeof(rtmsg), RTA_OIF)).value_or(0));
       if (rt->rtm_dst_len == 0 || out.ifindex <= 0) {
         scope->DefaultRoute();  // A default route, or a multipath one: the routes are read.
-      } else if (std::string name = scope->full() ? "" : name_of(out.ifindex); !name.empty()) {
+      } else if (std::string name = name_now(out.ifindex); !name.empty()) {
         scope->RouteVia(std::move(name));
       } else {
         scope->DefaultRoute();
