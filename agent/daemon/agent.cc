@@ -144,7 +144,7 @@ absl::Status StepFirstInventory(AgentState& st) {
   Log(LogLevel::kInfo, "inventory: ", host->rdma_devices_size(), " RDMA devices, ",
       host->netdevs_size(), " netdevs, ", host->accelerators_size(), " accelerators, ",
       host->problems_size(), " discovery problems (", st.opt.sysfs, ")");
-  Publish(st, *std::move(host), true);
+  Publish(st, ScannedHost(*std::move(host)), true);
   return absl::OkStatus();
 }
 
@@ -316,7 +316,7 @@ absl::Status StepNfd(AgentState& st) {
   if (st.opt.nfd_features_dir.empty()) return absl::OkStatus();
   auto snap = st.store.Current();
   auto wrote =
-      WriteNfdFeatures(st.opt.nfd_features_dir, RenderNfdFeatures(snap->host, snap->policy));
+      WriteNfdFeatures(st.opt.nfd_features_dir, RenderNfdFeatures(*snap->host, snap->policy));
   if (!wrote.ok()) return wrote.status();
   return absl::OkStatus();
 }
@@ -324,8 +324,8 @@ absl::Status StepNfd(AgentState& st) {
 absl::Status StepReady(AgentState& st) {
   st.api->server()->GetHealthCheckService()->SetServingStatus(kServiceName, true);
   const auto snap = st.store.Current();
-  st.notifier->Notify(absl::StrCat("READY=1\nSTATUS=serving ", snap->host.rdma_devices_size(),
-                                   " RDMA devices, ", snap->host.accelerators_size(),
+  st.notifier->Notify(absl::StrCat("READY=1\nSTATUS=serving ", snap->host->rdma_devices_size(),
+                                   " RDMA devices, ", snap->host->accelerators_size(),
                                    " accelerators"));
   return absl::OkStatus();
 }

@@ -113,9 +113,9 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
   }
 
   // The NIC each GPU would get (SelectNics with every GPU, under the agent's policy).
-  const std::vector<std::string> gpus = ComputeGpus(snap->host);
-  if (!gpus.empty() && !snap->host.rdma_devices().empty()) {
-    absl::StatusOr<v1::Selection> sel = SelectNics(snap->host, gpus, snap->policy);
+  const std::vector<std::string> gpus = ComputeGpus(*snap->host);
+  if (!gpus.empty() && !snap->host->rdma_devices().empty()) {
+    absl::StatusOr<v1::Selection> sel = SelectNics(*snap->host, gpus, snap->policy);
     if (sel.ok()) {
       for (const v1::GpuAssignment& a : sel->assignments()) {
         out->Gauge("fabric_gpu_nic_distance",
@@ -264,7 +264,7 @@ std::string RenderAgentMetrics(const MetricsSources& src, absl::Time now) {
   const absl::Time start = absl::Now();
   Exposition out;
   const std::shared_ptr<const Snapshot> snap = src.store->Current();
-  if (snap != nullptr) metrics::AppendHostMetrics(snap->host, *src.sysfs, &out);
+  if (snap != nullptr) metrics::AppendHostMetrics(*snap->host, *src.sysfs, &out);
   AgentMetrics(src, snap.get(), now, &out);
   if (src.prober != nullptr) ProbeMetrics(*src.prober, &out);
   if (src.announcer != nullptr) AnnounceMetrics(*src.announcer, &out);

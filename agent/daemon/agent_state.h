@@ -81,7 +81,7 @@ void CountSources(AgentState& st);
 // `drift_of`: a safety-net rescan ("rescan (periodic)"): the served inventory is what events kept
 // up to date, so each change it finds is one no event announced, or a targeted refresh gone
 // wrong; logged as such and counted. The full result wins.
-void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed,
+void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_changed,
              const std::string& drift_of = "");
 
 // A full rescan. `policy_changed`: the config was just reloaded, so publish even when the host is

@@ -1,6 +1,7 @@
 // The inventory's cycle: full rescans, targeted refreshes, the trust check between them and the
 // published snapshot, and what the agent says of itself in health.
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,7 +51,7 @@ std::string FindingsKey(const std::vector<v1::Finding>& fs) {
 // A scan's result, full or targeted: published when trusted; else the last good one stays.
 // `check_drift`: a safety-net rescan, whose differences from the served inventory are changes the
 // events did not bring.
-void Accept(AgentState& st, absl::StatusOr<v1::Host> host, const std::string& why,
+void Accept(AgentState& st, absl::StatusOr<RefreshedHost> host, const std::string& why,
             bool policy_changed, bool check_drift = false) {
   st.stale_retry_at = absl::InfiniteFuture();  // Only an untrusted scan schedules a retry.
   if (!host.ok()) {
@@ -62,7 +63,7 @@ void Accept(AgentState& st, absl::StatusOr<v1::Host> host, const std::string& wh
   }
   st.last_scan = absl::OkStatus();
   const auto cur = st.store.Current();
-  const ScanTrust trust = cur != nullptr ? JudgeScan(cur->host, *host) : ScanTrust{};
+  const ScanTrust trust = cur != nullptr ? JudgeScan(*cur->host, *host->host) : ScanTrust{};
   const absl::Time now = absl::Now();
   if (!trust.trusted) {
     // A hole from a read that may succeed next time is no evidence that anything is gone: keep
@@ -95,6 +96,26 @@ void Accept(AgentState& st, absl::StatusOr<v1::Host> host, const std::string& wh
           check_drift ? absl::StrCat("rescan (", why, ")") : std::string());
 }
 
+// Whether the pairing and the NFD labels of `cur` hold for `next`: only GID tables or addresses
+// changed (DiffHosts names every difference), under the same policy, and what the ranking reads
+// of the ports they belong to (RankingInputs) is as it was. A GID that is not a port's chosen
+// one, on a host with hundreds of them, then costs no pairing and no labels.
+bool SameRanking(const Snapshot* cur, bool host_changed, bool policy_changed,
+                 const std::vector<v1::InventoryChange>& changes, const v1::Host* next,
+                 const v1::SelectionPolicy& policy) {
+  if (cur == nullptr || policy_changed) return false;
+  if (!host_changed) return true;
+  std::set<std::string> subjects;  // Ports ("mlx5_1:1") and netdevs.
+  for (const v1::InventoryChange& c : changes) {
+    if (c.kind() != v1::InventoryChange::KIND_GID_TABLE &&
+        c.kind() != v1::InventoryChange::KIND_NETDEV_ADDRESSES) {
+      return false;
+    }
+    subjects.insert(c.subject());
+  }
+  return RankingInputs(*cur->host, cur->policy, subjects) == RankingInputs(*next, policy, subjects);
+}
+
 }  // namespace
 
 void CountSources(AgentState& st) {
@@ -107,16 +128,16 @@ void CountSources(AgentState& st) {
   st.counters.uevents = uevent;
 }
 
-void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed,
+void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_changed,
              const std::string& drift_of) {
   auto cur = st.store.Current();
   std::vector<v1::InventoryChange> changes;
   bool host_changed = cur == nullptr;
   const absl::Time now = absl::Now();
   if (cur != nullptr && host) {
-    changes = DiffHosts(cur->host, *host);
+    changes = DiffHosts(*cur->host, *host->host);
     host_changed = !changes.empty();
-    st.events.Record(cur->host, changes, now);
+    st.events.Record(*cur->host, changes, now);
   }
   st.events.Expire(now, st.opt.event_window);
   std::vector<v1::Finding> agent = AgentFindings(st);
@@ -125,10 +146,17 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed,
   st.agent_findings_key = key;
 
   auto snap = std::make_shared<Snapshot>();
+  snap->policy = st.config.selection();
+  const bool same_ranking = SameRanking(cur.get(), host_changed, policy_changed, changes,
+                                        host ? host->host.get() : nullptr, snap->policy);
   if (host_changed) {
     snap->generation = ++st.generation;
     snap->discovered_at = now;
-    snap->host = *std::move(host);
+    // Once per snapshot, not per request; kept while the ranking reads the same.
+    *host->host->mutable_pairing() =
+        same_ranking ? cur->host->pairing() : PairGpus(*host->host, snap->policy);
+    snap->host = std::move(host->host);
+    snap->host_depth = host->depth;
     if (cur != nullptr) {
       snap->changes_since = cur->generation;
       snap->changes = changes;
@@ -136,16 +164,19 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed,
   } else {
     snap->generation = cur->generation;
     snap->discovered_at = cur->discovered_at;
-    snap->host = cur->host;
+    if (policy_changed) {
+      auto h = std::make_shared<v1::Host>(*cur->host);
+      *h->mutable_pairing() = PairGpus(*h, snap->policy);
+      snap->host = std::move(h);
+    } else {
+      snap->host = cur->host;  // The very same host: nothing in it changed.
+      snap->host_depth = cur->host_depth;
+    }
     snap->changes_since = cur->changes_since;
     snap->changes = cur->changes;
   }
-  snap->policy = st.config.selection();
-  if (host_changed || policy_changed) {
-    *snap->host.mutable_pairing() = PairGpus(snap->host, snap->policy);  // Once, not per request.
-  }
-  snap->health = EvaluateHealth(snap->host, snap->policy);
-  for (v1::Finding& f : GidChangeFindings(st.start_host, snap->host)) {
+  snap->health = EvaluateHealth(*snap->host, snap->policy);
+  for (v1::Finding& f : GidChangeFindings(st.start_host, *snap->host)) {
     AddFinding(&snap->health, std::move(f));
   }
   for (v1::Finding& f : agent) AddFinding(&snap->health, std::move(f));
@@ -158,9 +189,10 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed,
         drift_of.empty() ? "" : absl::StrCat(" (", drift_of, " found what no event announced)"));
   }
   if (!drift_of.empty()) st.counters.refresh_drift.fetch_add(changes.size());
-  const v1::Host& h = snap->host;
+  const v1::Host& h = *snap->host;
+  const bool labels_same = !host_changed && !policy_changed ? true : same_ranking;
   st.store.Publish(snap);
-  if (!st.opt.nfd_features_dir.empty()) {
+  if (!st.opt.nfd_features_dir.empty() && !(labels_same && !st.nfd_written.empty())) {
     // Most changes (a GID, a link state) leave the labels as they were: no rewrite, no NFD event.
     std::string features = RenderNfdFeatures(h, snap->policy);
     if (features != st.nfd_written) {
@@ -168,6 +200,7 @@ void Publish(AgentState& st, std::optional<v1::Host> host, bool policy_changed,
       if (wrote.ok()) {
         st.nfd_written = std::move(features);
       } else {
+        st.nfd_written.clear();  // Rendered and written again at the next publish.
         Log(LogLevel::kWarning, "NFD feature file: ", wrote.status().message());
       }
     }
@@ -183,7 +216,9 @@ void Rescan(AgentState& st, const std::string& why, bool policy_changed, bool sa
   st.counters.refreshes_full.fetch_add(1);
   st.counters.refresh_full_ns.fetch_add(absl::ToInt64Nanoseconds(took));
   // Drift only against a good served inventory (not one kept while rescans were untrusted).
-  Accept(st, std::move(host), why, policy_changed,
+  absl::StatusOr<RefreshedHost> scanned =
+      host.ok() ? absl::StatusOr<RefreshedHost>(ScannedHost(*std::move(host))) : host.status();
+  Accept(st, std::move(scanned), why, policy_changed,
          safety_net && st.last_scan.ok() && !st.stale_finding);
 }
 
@@ -195,14 +230,14 @@ void RefreshFor(AgentState& st, const ChangeScope& scope, const std::string& why
   }
   const absl::Time start = absl::Now();
   const RefreshPlan plan = PlanRefresh(
-      cur->host, scope, [&](const std::string& name) { return LookUpNetdev(st.sysfs, name); });
+      *cur->host, scope, [&](const std::string& name) { return LookUpNetdev(st.sysfs, name); });
   if (plan.full) return Rescan(st, absl::StrCat(why, ": ", plan.why));
   if (plan.empty()) {
     st.counters.refreshes_skipped.fetch_add(1);
     Log(LogLevel::kDebug, "nothing in the inventory depends on it (", why, ")");
     return;
   }
-  auto host = Refresh(st.sysfs, st.procfs, cur->host, plan);
+  auto host = Refresh(st.sysfs, st.procfs, cur->host, cur->host_depth, plan);
   if (absl::IsFailedPrecondition(host.status())) {
     return Rescan(st, absl::StrCat(why, ": ", host.status().message()));
   }

@@ -236,10 +236,10 @@ void Prober::Round(const v1::ProbeSchedule& schedule) {
   const std::shared_ptr<const Snapshot> snap = store_->Current();
   if (peers.empty() || snap == nullptr) return;
   const Transport transport =
-      snap->host.rdma_devices().empty() ? Transport::kTcp : Transport::kRdma;
+      snap->host->rdma_devices().empty() ? Transport::kTcp : Transport::kRdma;
   const std::vector<probes::TestKind> tests = probes::Tests(schedule);
   const std::vector<probes::ProbeSource> sources =
-      probes::ProbeSources(snap->host, snap->policy, schedule);
+      probes::ProbeSources(*snap->host, snap->policy, schedule);
   // A worker per local device: one test at a time per device, devices side by side.
   std::vector<std::thread> workers;
   for (const probes::ProbeSource& source : sources) {
@@ -319,7 +319,7 @@ v1::ProbeResult Prober::Execute(const probes::ProbeSpec& spec, const std::string
   out.set_remote_device(spec.remote_device);
   ++(out.ok() ? runs_ok_ : runs_failed_);
   if (const std::shared_ptr<const Snapshot> snap = store_->Current(); snap != nullptr) {
-    probes::RateShare(snap->host, degraded_fraction, &out);
+    probes::RateShare(*snap->host, degraded_fraction, &out);
   }
   return out;
 }
@@ -341,7 +341,7 @@ absl::StatusOr<v1::ProbeResult> Prober::Run(const v1::RunProbeRequest& req) {
   }
   const std::shared_ptr<const Snapshot> snap = store_->Current();
   if (snap == nullptr) return absl::UnavailableError("no inventory yet");
-  const bool have_rdma = !snap->host.rdma_devices().empty();
+  const bool have_rdma = !snap->host->rdma_devices().empty();
   Transport transport = have_rdma ? Transport::kRdma : Transport::kTcp;
   if (req.transport() == "tcp") {
     transport = Transport::kTcp;
@@ -402,12 +402,12 @@ absl::StatusOr<v1::ProbeResult> Prober::Run(const v1::RunProbeRequest& req) {
       // The schedule's first source, else the first device: a test always names its device,
       // so that it takes the right lock.
       std::vector<probes::ProbeSource> sources =
-          probes::ProbeSources(snap->host, snap->policy, schedule);
+          probes::ProbeSources(*snap->host, snap->policy, schedule);
       if (!sources.empty() && !sources.front().device.empty()) {
         spec.local.device = sources.front().device;
         if (port == 0) port = sources.front().port;
       } else {
-        spec.local.device = snap->host.rdma_devices(0).name();
+        spec.local.device = snap->host->rdma_devices(0).name();
       }
     }
     spec.local.ib_port = static_cast<uint8_t>(port == 0 ? 1 : port);

@@ -6,7 +6,9 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,17 @@ grpc::Status EncodeResponse(const Message& message, grpc::ByteBuffer* out) {
 // Bytes already serialized (a cached SelectNics answer, a watch event shared by many streams).
 inline grpc::ByteBuffer BytesToBuffer(const std::string& bytes) {
   grpc::Slice slice(bytes.data(), bytes.size());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// The same without a copy: the slice holds a reference to the bytes until gRPC has sent them (a
+// watch event carries the whole inventory, hundreds of kilobytes on a big host).
+inline grpc::ByteBuffer BytesToBuffer(std::shared_ptr<const std::string> bytes) {
+  using Ref = std::shared_ptr<const std::string>;
+  auto* ref = new Ref(std::move(bytes));
+  grpc::Slice slice(
+      const_cast<char*>((*ref)->data()), (*ref)->size(),
+      [](void* p) { delete static_cast<Ref*>(p); }, ref);
   return grpc::ByteBuffer(&slice, 1);
 }
 

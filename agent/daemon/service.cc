@@ -155,7 +155,7 @@ absl::StatusOr<std::shared_ptr<const std::string>> FabricAgentService::Select(
     if (!req.gpus().empty()) {
       return absl::InvalidArgumentError("gpus and visible are both set: give one of them");
     }
-    auto expanded = ExpandVisible(req.visible(), (*s)->host);
+    auto expanded = ExpandVisible(req.visible(), *(*s)->host);
     if (!expanded.ok()) return expanded.status();
     visible = *std::move(expanded);
   } else if (req.gpus().empty()) {
@@ -181,7 +181,7 @@ absl::StatusOr<std::shared_ptr<const std::string>> FabricAgentService::Select(
   std::vector<std::string> gpus =
       by_visible ? std::move(visible)
                  : std::vector<std::string>(req.gpus().begin(), req.gpus().end());
-  auto sel = fabric::SelectNics((*s)->host, gpus, (*s)->policy);
+  auto sel = fabric::SelectNics(*(*s)->host, gpus, (*s)->policy);
   if (!sel.ok()) return sel.status();
   if (!req.include_rejected()) {
     for (v1::GpuAssignment& a : *sel->mutable_assignments()) a.clear_rejected();
@@ -210,7 +210,7 @@ FabricAgentService::Reactor* FabricAgentService::Place(Ctx* ctx, const Bytes* in
       ctx, in, out, [this](const v1::PlaceRequest& req, v1::PlaceResponse* resp) {
         auto s = Ready();
         if (!s.ok()) return ToGrpc(s.status());
-        auto placed = fabric::Place((*s)->host, req, (*s)->policy);
+        auto placed = fabric::Place(*(*s)->host, req, (*s)->policy);
         if (!placed.ok()) return ToGrpc(placed.status());
         *resp = *std::move(placed);
         return grpc::Status::OK;

@@ -43,7 +43,11 @@ struct Snapshot {
   // for inventory changes alone.
   uint64_t generation = 0;
   absl::Time discovered_at;
-  v1::Host host;
+  // Never null. Shared with the snapshots before it: whole when only the policy or the agent's
+  // findings changed, else the RDMA devices a targeted refresh did not read (RefreshedHost),
+  // `host_depth` hosts behind it.
+  std::shared_ptr<const v1::Host> host = std::make_shared<const v1::Host>();
+  int host_depth = 0;
   v1::SelectionPolicy policy;
   v1::Health health;  // Evaluated when the snapshot was built.
   // Flaps, GID changes and absent devices since the agent started; their health findings depend

@@ -40,7 +40,7 @@ void AppendField(uint32_t number, const google::protobuf::MessageLite& m, std::s
 }  // namespace
 
 void FillInventory(const Snapshot& s, v1::Inventory* out) {
-  *out->mutable_host() = s.host;
+  *out->mutable_host() = *s.host;
   out->set_generation(s.generation);
   *out->mutable_discovered_at() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(s.discovered_at));
@@ -54,7 +54,7 @@ std::string WatchEventBytes(const Snapshot* last, const Snapshot& next) {
     std::vector<v1::InventoryChange> changes =
         last->generation == next.changes_since && last->generation != next.generation
             ? next.changes
-            : DiffHosts(last->host, next.host);
+            : DiffHosts(*last->host, *next.host);
     for (v1::InventoryChange& c : changes) {
       next.events.SetCount(&c);
       *event.add_changes() = std::move(c);
@@ -69,7 +69,7 @@ std::string WatchEventBytes(const Snapshot* last, const Snapshot& next) {
       absl::ToUnixNanos(next.discovered_at));
   next.events.Fill(absl::Now(), next.event_window, &inv);
   std::string inv_bytes = inv.SerializeAsString();
-  AppendField(v1::Inventory::kHostFieldNumber, next.host, &inv_bytes);
+  AppendField(v1::Inventory::kHostFieldNumber, *next.host, &inv_bytes);
   std::string out = event.SerializeAsString();
   out.reserve(out.size() + inv_bytes.size() + 16);
   AppendBytesField(v1::InventoryEvent::kInventoryFieldNumber, inv_bytes, &out);
@@ -240,7 +240,7 @@ void WatchHub::Pump() {
     const absl::Time now = absl::Now();
     absl::Time next = absl::InfiniteFuture();
     // Streams mostly stand at the same generation: one event per starting point per round.
-    std::map<const Snapshot*, std::string> events;
+    std::map<const Snapshot*, std::shared_ptr<const std::string>> events;
     for (Stream* s : streams_) {
       if (s->finished_) continue;
       if (shutting_down) {
@@ -269,7 +269,9 @@ void WatchHub::Pump() {
       if (s->cancelled_ || current == nullptr) continue;
       if (s->last_ != nullptr && s->last_->generation >= current->generation) continue;
       auto [ev, fresh] = events.try_emplace(s->last_.get());
-      if (fresh) ev->second = WatchEventBytes(s->last_.get(), *current);
+      if (fresh) {
+        ev->second = std::make_shared<const std::string>(WatchEventBytes(s->last_.get(), *current));
+      }
       s->buffer_ = BytesToBuffer(ev->second);
       s->last_ = current;
       s->writing_ = true;

@@ -13,28 +13,31 @@ namespace {
 TEST(WatchEventBytes, ParsesToTheInventoryAndTheChanges) {
   auto before = std::make_shared<Snapshot>();
   before->generation = 4;
-  before->host.set_hostname("node-1");
-  v1::RdmaDevice* d = before->host.add_rdma_devices();
+  auto host = std::make_shared<v1::Host>();
+  host->set_hostname("node-1");
+  v1::RdmaDevice* d = host->add_rdma_devices();
   d->set_name("mlx5_0");
   v1::Port* p = d->add_ports();
   p->set_number(1);
   p->set_state(v1::PORT_STATE_ACTIVE);
+  before->host = host;
   Snapshot after;
-  after.host = before->host;
+  auto next = std::make_shared<v1::Host>(*host);
+  next->mutable_rdma_devices(0)->mutable_ports(0)->set_state(v1::PORT_STATE_DOWN);
+  after.host = next;
   after.generation = 5;
   after.discovered_at = absl::FromUnixSeconds(1700000000);
-  after.host.mutable_rdma_devices(0)->mutable_ports(0)->set_state(v1::PORT_STATE_DOWN);
 
   v1::InventoryEvent want;
   FillInventory(after, want.mutable_inventory());
-  for (const v1::InventoryChange& c : DiffHosts(before->host, after.host)) {
+  for (const v1::InventoryChange& c : DiffHosts(*before->host, *after.host)) {
     *want.add_changes() = c;
   }
   ASSERT_EQ(want.changes_size(), 1);
   for (bool published_diff : {false, true}) {
     if (published_diff) {
       after.changes_since = 4;
-      after.changes = DiffHosts(before->host, after.host);
+      after.changes = DiffHosts(*before->host, *after.host);
     }
     v1::InventoryEvent got;
     ASSERT_TRUE(got.ParseFromString(WatchEventBytes(before.get(), after)));

@@ -122,7 +122,7 @@ template <typename T>
 bool SameList(const RepeatedPtrField<T>& a, const RepeatedPtrField<T>& b) {
   if (a.size() != b.size()) return false;
   for (int i = 0; i < a.size(); ++i) {
-    if (!Same(a[i], b[i])) return false;
+    if (&a[i] != &b[i] && !Same(a[i], b[i])) return false;  // Shared objects are equal.
   }
   return true;
 }
@@ -304,6 +304,7 @@ std::vector<InventoryChange> DiffHosts(const Host& before, const Host& after) {
   gids_changed = !devs.removed.empty() || !devs.added.empty();
 
   for (const auto& [a, b] : devs.both) {
+    if (a == b) continue;  // One object in both hosts (a refresh shares what it did not read).
     if (!SameDeviceRest(*a, *b)) other_rdma = true;
     Pairing<Port> ports = Pair(a->ports(), b->ports(), PortKey);
     for (const Port* p : ports.removed) {

@@ -1,6 +1,7 @@
 #include "agent/inventory/discovery/parse.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdio>
 
@@ -68,6 +69,22 @@ absl::StatusOr<std::pair<int64_t, absl::string_view>> NumberedWord(std::string_v
   if (!absl::SimpleAtoi(t.substr(0, colon), &n)) return Invalid(what, s);
   absl::string_view word = absl::StripLeadingAsciiWhitespace(t.substr(colon + 1));
   return std::make_pair(n, word);
+}
+
+// The blank-separated fields of `line`, up to N + 1 (one more tells that there are too many),
+// without allocating: route tables have a line per route, hundreds on a big host.
+template <size_t N>
+size_t Fields(absl::string_view line, std::array<absl::string_view, N + 1>* out) {
+  size_t n = 0;
+  size_t i = 0;
+  while (n < out->size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i == line.size()) break;
+    const size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    (*out)[n++] = line.substr(start, i - start);
+  }
+  return n;
 }
 
 }  // namespace
@@ -286,8 +303,8 @@ absl::StatusOr<std::vector<Ipv4Route>> ParseProcNetRoute(std::string_view s,
       }
       continue;
     }
-    std::vector<absl::string_view> f =
-        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    std::array<absl::string_view, 12> f;
+    const size_t fields = Fields<11>(line, &f);
     Ipv4Route r;
     auto hex32 = [](absl::string_view v, uint32_t* out) {
       if (!HexField(v, 8, out)) return false;
@@ -296,7 +313,7 @@ absl::StatusOr<std::vector<Ipv4Route>> ParseProcNetRoute(std::string_view s,
       return true;
     };
     uint32_t flags;
-    if (f.size() < 11 || !hex32(f[1], &r.destination) || !hex32(f[2], &r.gateway) ||
+    if (fields < 11 || !hex32(f[1], &r.destination) || !hex32(f[2], &r.gateway) ||
         !HexField(f[3], 4, &flags) || !absl::SimpleAtoi(f[6], &r.metric) || !hex32(f[7], &r.mask)) {
       std::string msg = absl::StrCat("/proc/net/route line ", line_no, " malformed: ", Quote(line));
       if (bad_lines == nullptr) return absl::InvalidArgumentError(msg);
@@ -318,10 +335,10 @@ absl::StatusOr<std::vector<std::string>> ParseIpv6DefaultRouteIfaces(
   int line_no = 0;
   for (absl::string_view line : absl::StrSplit(Av(s), '\n', absl::SkipWhitespace())) {
     ++line_no;
-    std::vector<absl::string_view> f =
-        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    std::array<absl::string_view, 11> f;
+    const size_t fields = Fields<10>(line, &f);
     uint32_t len;
-    if (f.size() != 10 || f[0].size() != 32 || !HexField(f[1], 2, &len)) {
+    if (fields != 10 || f[0].size() != 32 || !HexField(f[1], 2, &len)) {
       std::string msg =
           absl::StrCat("/proc/net/ipv6_route line ", line_no, " malformed: ", Quote(line));
       if (bad_lines == nullptr) return absl::InvalidArgumentError(msg);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -176,10 +177,12 @@ RefreshPlan PlanRefresh(const Host& cur, const ChangeScope& scope, const NetdevL
 
 namespace {
 
+// Sorts the pointers, not the messages: no contents swapped, and shared ones (RefreshedHost)
+// left as they are.
 template <typename Msg>
 void SortByName(google::protobuf::RepeatedPtrField<Msg>* items) {
-  std::sort(items->begin(), items->end(),
-            [](const Msg& a, const Msg& b) { return NaturalLess(a.name(), b.name()); });
+  std::sort(items->pointer_begin(), items->pointer_end(),
+            [](const Msg* a, const Msg* b) { return NaturalLess(a->name(), b->name()); });
 }
 
 // Host-level problems: drops those `stale` says the refresh has read again, then adds `fresh`.
@@ -232,14 +235,53 @@ void RefreshArpSysctls(const HostFs& proc, const std::set<std::string>& touched,
   for (const FieldProblem& p : arp.problems()) *part->add_problems() = p;
 }
 
+// What a refreshed host owns: its arena (the host and what the refresh read) and the host whose
+// RDMA devices and topology pairs it points at.
+struct ArenaHost {
+  google::protobuf::Arena arena;
+  std::shared_ptr<const Host> base;
+};
+
+// Adds `item` to `field` (on an arena) as the very object when `share`, else as a copy.
+template <typename Msg>
+void AddItem(google::protobuf::RepeatedPtrField<Msg>* field, const Msg& item, bool share) {
+  if (share) {
+    field->UnsafeArenaAddAllocated(const_cast<Msg*>(&item));  // Never written: see RefreshedHost.
+  } else {
+    *field->Add() = item;
+  }
+}
+
+// The host-level fields of `cur` that a refresh keeps as they were (RDMA devices, netdevs,
+// topology and the pairing it puts together itself). RefreshTest.CopiesEveryHostField fails when
+// Host gains a field, so that it is added here.
+void CopyHostFields(const Host& cur, Host* host) {
+  host->set_hostname(cur.hostname());
+  host->set_kernel_release(cur.kernel_release());
+  host->set_sysfs_root(cur.sysfs_root());
+  host->set_procfs_root(cur.procfs_root());
+  *host->mutable_accelerators() = cur.accelerators();
+  if (cur.has_gpudirect()) *host->mutable_gpudirect() = cur.gpudirect();
+  *host->mutable_default_route_netdevs() = cur.default_route_netdevs();
+  *host->mutable_numa_nodes() = cur.numa_nodes();
+  *host->mutable_problems() = cur.problems();
+}
+
 }  // namespace
 
-absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& cur,
-                             const RefreshPlan& plan) {
+absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
+                                      std::shared_ptr<const Host> current, int depth,
+                                      const RefreshPlan& plan) {
   if (plan.full) return absl::FailedPreconditionError(plan.why);
-  Host host = cur;
-  host.clear_pairing();  // The served host carries the snapshot's pairing; discovery does not.
-  Host fresh;            // Host-level facts and problems read now.
+  if (current == nullptr) return absl::FailedPreconditionError("no inventory to refresh");
+  const Host& cur = *current;
+  auto owner = std::make_shared<ArenaHost>();
+  const bool share = depth < kMaxShareDepth;
+  if (share) owner->base = current;
+  // The served host carries the snapshot's pairing; discovery does not: it is not copied.
+  Host& host = *google::protobuf::Arena::CreateMessage<Host>(&owner->arena);
+  CopyHostFields(cur, &host);
+  Host fresh;                           // Host-level facts and problems read now.
   std::set<std::string> reread_fields;  // The host problems' fields read again.
 
   // RDMA devices: the planned ones, and when the list may have changed, the new and gone ones.
@@ -273,7 +315,9 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
       if (!d->uverbs_device().empty()) uverbs[n] = d->uverbs_device();
     }
   }
-  Host part;  // The re-read devices with their netdevs, as a whole scan would read them.
+  // The re-read devices with their netdevs, as a whole scan would read them; on the new host's
+  // arena, which points at its devices.
+  Host& part = *google::protobuf::Arena::CreateMessage<Host>(&owner->arena);
   di::PciReader pci(sys);
   if (!plan.device_list) {
     // Netdev events change no PCI facts; devices coming or going change their PF's SR-IOV set.
@@ -330,24 +374,24 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
     if (auto it = old.find(n); it != old.end()) NamedNetdevs(*it->second, &touched);
   }
   {
-    google::protobuf::RepeatedPtrField<v1::RdmaDevice> devices;
-    for (v1::RdmaDevice& d : *host.mutable_rdma_devices()) {
-      if (!names.count(d.name())) *devices.Add() = std::move(d);
+    auto* devices = host.mutable_rdma_devices();
+    for (const v1::RdmaDevice& d : cur.rdma_devices()) {
+      if (!names.count(d.name())) AddItem(devices, d, share);
     }
-    for (v1::RdmaDevice& d : *part.mutable_rdma_devices()) *devices.Add() = std::move(d);
-    SortByName(&devices);
-    host.mutable_rdma_devices()->Swap(&devices);
+    for (v1::RdmaDevice& d : *part.mutable_rdma_devices()) devices->UnsafeArenaAddAllocated(&d);
+    SortByName(devices);
   }
   // Netdevs: those of the re-read devices are replaced; default-route netdevs that no device
   // holds any more, and the planned ones, are read on their own.
   std::set<std::string> read_netdevs;
   {
     for (const v1::Netdev& nd : part.netdevs()) read_netdevs.insert(nd.name());
-    google::protobuf::RepeatedPtrField<v1::Netdev> netdevs;
-    for (v1::Netdev& nd : *host.mutable_netdevs()) {
+    // Copies: routes and sysctls below write netdevs.
+    auto& netdevs = *host.mutable_netdevs();
+    for (const v1::Netdev& nd : cur.netdevs()) {
       const bool replaced = names.count(nd.rdma_device()) > 0 ||
                             read_netdevs.count(nd.name()) > 0 || plan.netdevs.count(nd.name()) > 0;
-      if (!replaced) *netdevs.Add() = std::move(nd);
+      if (!replaced) *netdevs.Add() = nd;
     }
     for (v1::Netdev& nd : *part.mutable_netdevs()) *netdevs.Add() = std::move(nd);
     std::set<std::string> have;
@@ -366,7 +410,6 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
       for (const FieldProblem& p : alone.problems()) *part.add_problems() = p;
     }
     SortByName(&netdevs);
-    host.mutable_netdevs()->Swap(&netdevs);
   }
   RefreshArpSysctls(proc, touched, names, &host, &part);
 
@@ -409,7 +452,11 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
     host.clear_gpudirect();
     di::ReadGpuDirect(proc, modules, &host);
   }
-  if (topology) BuildTopology(&host);
+  if (topology) {
+    BuildTopology(&host);
+  } else {
+    for (const v1::TopologyPair& p : cur.topology()) AddItem(host.mutable_topology(), p, share);
+  }
 
   SpliceProblems(
       [&](const FieldProblem& p) {
@@ -423,7 +470,7 @@ absl::StatusOr<Host> Refresh(const HostFs& sys, const HostFs& proc, const Host& 
       },
       fresh.problems(), &host);
   for (const FieldProblem& p : part.problems()) *host.add_problems() = p;
-  return host;
+  return RefreshedHost{std::shared_ptr<Host>(owner, &host), share ? depth + 1 : 0};
 }
 
 }  // namespace fabric

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -85,9 +87,27 @@ struct RefreshPlan {
 RefreshPlan PlanRefresh(const v1::Host& current, const ChangeScope& scope,
                         const NetdevLookup& lookup);
 
-// Applies `plan` to `current`. Returns the refreshed host, or FailedPrecondition when the plan
-// turned out to need a full rescan (a default-route netdev the inventory does not hold).
-absl::StatusOr<v1::Host> Refresh(const HostFs& sys, const HostFs& proc, const v1::Host& current,
-                                 const RefreshPlan& plan);
+// A refreshed host. It lives on an arena of its own and points at the RDMA devices and topology
+// pairs of the host it came from that the refresh did not read again, instead of copying them (a
+// 256-device host is over a millisecond to copy and again to free), so it keeps that host alive.
+// `depth` counts the hosts kept alive behind it; at kMaxShareDepth the next refresh copies
+// instead, so a long run of refreshes holds a bounded number of old hosts. The shared objects
+// are never written again: hosts are immutable once published.
+struct RefreshedHost {
+  std::shared_ptr<v1::Host> host;
+  int depth = 0;
+};
+inline constexpr int kMaxShareDepth = 8;
+// A full scan's host, shared with nothing.
+inline RefreshedHost ScannedHost(v1::Host host) {
+  return {std::make_shared<v1::Host>(std::move(host)), 0};
+}
+
+// Applies `plan` to `current` (at `depth`, as returned by the refresh that built it; 0 for a
+// full scan's host). Returns the refreshed host, or FailedPrecondition when the plan turned out
+// to need a full rescan (a default-route netdev the inventory does not hold).
+absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
+                                      std::shared_ptr<const v1::Host> current, int depth,
+                                      const RefreshPlan& plan);
 
 }  // namespace fabric

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
@@ -277,30 +278,41 @@ class RefreshTest : public ::testing::Test {
     procfs_ = std::make_unique<HostFsImpl>((dir_ / "proc").string());
     auto h = Discover(*sysfs_, *procfs_);
     ASSERT_TRUE(h.ok()) << h.status();
-    cur_ = *h;
+    cur_ = std::make_shared<const Host>(*h);
+    depth_ = 0;
   }
 
-  // Refreshes for `scope`, then checks the result against a full rescan of the same tree.
+  // Refreshes for `scope`, then checks the result against a full rescan of the same tree. The
+  // next step starts from the refreshed host, so that hosts share devices several steps deep.
   RefreshPlan Step(const std::string& what, const ChangeScope& scope) {
     RefreshPlan plan =
-        PlanRefresh(cur_, scope, [&](const std::string& n) { return LookUpNetdev(*sysfs_, n); });
+        PlanRefresh(*cur_, scope, [&](const std::string& n) { return LookUpNetdev(*sysfs_, n); });
     auto full = Discover(*sysfs_, *procfs_);
     EXPECT_TRUE(full.ok()) << full.status();
-    Host next = cur_;
+    const std::string before = cur_->SerializeAsString();
+    std::shared_ptr<const Host> next = cur_;
+    int depth = depth_;
     if (plan.full) {
-      next = *full;
+      next = std::make_shared<const Host>(*full);
+      depth = 0;
     } else if (!plan.empty()) {
-      auto r = Refresh(*sysfs_, *procfs_, cur_, plan);
+      auto r = Refresh(*sysfs_, *procfs_, cur_, depth_, plan);
       EXPECT_TRUE(r.ok()) << what << ": " << r.status();
-      if (r.ok()) next = *r;
+      if (r.ok()) {
+        next = r->host;
+        depth = r->depth;
+        EXPECT_LE(depth, kMaxShareDepth);
+      }
     }
+    EXPECT_EQ(cur_->SerializeAsString(), before)
+        << what << ": the refresh wrote the host it shares";
     std::string report;
     google::protobuf::util::MessageDifferencer diff;
     diff.ReportDifferencesToString(&report);
-    EXPECT_TRUE(diff.Compare(Normalized(*full), Normalized(next)))
-        << what << " (plan: " << plan.why << ")\n"
-        << report;
-    cur_ = *full;
+    const bool same = diff.Compare(Normalized(*full), Normalized(*next));
+    EXPECT_TRUE(same) << what << " (plan: " << plan.why << ")\n" << report;
+    cur_ = same ? next : std::make_shared<const Host>(*full);
+    depth_ = same ? depth : 0;
     return plan;
   }
 
@@ -321,7 +333,7 @@ class RefreshTest : public ::testing::Test {
     fs::remove(p / "gid_attrs/ndevs" / std::to_string(slot));
   }
   const RdmaDevice* Dev(const std::string& name) const {
-    for (const RdmaDevice& d : cur_.rdma_devices()) {
+    for (const RdmaDevice& d : cur_->rdma_devices()) {
       if (d.name() == name) return &d;
     }
     return nullptr;
@@ -384,7 +396,8 @@ class RefreshTest : public ::testing::Test {
 
   fs::path dir_, sys_;
   std::unique_ptr<HostFsImpl> sysfs_, procfs_;
-  Host cur_;
+  std::shared_ptr<const Host> cur_;
+  int depth_ = 0;
   std::map<std::string, std::pair<fs::path, fs::path>> stash_;
 };
 
@@ -437,6 +450,45 @@ TEST_F(RefreshTest, EachKindOfChangeEqualsAFullRescan) {
   Step("a port's netdev renamed", renamed);
 }
 
+// Refreshed hosts point at the devices they did not read again; a run of them is cut by a copy
+// at kMaxShareDepth, so a busy node keeps a bounded number of old hosts alive.
+TEST_F(RefreshTest, HostsShareUnreadDevicesToABoundedDepth) {
+  Load("roce-9port");
+  ChangeScope s;
+  s.Netdev("eth3");
+  bool copied = false;
+  for (int i = 0; i < kMaxShareDepth + 3; ++i) {
+    const std::shared_ptr<const Host> before = cur_;
+    const int depth = depth_;
+    SetGid("mlx5_3", 9, absl::StrCat("10.9.0.", 10 + i), "eth3");
+    Step(absl::StrCat("address ", i), s);
+    ASSERT_NE(cur_, before);
+    ASSERT_EQ(cur_->rdma_devices_size(), before->rdma_devices_size());
+    for (int d = 0; d < cur_->rdma_devices_size(); ++d) {
+      const bool same_object = &cur_->rdma_devices(d) == &before->rdma_devices(d);
+      if (cur_->rdma_devices(d).name() == "mlx5_3") {
+        EXPECT_FALSE(same_object) << "the device read again is a new object";
+      } else {
+        EXPECT_EQ(same_object, depth < kMaxShareDepth) << cur_->rdma_devices(d).name();
+      }
+    }
+    EXPECT_EQ(depth_, depth < kMaxShareDepth ? depth + 1 : 0);
+    copied = copied || depth_ == 0;
+  }
+  EXPECT_TRUE(copied);
+}
+
+// Refresh copies every host-level field it does not build itself (CopyHostFields).
+TEST(RefreshHostFields, EveryFieldOfHostIsKnown) {
+  const google::protobuf::Descriptor* d = Host::descriptor();
+  std::vector<std::string> names;
+  for (int i = 0; i < d->field_count(); ++i) names.push_back(d->field(i)->name());
+  EXPECT_EQ(absl::StrJoin(names, ","),
+            "hostname,kernel_release,sysfs_root,procfs_root,rdma_devices,netdevs,accelerators,"
+            "gpudirect,topology,default_route_netdevs,numa_nodes,problems,pairing")
+      << "Host has a new field: copy it in refresh.cc's CopyHostFields, then update this list";
+}
+
 TEST_F(RefreshTest, VanishedAndNeverSeenAreNoErrors) {
   Load("roce-9port");
   RemoveDevice("mlx5_1");  // Between the event and the read.
@@ -454,7 +506,7 @@ TEST_F(RefreshTest, ADefaultRouteChangeAsksForAFullRescan) {
   // A second default route, through eth1: a netdev set the splice cannot follow.
   std::ofstream(dir_ / "proc/net/route", std::ios::app)
       << "eth1\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
-  auto r = Refresh(*sysfs_, *procfs_, cur_, plan);
+  auto r = Refresh(*sysfs_, *procfs_, cur_, depth_, plan);
   EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
 }
 
@@ -466,7 +518,7 @@ TEST_F(RefreshTest, RandomizedSequenceOnTheSriovHost) {
   SCOPED_TRACE(absl::StrCat("seed ", seed));
   std::mt19937 rng(seed);
   std::vector<std::string> with_netdev;  // Devices whose port has a host netdev.
-  for (const RdmaDevice& d : cur_.rdma_devices()) {
+  for (const RdmaDevice& d : cur_->rdma_devices()) {
     if (!d.ports().empty() && !d.ports(0).netdev().empty() &&
         fs::exists(sys_ / "class/net" / d.ports(0).netdev())) {
       with_netdev.push_back(d.name());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -71,20 +72,15 @@ std::pair<const Gid*, bool> ChooseGid(const Port& port) {
   return {nullptr, false};
 }
 
-const Netdev* FindNetdev(const Host& host, std::string_view name) {
-  for (const Netdev& n : host.netdevs()) {
-    if (n.name() == name) return &n;
-  }
-  return nullptr;
-}
+using NetdevIndex = absl::flat_hash_map<std::string_view, const Netdev*>;
 
 // The most specific connected subnet of `netdev` that holds `ipv4`; empty when none is known.
-std::string SubnetOf(const Host& host, std::string_view netdev, std::string_view ipv4) {
-  const Netdev* n = FindNetdev(host, netdev);
+std::string SubnetOf(const NetdevIndex& netdevs, std::string_view netdev, std::string_view ipv4) {
+  auto it = netdevs.find(netdev);
   absl::StatusOr<uint32_t> addr = ParseIpv4(ipv4);
-  if (n == nullptr || !addr.ok()) return "";
+  if (it == netdevs.end() || !addr.ok()) return "";
   std::optional<Ipv4Net> best;
-  for (const std::string& s : n->ipv4_subnets()) {
+  for (const std::string& s : it->second->ipv4_subnets()) {
     absl::StatusOr<Ipv4Net> net = ParseIpv4Cidr(s);
     if (!net.ok() || !net->Contains(*addr)) continue;
     if (!best || net->len > best->len) best = *net;
@@ -120,23 +116,19 @@ std::optional<int> GpuNuma(const Accelerator& acc) {
   return std::nullopt;
 }
 
-absl::StatusOr<Candidates> BuildCandidates(const Host& host, const SelectionPolicy& policy) {
-  if (host.rdma_devices().empty()) {
-    return absl::FailedPreconditionError("no RDMA device on this host");
-  }
+std::vector<Candidate> PortCandidates(const Host& host, const SelectionPolicy& policy,
+                                      const PortFilter& only) {
   std::set<std::string> default_route(host.default_route_netdevs().begin(),
                                       host.default_route_netdevs().end());
+  NetdevIndex netdevs(static_cast<size_t>(host.netdevs_size()));  // First of a name, as before.
   for (const Netdev& n : host.netdevs()) {
     if (n.default_route()) default_route.insert(n.name());
+    netdevs.emplace(n.name(), &n);
   }
-
-  // Every (device, port), in natural name order so that rejections read in a stable order.
-  Candidates out;
-  std::vector<Candidate>& cands = out.all;
-  std::vector<std::string> portless;
+  std::vector<Candidate> cands;
   for (const RdmaDevice& dev : host.rdma_devices()) {
-    if (dev.ports().empty()) portless.push_back(dev.name());
     for (const Port& port : dev.ports()) {
+      if (only && !only(dev, port)) continue;
       Candidate c;
       c.dev = &dev;
       c.port = &port;
@@ -147,7 +139,7 @@ absl::StatusOr<Candidates> BuildCandidates(const Host& host, const SelectionPoli
         c.gid = gid;
         c.gid_ipv6 = ipv6;
         if (c.gid != nullptr && !c.gid_ipv6) {
-          c.subnet = SubnetOf(host, port.netdev(), c.gid->ipv4());
+          c.subnet = SubnetOf(netdevs, port.netdev(), c.gid->ipv4());
         }
       }
       c.is_vf = dev.has_pci() && dev.pci().sriov().role() == SRIOV_ROLE_VF;
@@ -155,14 +147,12 @@ absl::StatusOr<Candidates> BuildCandidates(const Host& host, const SelectionPoli
       if (port.has_rate_gbps()) c.rate = port.rate_gbps();
 
       // A software device has no netdev of its own port besides its parent.
-      std::vector<std::string> netdevs;
+      std::vector<std::string> own;
       for (const std::string& n : {port.netdev(), dev.parent_netdev()}) {
-        if (!n.empty() && std::find(netdevs.begin(), netdevs.end(), n) == netdevs.end()) {
-          netdevs.push_back(n);
-        }
+        if (!n.empty() && std::find(own.begin(), own.end(), n) == own.end()) own.push_back(n);
       }
       c.front_end = DeniedBy(policy, dev, port);
-      for (const std::string& n : netdevs) {
+      for (const std::string& n : own) {
         if (c.front_end.empty() && default_route.count(n)) {
           c.front_end = absl::StrCat("front-end: carries the default route on ", n);
         }
@@ -172,6 +162,21 @@ absl::StatusOr<Candidates> BuildCandidates(const Host& host, const SelectionPoli
       }
       cands.push_back(std::move(c));
     }
+  }
+  return cands;
+}
+
+absl::StatusOr<Candidates> BuildCandidates(const Host& host, const SelectionPolicy& policy) {
+  if (host.rdma_devices().empty()) {
+    return absl::FailedPreconditionError("no RDMA device on this host");
+  }
+  // Every (device, port), in natural name order so that rejections read in a stable order.
+  Candidates out;
+  std::vector<Candidate>& cands = out.all;
+  cands = PortCandidates(host, policy, nullptr);
+  std::vector<std::string> portless;
+  for (const RdmaDevice& dev : host.rdma_devices()) {
+    if (dev.ports().empty()) portless.push_back(dev.name());
   }
   std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     if (a.dev->name() != b.dev->name()) return NaturalLess(a.dev->name(), b.dev->name());
@@ -215,9 +220,13 @@ absl::StatusOr<Candidates> BuildCandidates(const Host& host, const SelectionPoli
 }
 
 PairIndex IndexTopology(const Host& host) {
-  PairIndex pairs;
+  PairIndex pairs(static_cast<size_t>(host.topology_size()));
+  // A host has a few GPUs and many pairs: each GPU's address is parsed once.
+  absl::flat_hash_map<std::string_view, std::string> canonical;
   for (const TopologyPair& p : host.topology()) {
-    pairs[absl::StrCat(CanonicalPci(p.accelerator()), "|", p.rdma_device())] = &p;
+    auto [it, fresh] = canonical.try_emplace(p.accelerator());
+    if (fresh) it->second = CanonicalPci(p.accelerator());
+    pairs.insert_or_assign(absl::StrCat(it->second, "|", p.rdma_device()), &p);
   }
   return pairs;
 }

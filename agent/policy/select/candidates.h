@@ -3,12 +3,14 @@
 // both users rank with these, so a rule changes in one place.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
@@ -46,6 +48,13 @@ struct Candidates {
 };
 absl::StatusOr<Candidates> BuildCandidates(const v1::Host& host, const v1::SelectionPolicy& policy);
 
+// The candidates of the ports `only` accepts (all when null), in the host's order, as each port
+// alone makes them: before BuildCandidates' host-wide rules (front-end ports excluded when a
+// back-end one is active) and notes.
+using PortFilter = std::function<bool(const v1::RdmaDevice&, const v1::Port&)>;
+std::vector<Candidate> PortCandidates(const v1::Host& host, const v1::SelectionPolicy& policy,
+                                      const PortFilter& only);
+
 // What the ranking compares, in order of precedence.
 enum class Criterion {
   kGid,
@@ -72,7 +81,7 @@ struct Scored {
 };
 
 // The topology pairs of a host by "<canonical gpu>|<device>", built once per request.
-using PairIndex = std::map<std::string, const v1::TopologyPair*>;
+using PairIndex = absl::flat_hash_map<std::string, const v1::TopologyPair*>;
 PairIndex IndexTopology(const v1::Host& host);
 
 // The eligible candidates scored for the GPU at `gpu` (canonical PCI address), in `all`'s order,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,44 @@ GpuPairing PairGpusOver(const Host& host, const Candidates& candidates,
 
 GpuPairing PairingOf(const Host& host, const SelectionPolicy& policy) {
   return host.has_pairing() ? host.pairing() : PairGpus(host, policy);
+}
+
+namespace {
+
+void AppendCandidate(const select_internal::Candidate& c, std::string* out) {
+  absl::StrAppend(out, c.name, c.roce ? " roce" : " ib", " gid=");
+  if (c.gid != nullptr) {
+    absl::StrAppend(out, c.gid->index(), "/", c.gid->gid(), "/", c.gid->ipv4(), "/", c.gid->ipv6(),
+                    c.gid_ipv6 ? "/v6" : "");
+  }
+  absl::StrAppend(out, " subnet=", c.subnet, c.is_vf ? " vf" : "",
+                  " numa=", c.numa ? absl::StrCat(*c.numa) : "?",
+                  " rate=", c.rate ? absl::StrCat(*c.rate) : "?", " front=", c.front_end,
+                  " excluded=", c.excluded, "\n");
+}
+
+}  // namespace
+
+std::string RankingInputs(const Host& host, const SelectionPolicy& policy) {
+  absl::StatusOr<Candidates> cands = select_internal::BuildCandidates(host, policy);
+  if (!cands.ok()) return absl::StrCat("error: ", cands.status().ToString(), "\n");
+  std::string out;
+  for (const select_internal::Candidate& c : cands->all) AppendCandidate(c, &out);
+  for (const std::string& n : cands->notes) absl::StrAppend(&out, "note ", n, "\n");
+  return out;
+}
+
+std::string RankingInputs(const Host& host, const SelectionPolicy& policy,
+                          const std::set<std::string>& subjects) {
+  std::string out;
+  for (const select_internal::Candidate& c :
+       select_internal::PortCandidates(host, policy, [&](const RdmaDevice&d, const Port&p) {
+         return subjects.count(absl::StrCat(d.name(), ":", p.number())) > 0 ||
+                subjects.count(p.netdev()) > 0 || subjects.count(d.parent_netdev()) > 0;
+       })) {
+    AppendCandidate(c, &out);
+  }
+  return out;
 }
 
 }  // namespace fabric

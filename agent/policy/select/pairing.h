@@ -4,6 +4,9 @@
 // NICs by the GPU's own index).
 #pragma once
 
+#include <set>
+#include <string>
+
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
 
@@ -19,5 +22,16 @@ v1::GpuPairing PairGpus(const v1::Host& host, const v1::SelectionPolicy& policy)
 
 // `host.pairing` when the snapshot carries one, else PairGpus.
 v1::GpuPairing PairingOf(const v1::Host& host, const v1::SelectionPolicy& policy);
+
+// What the ranking (PairGpus, SelectNics) reads of the host's ports, as text: each port's chosen
+// GID, subnet, function, NUMA node, rate and exclusion. Two hosts that differ only in their GID
+// tables and addresses rank every GPU's ports alike when this is equal; the daemon then keeps the
+// pairing and NFD labels it has.
+std::string RankingInputs(const v1::Host& host, const v1::SelectionPolicy& policy);
+// The same for the ports named in `subjects` ("mlx5_1:1") or whose netdev is named there, each
+// port as it reads alone. Enough when only those ports' GID tables and their netdevs' addresses
+// changed: the others rank as before, and so do the host-wide rules over them all.
+std::string RankingInputs(const v1::Host& host, const v1::SelectionPolicy& policy,
+                          const std::set<std::string>& subjects);
 
 }  // namespace fabric

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "agent/policy/select/select.h"
 #include "tests/hosts/discovered.h"
 #include "tests/hosts/hosts.h"
@@ -155,6 +158,65 @@ TEST(PairingTest, UniqueBestPortAndNoPort) {
   v1::Host no_ports = host;
   no_ports.clear_rdma_devices();
   EXPECT_THAT(PairGpus(no_ports, {}).pairs(), SizeIs(0));
+}
+
+// The daemon keeps the pairing and NFD labels while RankingInputs stays equal: on every example
+// host, GID tables changed at random must then pair and select exactly as before.
+TEST(RankingInputsTest, EqualInputsRankAlike) {
+  std::mt19937 rng(20261126);
+  int kept = 0, changed = 0;
+  for (const std::string& name : testing::ExampleHostNames()) {
+    SCOPED_TRACE(name);
+    const v1::Host& host = testing::DiscoveredExampleHost(name);
+    if (host.rdma_devices().empty()) continue;
+    const std::string inputs = RankingInputs(host, {});
+    const std::vector<std::string> gpus = ComputeGpus(host);
+    const std::string pairing = PairGpus(host, {}).SerializeAsString();
+    const absl::StatusOr<v1::Selection> a = SelectNics(host, gpus, {});
+    for (int round = 0; round < 40; ++round) {
+      v1::Host m = host;
+      v1::RdmaDevice* d = m.mutable_rdma_devices(static_cast<int>(rng() % m.rdma_devices_size()));
+      if (d->ports().empty()) continue;
+      v1::Port* p = d->mutable_ports(static_cast<int>(rng() % d->ports_size()));
+      const uint32_t pick = rng() % 4;
+      if (pick == 0 && !p->gids().empty()) {  // A GID gone.
+        p->mutable_gids()->erase(p->mutable_gids()->begin() + rng() % p->gids_size());
+      } else if (pick == 1 && !p->gids().empty()) {  // Another address in a slot.
+        v1::Gid* g = p->mutable_gids(static_cast<int>(rng() % p->gids_size()));
+        if (!g->ipv4().empty()) g->set_ipv4(absl::StrCat("10.250.", rng() % 4, ".", rng() % 250));
+      } else {  // A new GID at a high index: RoCE v1, v2, on the port's netdev or another.
+        v1::Gid* g = p->add_gids();
+        g->set_index(200 + rng() % 50);
+        g->set_type(rng() % 2 ? v1::GID_TYPE_ROCE_V2 : v1::GID_TYPE_ROCE_V1);
+        g->set_ipv4(absl::StrCat("10.251.", rng() % 4, ".", rng() % 250));
+        g->set_netdev(rng() % 2 ? p->netdev() : "macvlan9");
+      }
+      const std::set<std::string> subjects = {absl::StrCat(d->name(), ":", p->number()),
+                                              p->netdev()};
+      const bool same = RankingInputs(m, {}) == inputs;
+      // The daemon's form: only the changed port's inputs, which must agree with the whole.
+      EXPECT_EQ(RankingInputs(m, {}, subjects) == RankingInputs(host, {}, subjects), same);
+      if (!same) {
+        ++changed;
+        continue;
+      }
+      ++kept;
+      EXPECT_EQ(PairGpus(m, {}).SerializeAsString(), pairing);
+      absl::StatusOr<v1::Selection> b = SelectNics(m, gpus, {});
+      ASSERT_EQ(a.ok(), b.ok());
+      if (a.ok()) {
+        for (int i = 0; i < a->assignments_size(); ++i) {
+          EXPECT_EQ(a->assignments(i).rdma_device(), b->assignments(i).rdma_device());
+          EXPECT_EQ(a->assignments(i).port(), b->assignments(i).port());
+          EXPECT_EQ(a->assignments(i).gid_index(), b->assignments(i).gid_index());
+          EXPECT_EQ(a->assignments(i).ipv4(), b->assignments(i).ipv4());
+        }
+      }
+    }
+  }
+  // Both sides were seen: GIDs no ranking reads, and GIDs it does.
+  EXPECT_GT(kept, 20);
+  EXPECT_GT(changed, 20);
 }
 
 }  // namespace
