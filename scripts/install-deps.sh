@@ -28,6 +28,10 @@ packages=(
   # the linker (lld: minutes off each build; cmake/FabricHelpers.cmake)
   lld
   python3 python3-grpcio python3-protobuf python3-yaml python3-prometheus-client iproute2 systemd
+  # LLDP neighbour system test: lldpd is the switch (the test starts its own; the service may be off)
+  lldpd
+  # directed-route SMPs to the InfiniBand node behind a port (agent/fabric/neighbors)
+  libibumad-dev
   # Soft-RoCE VM rig (tests/vm)
   qemu-system-x86 busybox-static cpio kmod
 )

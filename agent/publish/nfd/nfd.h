@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "agent/common/k8s_label.h"  // IsValidLabelValue, IsValidLabelKey
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
 
@@ -48,12 +49,5 @@ std::string RenderNfdFeatures(const v1::Host& host, const v1::SelectionPolicy& p
 // does not exist, FailedPrecondition when it is not a directory, the errno's code (e.g.
 // PermissionDenied) when it cannot be written; no temp file is left behind.
 absl::StatusOr<bool> WriteNfdFeatures(const std::string& dir, const std::string& text);
-
-// Kubernetes label syntax. A value: empty, or at most 63 characters of [A-Za-z0-9._-] that
-// start and end with a letter or digit. A key: an optional DNS-subdomain prefix (at most 253
-// characters, lower-case labels of [a-z0-9-] separated by dots) and "/", then a name with the
-// rules of a non-empty value.
-bool IsValidLabelValue(std::string_view value);
-bool IsValidLabelKey(std::string_view key);
 
 }  // namespace fabric
