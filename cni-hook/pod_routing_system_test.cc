@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -50,6 +51,7 @@ class PodRoutingSystemTest : public ::testing::Test {
     for (const std::string* ns : {&pod_, &sw_, &far_}) {
       if (!ns->empty()) Cmd({"/usr/sbin/ip", "netns", "del", *ns});
     }
+    if (!state_dir_.empty()) std::filesystem::remove_all(state_dir_);
   }
 
   void Ip(const std::vector<std::string>& args) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -57,6 +58,7 @@ class AnnouncerTest : public ::testing::Test {
     announcer_.reset();
     if (capture_ >= 0) close(capture_);
     pair_.reset();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
   void Sh(const std::vector<std::string>& cmd) {

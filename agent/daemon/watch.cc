@@ -3,6 +3,8 @@
 #include <google/protobuf/util/time_util.h>
 
 #include <cstdint>
+#include <deque>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,11 +33,88 @@ void AppendBytesField(uint32_t number, std::string_view bytes, std::string* out)
   out->append(bytes);
 }
 
-void AppendField(uint32_t number, const google::protobuf::MessageLite& m, std::string* out) {
-  AppendVarint((uint64_t{number} << 3) | 2, out);
-  AppendVarint(m.ByteSizeLong(), out);
-  m.AppendPartialToString(out);  // Serialized in place: no copy of a large host.
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
 }
+
+size_t FieldSize(uint32_t number, size_t bytes) {
+  return VarintSize((uint64_t{number} << 3) | 2) + VarintSize(bytes) + bytes;
+}
+
+// The host's wire bytes in pieces, in an order other than the generated code's (parsers accept
+// fields in any order): its other fields first, then each RDMA device and topology pair as a
+// field of its own, copied from `prev` (the last snapshot's bytes) when it is the very object
+// that snapshot had, else serialized now. Every piece's bytes are kept in `cache` for the next.
+class HostPieces {
+ public:
+  HostPieces(const v1::Host& host, Snapshot::ElementBytes* prev, Snapshot::ElementBytes* cache) {
+    // Everything but the devices and topology pairs, on an arena that points at the host's own
+    // objects (nothing copied). RefreshHostFields in refresh_test lists Host's fields.
+    v1::Host* rest = google::protobuf::Arena::CreateMessage<v1::Host>(&arena_);
+    rest->set_hostname(host.hostname());
+    rest->set_kernel_release(host.kernel_release());
+    rest->set_sysfs_root(host.sysfs_root());
+    rest->set_procfs_root(host.procfs_root());
+    Share(host.netdevs(), rest->mutable_netdevs());
+    Share(host.accelerators(), rest->mutable_accelerators());
+    if (host.has_gpudirect()) {
+      rest->unsafe_arena_set_allocated_gpudirect(const_cast<v1::GpuDirect*>(&host.gpudirect()));
+    }
+    *rest->mutable_default_route_netdevs() = host.default_route_netdevs();
+    *rest->mutable_numa_nodes() = host.numa_nodes();
+    Share(host.problems(), rest->mutable_problems());
+    if (host.has_pairing()) {
+      rest->unsafe_arena_set_allocated_pairing(const_cast<v1::GpuPairing*>(&host.pairing()));
+    }
+    rest_ = rest->SerializeAsString();
+    size_ = rest_.size();
+    std::unique_lock<std::mutex> prev_lock;
+    if (prev != nullptr && prev != cache) prev_lock = std::unique_lock<std::mutex>(prev->mu);
+    std::lock_guard<std::mutex> lock(cache->mu);
+    const bool fill = !cache->filled;
+    auto add = [&](uint32_t number, const google::protobuf::MessageLite& m) {
+      const std::string* bytes = nullptr;
+      if (auto it = cache->bytes.find(&m); it != cache->bytes.end()) {
+        bytes = &it->second;
+      } else if (fill) {
+        std::string b;
+        if (prev != nullptr && prev != cache) {
+          if (auto p = prev->bytes.find(&m); p != prev->bytes.end()) b = p->second;
+        }
+        if (b.empty()) b = m.SerializeAsString();
+        bytes = &cache->bytes.emplace(&m, std::move(b)).first->second;
+      } else {
+        own_.push_back(m.SerializeAsString());  // A cache already filled lacks nothing of it.
+        bytes = &own_.back();
+      }
+      pieces_.push_back({number, bytes});
+      size_ += FieldSize(number, bytes->size());
+    };
+    for (const v1::RdmaDevice& d : host.rdma_devices()) add(v1::Host::kRdmaDevicesFieldNumber, d);
+    for (const v1::TopologyPair& p : host.topology()) add(v1::Host::kTopologyFieldNumber, p);
+    cache->filled = true;
+  }
+  size_t size() const { return size_; }
+  void AppendTo(std::string* out) const {
+    out->append(rest_);
+    for (const auto& [number, bytes] : pieces_) AppendBytesField(number, *bytes, out);
+  }
+
+ private:
+  template <typename Msg>
+  static void Share(const google::protobuf::RepeatedPtrField<Msg>& from,
+                    google::protobuf::RepeatedPtrField<Msg>* to) {
+    for (const Msg& m : from) to->UnsafeArenaAddAllocated(const_cast<Msg*>(&m));  // Read only.
+  }
+
+  google::protobuf::Arena arena_;
+  std::string rest_;
+  std::deque<std::string> own_;
+  std::vector<std::pair<uint32_t, const std::string*>> pieces_;
+  size_t size_ = 0;
+};
 
 }  // namespace
 
@@ -68,11 +147,18 @@ std::string WatchEventBytes(const Snapshot* last, const Snapshot& next) {
   *inv.mutable_discovered_at() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
       absl::ToUnixNanos(next.discovered_at));
   next.events.Fill(absl::Now(), next.event_window, &inv);
-  std::string inv_bytes = inv.SerializeAsString();
-  AppendField(v1::Inventory::kHostFieldNumber, *next.host, &inv_bytes);
+  const std::string inv_rest = inv.SerializeAsString();
+  const HostPieces host(*next.host, last != nullptr ? &last->element_bytes : nullptr,
+                        &next.element_bytes);
+  const size_t inv_size = inv_rest.size() + FieldSize(v1::Inventory::kHostFieldNumber, host.size());
   std::string out = event.SerializeAsString();
-  out.reserve(out.size() + inv_bytes.size() + 16);
-  AppendBytesField(v1::InventoryEvent::kInventoryFieldNumber, inv_bytes, &out);
+  out.reserve(out.size() + FieldSize(v1::InventoryEvent::kInventoryFieldNumber, inv_size));
+  AppendVarint((uint64_t{v1::InventoryEvent::kInventoryFieldNumber} << 3) | 2, &out);
+  AppendVarint(inv_size, &out);
+  out.append(inv_rest);
+  AppendVarint((uint64_t{v1::Inventory::kHostFieldNumber} << 3) | 2, &out);
+  AppendVarint(host.size(), &out);
+  host.AppendTo(&out);
   return out;
 }
 

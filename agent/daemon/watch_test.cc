@@ -3,7 +3,12 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "agent/inventory/changes/changes.h"
+#include "tests/hosts/discovered.h"
 
 namespace fabric {
 namespace {
@@ -54,6 +59,78 @@ TEST(WatchEventBytes, ParsesToTheInventoryAndTheChanges) {
   ASSERT_TRUE(first.ParseFromString(WatchEventBytes(nullptr, after)));
   EXPECT_EQ(first.changes_size(), 0);
   EXPECT_EQ(first.inventory().host().hostname(), "node-1");
+}
+
+// A host that is `base` but for device `name` (a copy with its first port DOWN): the others
+// are the very objects of `base`, on an arena, as a targeted refresh builds it.
+std::shared_ptr<const v1::Host> SharedWith(std::shared_ptr<const v1::Host> base,
+                                           const std::string& name) {
+  struct Owner {
+    google::protobuf::Arena arena;
+    std::shared_ptr<const v1::Host> base;
+  };
+  auto owner = std::make_shared<Owner>();
+  owner->base = base;
+  v1::Host* h = google::protobuf::Arena::CreateMessage<v1::Host>(&owner->arena);
+  *h = *base;
+  h->clear_rdma_devices();
+  h->clear_topology();
+  for (const v1::RdmaDevice& d : base->rdma_devices()) {
+    if (d.name() == name) {
+      v1::RdmaDevice* copy = h->add_rdma_devices();
+      *copy = d;
+      copy->mutable_ports(0)->set_state(v1::PORT_STATE_DOWN);
+    } else {
+      h->mutable_rdma_devices()->UnsafeArenaAddAllocated(const_cast<v1::RdmaDevice*>(&d));
+    }
+  }
+  for (const v1::TopologyPair& p : base->topology()) {
+    h->mutable_topology()->UnsafeArenaAddAllocated(const_cast<v1::TopologyPair*>(&p));
+  }
+  return std::shared_ptr<const v1::Host>(owner, h);
+}
+
+// Events between hosts that share devices reuse the bytes of the shared ones: they must parse
+// to exactly what the typed message says, whichever snapshot a stream saw last.
+TEST(WatchEventBytes, SharedDevicesGiveTheSameEvent) {
+  auto first = std::make_shared<v1::Host>(testing::DiscoveredExampleHost("roce-9port"));
+  first->mutable_pairing()->add_pairs()->set_gpu("0000:1a:00.0");  // Every field of Host set.
+  ASSERT_GT(first->topology_size(), 0);
+  ASSERT_TRUE(first->has_gpudirect());
+  std::vector<std::shared_ptr<Snapshot>> snaps;
+  std::shared_ptr<const v1::Host> host = first;
+  for (const char* dev : {"", "mlx5_2", "mlx5_3", "mlx5_2"}) {
+    auto s = std::make_shared<Snapshot>();
+    if (*dev != '\0') host = SharedWith(host, dev);
+    s->host = host;
+    s->generation = snaps.size() + 1;
+    snaps.push_back(s);
+  }
+  auto check = [](const Snapshot* last, const Snapshot& next) {
+    v1::InventoryEvent want;
+    FillInventory(next, want.mutable_inventory());
+    if (last != nullptr) {
+      for (const v1::InventoryChange& c : DiffHosts(*last->host, *next.host)) {
+        *want.add_changes() = c;
+      }
+    }
+    v1::InventoryEvent got;
+    ASSERT_TRUE(got.ParseFromString(WatchEventBytes(last, next)));
+    got.mutable_inventory()->clear_port_events();
+    want.mutable_inventory()->clear_port_events();
+    std::string report;
+    google::protobuf::util::MessageDifferencer diff;
+    diff.ReportDifferencesToString(&report);
+    EXPECT_TRUE(diff.Compare(want, got)) << report;
+  };
+  check(nullptr, *snaps[0]);
+  for (size_t i = 1; i < snaps.size(); ++i) {
+    SCOPED_TRACE(i);
+    check(snaps[i - 1].get(), *snaps[i]);
+    check(snaps[0].get(), *snaps[i]);  // A stream that skipped some.
+    EXPECT_EQ(snaps[i]->element_bytes.bytes.size(),
+              static_cast<size_t>(host->rdma_devices_size() + host->topology_size()));
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -203,6 +204,9 @@ class FakeAgent {
 
 class SendHandoffTest : public ::testing::Test {
  protected:
+  ~SendHandoffTest() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
   std::string dir_ = testing::MakeTempDir("handoff");
   std::string sock_ = dir_ + "/announce.sock";
 };

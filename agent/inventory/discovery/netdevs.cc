@@ -6,8 +6,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/natural_order.h"
 #include "agent/inventory/discovery/discovery_internal.h"
@@ -159,14 +161,21 @@ void ReadNetdevs(const HostFs& sys, const std::map<std::string, std::string>& de
 void ApplyRoutes(const std::vector<Ipv4Route>& routes, Host* host) {
   std::set<std::string> defaults(host->default_route_netdevs().begin(),
                                  host->default_route_netdevs().end());
+  // Connected routes (no gateway) give the interface's subnets; grouped once, not scanned per
+  // netdev (hundreds of each on an SR-IOV host).
+  absl::flat_hash_map<std::string_view, std::vector<const Ipv4Route*>> connected;
+  for (const Ipv4Route& r : routes) {
+    if (r.gateway != 0 || r.mask == 0 || (r.flags & 0x2)) continue;
+    connected[r.iface].push_back(&r);
+  }
   for (Netdev& nd : *host->mutable_netdevs()) {
     nd.set_default_route(defaults.count(nd.name()) > 0);
     nd.clear_ipv4_subnets();
-    for (const Ipv4Route& r : routes) {
-      // Connected routes (no gateway) give the interface's subnets.
-      if (r.iface != nd.name() || r.gateway != 0 || r.mask == 0 || (r.flags & 0x2)) continue;
-      if (auto len = MaskToPrefixLen(r.mask); len.ok()) {
-        nd.add_ipv4_subnets(FormatCidr(r.destination, *len));
+    auto it = connected.find(nd.name());
+    if (it == connected.end()) continue;
+    for (const Ipv4Route* r : it->second) {
+      if (auto len = MaskToPrefixLen(r->mask); len.ok()) {
+        nd.add_ipv4_subnets(FormatCidr(r->destination, *len));
       }
     }
   }

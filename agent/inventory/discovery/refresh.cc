@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <string_view>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -99,8 +101,10 @@ RefreshPlan PlanRefresh(const Host& cur, const ChangeScope& scope, const NetdevL
     plan.why = scope.full_why();
     return plan;
   }
-  std::map<std::string, const v1::Netdev*> by_name;
-  std::map<int32_t, std::string> by_index;
+  // Views into `cur`: an event costs no copy of every netdev's name.
+  absl::flat_hash_map<std::string_view, const v1::Netdev*> by_name(
+      static_cast<size_t>(cur.netdevs_size()));
+  absl::flat_hash_map<int32_t, std::string_view> by_index(static_cast<size_t>(cur.netdevs_size()));
   for (const v1::Netdev& nd : cur.netdevs()) {
     by_name[nd.name()] = &nd;
     if (nd.has_ifindex()) by_index[nd.ifindex()] = nd.name();
@@ -145,7 +149,7 @@ RefreshPlan PlanRefresh(const Host& cur, const ChangeScope& scope, const NetdevL
   };
   for (const std::string& n : scope.netdevs()) relate(n);
   for (int32_t i : scope.ifindexes()) {
-    if (auto it = by_index.find(i); it != by_index.end()) relate(it->second);
+    if (auto it = by_index.find(i); it != by_index.end()) relate(std::string(it->second));
   }
   plan.routes = scope.default_route();
   for (const std::string& n : scope.route_netdevs()) plan.routes = plan.routes || by_name.count(n);
@@ -287,7 +291,8 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
   // RDMA devices: the planned ones, and when the list may have changed, the new and gone ones.
   std::set<std::string> names = plan.devices;
   std::set<std::string> listed;
-  std::map<std::string, const v1::RdmaDevice*> old;
+  absl::flat_hash_map<std::string_view, const v1::RdmaDevice*> old(
+      static_cast<size_t>(cur.rdma_devices_size()));
   for (const v1::RdmaDevice& d : cur.rdma_devices()) old[d.name()] = &d;
   if (plan.device_list) {
     auto ls = sys.ListDir("class/infiniband");
@@ -300,33 +305,42 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
       if (!old.count(n)) names.insert(n);
     }
     for (const auto& [n, d] : old) {
-      if (!listed.count(n)) names.insert(n);
+      if (!listed.count(std::string(n))) names.insert(std::string(n));
     }
     reread_fields.insert("rdma_devices");
   }
   bool added = false;
   for (const std::string& n : names) added = added || !old.count(n);
   std::map<std::string, std::string> uverbs;
-  if (plan.uverbs || added) {
+  const bool reread_uverbs = plan.uverbs || added;
+  if (reread_uverbs) {
     uverbs = di::ReadUverbs(sys, &fresh);
     reread_fields.insert("uverbs_device");
-  } else {
-    for (const auto& [n, d] : old) {
-      if (!d->uverbs_device().empty()) uverbs[n] = d->uverbs_device();
-    }
   }
+  // Else the devices read keep theirs (only theirs are looked up).
+  auto keep_uverbs = [&](const std::set<std::string>& which) {
+    if (reread_uverbs) return;
+    for (const std::string& n : which) {
+      auto it = old.find(n);
+      if (it != old.end() && !it->second->uverbs_device().empty()) {
+        uverbs[n] = it->second->uverbs_device();
+      }
+    }
+  };
   // The re-read devices with their netdevs, as a whole scan would read them; on the new host's
   // arena, which points at its devices.
   Host& part = *google::protobuf::Arena::CreateMessage<Host>(&owner->arena);
   di::PciReader pci(sys);
   if (!plan.device_list) {
     // Netdev events change no PCI facts; devices coming or going change their PF's SR-IOV set.
-    for (const auto& [n, d] : old) {
-      if (names.count(n) && !d->pci().address().empty()) pci.Reuse(d->pci());
+    for (const std::string& n : names) {
+      auto it = old.find(n);
+      if (it != old.end() && !it->second->pci().address().empty()) pci.Reuse(it->second->pci());
     }
   }
   di::RdmaScan scan;
   auto read = [&](const std::set<std::string>& which) {
+    keep_uverbs(which);
     std::vector<std::string> ordered(which.begin(), which.end());
     std::sort(ordered.begin(), ordered.end(), NaturalLess);
     for (const std::string& n : ordered) {
@@ -354,7 +368,10 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
     pfs.erase("");
     std::set<std::string> relatives;
     for (const auto& [n, d] : old) {
-      if (!names.count(n) && pfs.count(d->pci().address())) relatives.insert(n);
+      if (pfs.empty()) break;
+      if (pfs.count(d->pci().address()) && !names.count(std::string(n))) {
+        relatives.insert(std::string(n));
+      }
     }
     read(relatives);
     names.insert(relatives.begin(), relatives.end());
