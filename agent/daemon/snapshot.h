@@ -59,13 +59,12 @@ struct Snapshot {
   // (watch streams that saw that generation send these).
   uint64_t changes_since = 0;
   std::vector<v1::InventoryChange> changes;
-  // The wire bytes of this host's RDMA devices and topology pairs, by object, kept by the first
-  // watch event built for it: the next snapshot's event copies the bytes of the objects it
-  // shares with this one (RefreshedHost) instead of serializing them again. Keys are objects of
-  // `host`, alive as long as this snapshot.
+  // The wire bytes of this host's RDMA devices and topology pairs, by object, kept by the watch
+  // events built for it: the next snapshot's event copies the bytes of the objects it shares
+  // with this one (RefreshedHost) instead of serializing them again. Keys are objects of `host`,
+  // alive as long as this snapshot.
   struct ElementBytes {
     std::mutex mu;
-    bool filled = false;
     std::unordered_map<const void*, std::string> bytes;
   };
   mutable ElementBytes element_bytes;

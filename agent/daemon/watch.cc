@@ -3,7 +3,6 @@
 #include <google/protobuf/util/time_util.h>
 
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -51,7 +50,8 @@ class HostPieces {
  public:
   HostPieces(const v1::Host& host, Snapshot::ElementBytes* prev, Snapshot::ElementBytes* cache) {
     // Everything but the devices and topology pairs, on an arena that points at the host's own
-    // objects (nothing copied). RefreshHostFields in refresh_test lists Host's fields.
+    // objects (nothing copied). RefreshHostFields in refresh_test lists Host's fields: a new
+    // one goes here too.
     v1::Host* rest = google::protobuf::Arena::CreateMessage<v1::Host>(&arena_);
     rest->set_hostname(host.hostname());
     rest->set_kernel_release(host.kernel_release());
@@ -70,31 +70,26 @@ class HostPieces {
     }
     rest_ = rest->SerializeAsString();
     size_ = rest_.size();
+    // `prev` is the older snapshot's: locked first, always in that order.
+    const bool from_prev = prev != nullptr && prev != cache;
     std::unique_lock<std::mutex> prev_lock;
-    if (prev != nullptr && prev != cache) prev_lock = std::unique_lock<std::mutex>(prev->mu);
+    if (from_prev) prev_lock = std::unique_lock<std::mutex>(prev->mu);
     std::lock_guard<std::mutex> lock(cache->mu);
-    const bool fill = !cache->filled;
     auto add = [&](uint32_t number, const google::protobuf::MessageLite& m) {
-      const std::string* bytes = nullptr;
-      if (auto it = cache->bytes.find(&m); it != cache->bytes.end()) {
-        bytes = &it->second;
-      } else if (fill) {
+      auto it = cache->bytes.find(&m);
+      if (it == cache->bytes.end()) {
         std::string b;
-        if (prev != nullptr && prev != cache) {
+        if (from_prev) {
           if (auto p = prev->bytes.find(&m); p != prev->bytes.end()) b = p->second;
         }
         if (b.empty()) b = m.SerializeAsString();
-        bytes = &cache->bytes.emplace(&m, std::move(b)).first->second;
-      } else {
-        own_.push_back(m.SerializeAsString());  // A cache already filled lacks nothing of it.
-        bytes = &own_.back();
+        it = cache->bytes.emplace(&m, std::move(b)).first;
       }
-      pieces_.push_back({number, bytes});
-      size_ += FieldSize(number, bytes->size());
+      pieces_.push_back({number, &it->second});  // Map values stay where they are.
+      size_ += FieldSize(number, it->second.size());
     };
     for (const v1::RdmaDevice& d : host.rdma_devices()) add(v1::Host::kRdmaDevicesFieldNumber, d);
     for (const v1::TopologyPair& p : host.topology()) add(v1::Host::kTopologyFieldNumber, p);
-    cache->filled = true;
   }
   size_t size() const { return size_; }
   void AppendTo(std::string* out) const {
@@ -111,7 +106,6 @@ class HostPieces {
 
   google::protobuf::Arena arena_;
   std::string rest_;
-  std::deque<std::string> own_;
   std::vector<std::pair<uint32_t, const std::string*>> pieces_;
   size_t size_ = 0;
 };

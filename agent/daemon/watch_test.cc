@@ -13,6 +13,18 @@
 namespace fabric {
 namespace {
 
+// `bytes` parse to `want`, but for the event log's fill, which depends on the time of the call.
+void ExpectEvent(const std::string& bytes, v1::InventoryEvent want) {
+  v1::InventoryEvent got;
+  ASSERT_TRUE(got.ParseFromString(bytes));
+  got.mutable_inventory()->clear_port_events();
+  want.mutable_inventory()->clear_port_events();
+  std::string report;
+  google::protobuf::util::MessageDifferencer diff;
+  diff.ReportDifferencesToString(&report);
+  EXPECT_TRUE(diff.Compare(want, got)) << report;
+}
+
 // The event's bytes are built without copying the host; they must parse to what the typed
 // message would say.
 TEST(WatchEventBytes, ParsesToTheInventoryAndTheChanges) {
@@ -44,15 +56,7 @@ TEST(WatchEventBytes, ParsesToTheInventoryAndTheChanges) {
       after.changes_since = 4;
       after.changes = DiffHosts(*before->host, *after.host);
     }
-    v1::InventoryEvent got;
-    ASSERT_TRUE(got.ParseFromString(WatchEventBytes(before.get(), after)));
-    // The event log's fill depends on the time of the call: compare what does not.
-    got.mutable_inventory()->clear_port_events();
-    want.mutable_inventory()->clear_port_events();
-    std::string report;
-    google::protobuf::util::MessageDifferencer diff;
-    diff.ReportDifferencesToString(&report);
-    EXPECT_TRUE(diff.Compare(want, got)) << report;
+    ExpectEvent(WatchEventBytes(before.get(), after), want);
   }
   // A stream that has seen nothing gets the inventory alone.
   v1::InventoryEvent first;
@@ -114,14 +118,7 @@ TEST(WatchEventBytes, SharedDevicesGiveTheSameEvent) {
         *want.add_changes() = c;
       }
     }
-    v1::InventoryEvent got;
-    ASSERT_TRUE(got.ParseFromString(WatchEventBytes(last, next)));
-    got.mutable_inventory()->clear_port_events();
-    want.mutable_inventory()->clear_port_events();
-    std::string report;
-    google::protobuf::util::MessageDifferencer diff;
-    diff.ReportDifferencesToString(&report);
-    EXPECT_TRUE(diff.Compare(want, got)) << report;
+    ExpectEvent(WatchEventBytes(last, next), want);
   };
   check(nullptr, *snaps[0]);
   for (size_t i = 1; i < snaps.size(); ++i) {

@@ -486,7 +486,8 @@ TEST(RefreshHostFields, EveryFieldOfHostIsKnown) {
   EXPECT_EQ(absl::StrJoin(names, ","),
             "hostname,kernel_release,sysfs_root,procfs_root,rdma_devices,netdevs,accelerators,"
             "gpudirect,topology,default_route_netdevs,numa_nodes,problems,pairing")
-      << "Host has a new field: copy it in refresh.cc's CopyHostFields, then update this list";
+      << "Host has a new field: copy it in refresh.cc's CopyHostFields and serialize it in "
+         "agent/daemon/watch.cc's HostPieces, then update this list";
 }
 
 TEST_F(RefreshTest, VanishedAndNeverSeenAreNoErrors) {
