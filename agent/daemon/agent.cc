@@ -138,13 +138,14 @@ void StopSocketLock(AgentState& st) {
 absl::Status StepFirstInventory(AgentState& st) {
   auto host = Discover(st.sysfs, st.procfs);
   if (!host.ok()) return host.status();
-  st.start_host = *host;
   ++st.counters.rescans;
   st.counters.last_scan_ok_unix_ns = absl::ToUnixNanos(absl::Now());
   Log(LogLevel::kInfo, "inventory: ", host->rdma_devices_size(), " RDMA devices, ",
       host->netdevs_size(), " netdevs, ", host->accelerators_size(), " accelerators, ",
       host->problems_size(), " discovery problems (", st.opt.sysfs, ")");
-  Publish(st, ScannedHost(*std::move(host)), true);
+  RefreshedHost first = ScannedHost(*std::move(host));
+  st.start_host = first.host;  // Refreshed hosts share its devices: unchanged ones are skipped.
+  Publish(st, std::move(first), true);
   return absl::OkStatus();
 }
 

@@ -45,7 +45,9 @@ struct AgentState {
 
   SnapshotStore store;
   uint64_t generation = 0;
-  v1::Host start_host;  // GID tables at start, for "changed since start".
+  // The first inventory, for "GID table changed since start". Shared with the first snapshot
+  // (Publish sets only its pairing, never GIDs).
+  std::shared_ptr<const v1::Host> start_host = std::make_shared<const v1::Host>();
   std::string agent_findings_key;
   absl::Status last_scan;
   // While rescans are not trusted (transient read failures): since when, how many retries so

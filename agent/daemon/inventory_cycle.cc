@@ -156,7 +156,6 @@ void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_chan
     *host->host->mutable_pairing() =
         same_ranking ? cur->host->pairing() : PairGpus(*host->host, snap->policy);
     snap->host = std::move(host->host);
-    snap->host_depth = host->depth;
     if (cur != nullptr) {
       snap->changes_since = cur->generation;
       snap->changes = changes;
@@ -170,13 +169,12 @@ void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_chan
       snap->host = std::move(h);
     } else {
       snap->host = cur->host;  // The very same host: nothing in it changed.
-      snap->host_depth = cur->host_depth;
     }
     snap->changes_since = cur->changes_since;
     snap->changes = cur->changes;
   }
   snap->health = EvaluateHealth(*snap->host, snap->policy);
-  for (v1::Finding& f : GidChangeFindings(st.start_host, *snap->host)) {
+  for (v1::Finding& f : GidChangeFindings(*st.start_host, *snap->host)) {
     AddFinding(&snap->health, std::move(f));
   }
   for (v1::Finding& f : agent) AddFinding(&snap->health, std::move(f));
@@ -237,7 +235,7 @@ void RefreshFor(AgentState& st, const ChangeScope& scope, const std::string& why
     Log(LogLevel::kDebug, "nothing in the inventory depends on it (", why, ")");
     return;
   }
-  auto host = Refresh(st.sysfs, st.procfs, cur->host, cur->host_depth, plan);
+  auto host = Refresh(st.sysfs, st.procfs, cur->host, plan);
   if (absl::IsFailedPrecondition(host.status())) {
     return Rescan(st, absl::StrCat(why, ": ", host.status().message()));
   }

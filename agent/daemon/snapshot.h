@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "agent/inventory/changes/event_log.h"
 #include "fabric/v1/agent.pb.h"
@@ -44,10 +45,8 @@ struct Snapshot {
   uint64_t generation = 0;
   absl::Time discovered_at;
   // Never null. Shared with the snapshots before it: whole when only the policy or the agent's
-  // findings changed, else the RDMA devices a targeted refresh did not read (RefreshedHost),
-  // `host_depth` hosts behind it.
+  // findings changed, else the RDMA devices a targeted refresh did not read (RefreshedHost).
   std::shared_ptr<const v1::Host> host = std::make_shared<const v1::Host>();
-  int host_depth = 0;
   v1::SelectionPolicy policy;
   v1::Health health;  // Evaluated when the snapshot was built.
   // Flaps, GID changes and absent devices since the agent started; their health findings depend
@@ -59,13 +58,20 @@ struct Snapshot {
   // (watch streams that saw that generation send these).
   uint64_t changes_since = 0;
   std::vector<v1::InventoryChange> changes;
-  // The wire bytes of this host's RDMA devices and topology pairs, by object, kept by the watch
-  // events built for it: the next snapshot's event copies the bytes of the objects it shares
-  // with this one (RefreshedHost) instead of serializing them again. Keys are objects of `host`,
-  // alive as long as this snapshot.
+  // The first watch event built for this snapshot, kept with where its host's bytes and each
+  // RDMA device's, netdev's and topology pair's bytes lie in it. Other streams' events copy the
+  // host's bytes whole; the next snapshot's event copies the bytes of the objects it shares with
+  // this one (RefreshedHost) instead of serializing them again. Keys are objects of `host`, alive
+  // as long as this snapshot.
   struct ElementBytes {
+    struct Span {
+      size_t offset = 0;
+      size_t size = 0;
+    };
     std::mutex mu;
-    std::unordered_map<const void*, std::string> bytes;
+    std::shared_ptr<const std::string> event;  // Null until the first event is built.
+    Span host;
+    absl::flat_hash_map<const void*, Span> spans;
   };
   mutable ElementBytes element_bytes;
 };

@@ -19,17 +19,11 @@
 namespace fabric {
 namespace {
 
-// Protobuf's wire format by hand for one length-delimited field (wire type 2): its tag and
-// length as varints, then the bytes, appended to a serialized message.
+// Protobuf's wire format by hand for length-delimited fields (wire type 2): a tag and a length
+// as varints, then the bytes, appended to a serialized message.
 void AppendVarint(uint64_t v, std::string* out) {
   for (; v >= 0x80; v >>= 7) out->push_back(static_cast<char>((v & 0x7f) | 0x80));
   out->push_back(static_cast<char>(v));
-}
-
-void AppendBytesField(uint32_t number, std::string_view bytes, std::string* out) {
-  AppendVarint((uint64_t{number} << 3) | 2, out);
-  AppendVarint(bytes.size(), out);
-  out->append(bytes);
 }
 
 size_t VarintSize(uint64_t v) {
@@ -42,22 +36,22 @@ size_t FieldSize(uint32_t number, size_t bytes) {
   return VarintSize((uint64_t{number} << 3) | 2) + VarintSize(bytes) + bytes;
 }
 
-// The host's wire bytes in pieces, in an order other than the generated code's (parsers accept
-// fields in any order): its other fields first, then each RDMA device and topology pair as a
-// field of its own, copied from `prev` (the last snapshot's bytes) when it is the very object
-// that snapshot had, else serialized now. Every piece's bytes are kept in `cache` for the next.
+// The host's wire bytes, in an order other than the generated code's (parsers accept fields in
+// any order): its other fields first, then each RDMA device, netdev and topology pair as a field
+// of its own, copied from `prev` (the last snapshot's event) when it is the very object that
+// snapshot had, else serialized now. Where each piece lands is recorded for the snapshot's cache.
 class HostPieces {
  public:
-  HostPieces(const v1::Host& host, Snapshot::ElementBytes* prev, Snapshot::ElementBytes* cache) {
-    // Everything but the devices and topology pairs, on an arena that points at the host's own
-    // objects (nothing copied). RefreshHostFields in refresh_test lists Host's fields: a new
+  // `prev` is locked by the caller, or null.
+  HostPieces(const v1::Host& host, const Snapshot::ElementBytes* prev) {
+    // Everything but the devices, netdevs and topology pairs, on an arena that points at the host's
+    // own objects (nothing copied). RefreshHostFields in refresh_test lists Host's fields: a new
     // one goes here too.
     v1::Host* rest = google::protobuf::Arena::CreateMessage<v1::Host>(&arena_);
     rest->set_hostname(host.hostname());
     rest->set_kernel_release(host.kernel_release());
     rest->set_sysfs_root(host.sysfs_root());
     rest->set_procfs_root(host.procfs_root());
-    Share(host.netdevs(), rest->mutable_netdevs());
     Share(host.accelerators(), rest->mutable_accelerators());
     if (host.has_gpudirect()) {
       rest->unsafe_arena_set_allocated_gpudirect(const_cast<v1::GpuDirect*>(&host.gpudirect()));
@@ -70,34 +64,50 @@ class HostPieces {
     }
     rest_ = rest->SerializeAsString();
     size_ = rest_.size();
-    // `prev` is the older snapshot's: locked first, always in that order.
-    const bool from_prev = prev != nullptr && prev != cache;
-    std::unique_lock<std::mutex> prev_lock;
-    if (from_prev) prev_lock = std::unique_lock<std::mutex>(prev->mu);
-    std::lock_guard<std::mutex> lock(cache->mu);
+    const std::string_view old = prev != nullptr && prev->event != nullptr
+                                     ? std::string_view(*prev->event)
+                                     : std::string_view();
+    // Reserved: views into `fresh_` must not move.
+    fresh_.reserve(
+        static_cast<size_t>(host.rdma_devices_size() + host.netdevs_size() + host.topology_size()));
+    pieces_.reserve(fresh_.capacity());
     auto add = [&](uint32_t number, const google::protobuf::MessageLite& m) {
-      auto it = cache->bytes.find(&m);
-      if (it == cache->bytes.end()) {
-        std::string b;
-        if (from_prev) {
-          if (auto p = prev->bytes.find(&m); p != prev->bytes.end()) b = p->second;
+      std::string_view bytes;
+      bool found = false;
+      if (!old.empty()) {
+        if (auto it = prev->spans.find(&m); it != prev->spans.end()) {
+          bytes = old.substr(it->second.offset, it->second.size);
+          found = true;
         }
-        if (b.empty()) b = m.SerializeAsString();
-        it = cache->bytes.emplace(&m, std::move(b)).first;
       }
-      pieces_.push_back({number, &it->second});  // Map values stay where they are.
-      size_ += FieldSize(number, it->second.size());
+      if (!found) bytes = fresh_.emplace_back(m.SerializeAsString());
+      pieces_.push_back({number, &m, bytes});
+      size_ += FieldSize(number, bytes.size());
     };
     for (const v1::RdmaDevice& d : host.rdma_devices()) add(v1::Host::kRdmaDevicesFieldNumber, d);
+    for (const v1::Netdev& n : host.netdevs()) add(v1::Host::kNetdevsFieldNumber, n);
     for (const v1::TopologyPair& p : host.topology()) add(v1::Host::kTopologyFieldNumber, p);
   }
   size_t size() const { return size_; }
-  void AppendTo(std::string* out) const {
+  // Appends the bytes and records each piece's span in `out` in `spans`.
+  void AppendTo(std::string* out,
+                absl::flat_hash_map<const void*, Snapshot::ElementBytes::Span>* spans) const {
     out->append(rest_);
-    for (const auto& [number, bytes] : pieces_) AppendBytesField(number, *bytes, out);
+    spans->reserve(pieces_.size());
+    for (const Piece& p : pieces_) {
+      AppendVarint((uint64_t{p.number} << 3) | 2, out);
+      AppendVarint(p.bytes.size(), out);
+      (*spans)[p.object] = {out->size(), p.bytes.size()};
+      out->append(p.bytes);
+    }
   }
 
  private:
+  struct Piece {
+    uint32_t number;
+    const void* object;
+    std::string_view bytes;
+  };
   template <typename Msg>
   static void Share(const google::protobuf::RepeatedPtrField<Msg>& from,
                     google::protobuf::RepeatedPtrField<Msg>* to) {
@@ -106,7 +116,8 @@ class HostPieces {
 
   google::protobuf::Arena arena_;
   std::string rest_;
-  std::vector<std::pair<uint32_t, const std::string*>> pieces_;
+  std::vector<std::string> fresh_;
+  std::vector<Piece> pieces_;
   size_t size_ = 0;
 };
 
@@ -120,7 +131,7 @@ void FillInventory(const Snapshot& s, v1::Inventory* out) {
   s.events.Fill(absl::Now(), s.event_window, out);
 }
 
-std::string WatchEventBytes(const Snapshot* last, const Snapshot& next) {
+std::shared_ptr<const std::string> WatchEventBytes(const Snapshot* last, const Snapshot& next) {
   v1::InventoryEvent event;
   if (last != nullptr) {
     // Publish diffed against the generation before; a stream that skipped some diffs its own.
@@ -142,17 +153,34 @@ std::string WatchEventBytes(const Snapshot* last, const Snapshot& next) {
       absl::ToUnixNanos(next.discovered_at));
   next.events.Fill(absl::Now(), next.event_window, &inv);
   const std::string inv_rest = inv.SerializeAsString();
-  const HostPieces host(*next.host, last != nullptr ? &last->element_bytes : nullptr,
-                        &next.element_bytes);
-  const size_t inv_size = inv_rest.size() + FieldSize(v1::Inventory::kHostFieldNumber, host.size());
-  std::string out = event.SerializeAsString();
-  out.reserve(out.size() + FieldSize(v1::InventoryEvent::kInventoryFieldNumber, inv_size));
-  AppendVarint((uint64_t{v1::InventoryEvent::kInventoryFieldNumber} << 3) | 2, &out);
-  AppendVarint(inv_size, &out);
-  out.append(inv_rest);
-  AppendVarint((uint64_t{v1::Inventory::kHostFieldNumber} << 3) | 2, &out);
-  AppendVarint(host.size(), &out);
-  host.AppendTo(&out);
+  auto append_head = [&](size_t host_size) {
+    const size_t inv_size = inv_rest.size() + FieldSize(v1::Inventory::kHostFieldNumber, host_size);
+    auto out = std::make_shared<std::string>(event.SerializeAsString());
+    out->reserve(out->size() + FieldSize(v1::InventoryEvent::kInventoryFieldNumber, inv_size));
+    AppendVarint((uint64_t{v1::InventoryEvent::kInventoryFieldNumber} << 3) | 2, out.get());
+    AppendVarint(inv_size, out.get());
+    out->append(inv_rest);
+    AppendVarint((uint64_t{v1::Inventory::kHostFieldNumber} << 3) | 2, out.get());
+    AppendVarint(host_size, out.get());
+    return out;
+  };
+  Snapshot::ElementBytes& cache = next.element_bytes;
+  // `last`'s cache is the older snapshot's: locked first, always in that order.
+  const Snapshot::ElementBytes* prev =
+      last != nullptr && &last->element_bytes != &cache ? &last->element_bytes : nullptr;
+  std::unique_lock<std::mutex> prev_lock;
+  if (prev != nullptr) prev_lock = std::unique_lock<std::mutex>(last->element_bytes.mu);
+  std::lock_guard<std::mutex> lock(cache.mu);
+  if (cache.event != nullptr) {  // Another stream's event for this snapshot has the host's bytes.
+    auto out = append_head(cache.host.size);
+    out->append(*cache.event, cache.host.offset, cache.host.size);
+    return out;
+  }
+  const HostPieces host(*next.host, prev);
+  auto out = append_head(host.size());
+  cache.host = {out->size(), host.size()};
+  host.AppendTo(out.get(), &cache.spans);
+  cache.event = out;
   return out;
 }
 
@@ -350,7 +378,7 @@ void WatchHub::Pump() {
       if (s->last_ != nullptr && s->last_->generation >= current->generation) continue;
       auto [ev, fresh] = events.try_emplace(s->last_.get());
       if (fresh) {
-        ev->second = std::make_shared<const std::string>(WatchEventBytes(s->last_.get(), *current));
+        ev->second = WatchEventBytes(s->last_.get(), *current);
       }
       s->buffer_ = BytesToBuffer(ev->second);
       s->last_ = current;

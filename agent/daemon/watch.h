@@ -35,7 +35,7 @@ void FillInventory(const Snapshot& s, v1::Inventory* out);
 // The event, serialized, that a watcher who last saw `last` (null: nothing yet) gets for `next`:
 // the whole inventory, and the changes since `last` (so a slow client that skipped generations
 // still learns everything that changed).
-std::string WatchEventBytes(const Snapshot* last, const Snapshot& next);
+std::shared_ptr<const std::string> WatchEventBytes(const Snapshot* last, const Snapshot& next);
 
 class WatchHub {
  public:

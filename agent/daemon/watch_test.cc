@@ -56,17 +56,18 @@ TEST(WatchEventBytes, ParsesToTheInventoryAndTheChanges) {
       after.changes_since = 4;
       after.changes = DiffHosts(*before->host, *after.host);
     }
-    ExpectEvent(WatchEventBytes(before.get(), after), want);
+    ExpectEvent(*WatchEventBytes(before.get(), after), want);
   }
   // A stream that has seen nothing gets the inventory alone.
   v1::InventoryEvent first;
-  ASSERT_TRUE(first.ParseFromString(WatchEventBytes(nullptr, after)));
+  ASSERT_TRUE(first.ParseFromString(*WatchEventBytes(nullptr, after)));
   EXPECT_EQ(first.changes_size(), 0);
   EXPECT_EQ(first.inventory().host().hostname(), "node-1");
 }
 
-// A host that is `base` but for device `name` (a copy with its first port DOWN): the others
-// are the very objects of `base`, on an arena, as a targeted refresh builds it.
+// A host that is `base` but for device `name` (a copy with its first port DOWN) and its netdevs
+// (copies, down): the other devices, netdevs and topology pairs are the very objects of `base`,
+// on an arena, as a targeted refresh builds it.
 std::shared_ptr<const v1::Host> SharedWith(std::shared_ptr<const v1::Host> base,
                                            const std::string& name) {
   struct Owner {
@@ -86,6 +87,16 @@ std::shared_ptr<const v1::Host> SharedWith(std::shared_ptr<const v1::Host> base,
       copy->mutable_ports(0)->set_state(v1::PORT_STATE_DOWN);
     } else {
       h->mutable_rdma_devices()->UnsafeArenaAddAllocated(const_cast<v1::RdmaDevice*>(&d));
+    }
+  }
+  h->clear_netdevs();
+  for (const v1::Netdev& n : base->netdevs()) {
+    if (n.rdma_device() == name) {
+      v1::Netdev* copy = h->add_netdevs();
+      *copy = n;
+      copy->set_operstate("down");
+    } else {
+      h->mutable_netdevs()->UnsafeArenaAddAllocated(const_cast<v1::Netdev*>(&n));
     }
   }
   for (const v1::TopologyPair& p : base->topology()) {
@@ -118,15 +129,16 @@ TEST(WatchEventBytes, SharedDevicesGiveTheSameEvent) {
         *want.add_changes() = c;
       }
     }
-    ExpectEvent(WatchEventBytes(last, next), want);
+    ExpectEvent(*WatchEventBytes(last, next), want);
   };
   check(nullptr, *snaps[0]);
   for (size_t i = 1; i < snaps.size(); ++i) {
     SCOPED_TRACE(i);
     check(snaps[i - 1].get(), *snaps[i]);
     check(snaps[0].get(), *snaps[i]);  // A stream that skipped some.
-    EXPECT_EQ(snaps[i]->element_bytes.bytes.size(),
-              static_cast<size_t>(host->rdma_devices_size() + host->topology_size()));
+    EXPECT_EQ(snaps[i]->element_bytes.spans.size(),
+              static_cast<size_t>(host->rdma_devices_size() + host->netdevs_size() +
+                                  host->topology_size()));
   }
 }
 

@@ -201,14 +201,14 @@ void BM_Refresh(benchmark::State& state, const std::string& name, bool related) 
   ChangeScope scope;
   scope.Netdev(related ? host->rdma_devices(0).ports(0).netdev() : "veth0c1d2e");
   scope.RouteVia(related ? host->rdma_devices(0).ports(0).netdev() : "veth0c1d2e");
-  // Each refresh starts from the one before, as the agent's do (sharing, then a copy every
-  // kMaxShareDepth), and the host it replaces is freed.
+  // Each refresh starts from the one before, as the agent's do (sharing what it did not read),
+  // and the host it replaces is freed.
   RefreshedHost cur = ScannedHost(*std::move(host));
   for (auto _ : state) {
     RefreshPlan plan =
         PlanRefresh(*cur.host, scope, [&](const std::string& n) { return LookUpNetdev(sys, n); });
     if (plan.empty()) continue;
-    auto r = Refresh(sys, proc, cur.host, cur.depth, plan);
+    auto r = Refresh(sys, proc, cur.host, plan);
     if (!r.ok()) {
       state.SkipWithError(std::string(r.status().message()).c_str());
       break;

@@ -428,6 +428,7 @@ std::vector<Finding> GidChangeFindings(const Host& at_start, const Host& now) {
   std::vector<Finding> out;
   Pairing<RdmaDevice> devs = Pair(at_start.rdma_devices(), now.rdma_devices(), DeviceKey);
   for (const auto& [a, b] : devs.both) {
+    if (a == b) continue;  // The very object (RefreshedHost shares those it did not read).
     Pairing<Port> ports = Pair(a->ports(), b->ports(), PortKey);
     for (const auto& [pa, pb] : ports.both) {
       const Gid* ga = RoceV2Ipv4Gid(*a, *pa);

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -133,7 +135,21 @@ void ReadGidTables(PortDirs port_dirs, v1::Host* host);
 void ReadNetdevs(const HostFs& sys, const std::map<std::string, std::string>& device_pci_dirs,
                  const std::vector<Ipv4Route>& routes, v1::Host* host);
 // What the routes say of each netdev of `host`: default_route (from default_route_netdevs) and
-// its connected IPv4 subnets. Replaces what was there; netdevs must be in natural name order.
+// its connected IPv4 subnets, in the routes' order.
+class RouteFacts {
+ public:
+  RouteFacts(const std::vector<Ipv4Route>& routes, const v1::Host& host);
+  // Whether `nd` says what the routes say already (a refresh writes only those that do not).
+  bool Holds(const v1::Netdev& nd) const;
+  void Apply(v1::Netdev* nd) const;
+
+ private:
+  const std::vector<std::string>& Subnets(const v1::Netdev& nd) const;
+
+  absl::flat_hash_set<std::string> defaults_;
+  absl::flat_hash_map<std::string, std::vector<std::string>> connected_;
+};
+// RouteFacts applied to every netdev of `host`, replacing what was there.
 void ApplyRoutes(const std::vector<Ipv4Route>& routes, v1::Host* host);
 
 // accelerators.cc: GPUs and other accelerators among the PCI functions, by PCI address, with

@@ -158,27 +158,40 @@ void ReadNetdevs(const HostFs& sys, const std::map<std::string, std::string>& de
   ApplyRoutes(routes, host);
 }
 
-void ApplyRoutes(const std::vector<Ipv4Route>& routes, Host* host) {
-  std::set<std::string> defaults(host->default_route_netdevs().begin(),
-                                 host->default_route_netdevs().end());
+RouteFacts::RouteFacts(const std::vector<Ipv4Route>& routes, const Host& host)
+    : defaults_(host.default_route_netdevs().begin(), host.default_route_netdevs().end()) {
   // Connected routes (no gateway) give the interface's subnets; grouped once, not scanned per
   // netdev (hundreds of each on an SR-IOV host).
-  absl::flat_hash_map<std::string_view, std::vector<const Ipv4Route*>> connected;
   for (const Ipv4Route& r : routes) {
     if (r.gateway != 0 || r.mask == 0 || (r.flags & 0x2)) continue;
-    connected[r.iface].push_back(&r);
-  }
-  for (Netdev& nd : *host->mutable_netdevs()) {
-    nd.set_default_route(defaults.count(nd.name()) > 0);
-    nd.clear_ipv4_subnets();
-    auto it = connected.find(nd.name());
-    if (it == connected.end()) continue;
-    for (const Ipv4Route* r : it->second) {
-      if (auto len = MaskToPrefixLen(r->mask); len.ok()) {
-        nd.add_ipv4_subnets(FormatCidr(r->destination, *len));
-      }
+    if (auto len = MaskToPrefixLen(r.mask); len.ok()) {
+      connected_[r.iface].push_back(FormatCidr(r.destination, *len));
     }
   }
+}
+
+const std::vector<std::string>& RouteFacts::Subnets(const Netdev& nd) const {
+  static const std::vector<std::string> kNone;
+  auto it = connected_.find(nd.name());
+  return it == connected_.end() ? kNone : it->second;
+}
+
+bool RouteFacts::Holds(const Netdev& nd) const {
+  if (nd.default_route() != defaults_.contains(nd.name())) return false;
+  const std::vector<std::string>& subnets = Subnets(nd);
+  return std::equal(nd.ipv4_subnets().begin(), nd.ipv4_subnets().end(), subnets.begin(),
+                    subnets.end());
+}
+
+void RouteFacts::Apply(Netdev* nd) const {
+  nd->set_default_route(defaults_.contains(nd->name()));
+  nd->clear_ipv4_subnets();
+  for (const std::string& s : Subnets(*nd)) nd->add_ipv4_subnets(s);
+}
+
+void ApplyRoutes(const std::vector<Ipv4Route>& routes, Host* host) {
+  const RouteFacts facts(routes, *host);
+  for (Netdev& nd : *host->mutable_netdevs()) facts.Apply(&nd);
 }
 
 }  // namespace fabric::discovery_internal

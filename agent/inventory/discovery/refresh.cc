@@ -184,9 +184,36 @@ namespace {
 // Sorts the pointers, not the messages: no contents swapped, and shared ones (RefreshedHost)
 // left as they are.
 template <typename Msg>
+bool ByName(const Msg* a, const Msg* b) {
+  return NaturalLess(a->name(), b->name());
+}
+
+template <typename Msg>
 void SortByName(google::protobuf::RepeatedPtrField<Msg>* items) {
-  std::sort(items->pointer_begin(), items->pointer_end(),
-            [](const Msg* a, const Msg* b) { return NaturalLess(a->name(), b->name()); });
+  std::sort(items->pointer_begin(), items->pointer_end(), ByName<Msg>);
+}
+
+// Sorts `items` whose first `mid` are sorted already (kept from a host, which discovery sorts)
+// and the rest few (read again): in linear time for those kept.
+template <typename Msg>
+void SortAfter(google::protobuf::RepeatedPtrField<Msg>* items, int mid) {
+  std::sort(items->pointer_begin() + mid, items->pointer_end(), ByName<Msg>);
+  std::inplace_merge(items->pointer_begin(), items->pointer_begin() + mid, items->pointer_end(),
+                     ByName<Msg>);
+}
+
+// Element `i` of `items`, made the refreshed host's own (a copy on `arena`) if it is shared with
+// an older host, which must never be written.
+template <typename Msg>
+Msg* Writable(google::protobuf::RepeatedPtrField<Msg>* items, int i,
+              google::protobuf::Arena* arena) {
+  Msg*& slot = *(items->pointer_begin() + i);
+  if (slot->GetArena() != arena) {
+    Msg* copy = google::protobuf::Arena::CreateMessage<Msg>(arena);
+    *copy = *slot;
+    slot = copy;  // The field is on `arena` too: it frees neither.
+  }
+  return slot;
 }
 
 // Host-level problems: drops those `stale` says the refresh has read again, then adds `fresh`.
@@ -215,6 +242,7 @@ void NamedNetdevs(const v1::RdmaDevice& d, std::set<std::string>* out) {
 // the others keep theirs. Host-level problems go to `part`.
 void RefreshArpSysctls(const HostFs& proc, const std::set<std::string>& touched,
                        const std::set<std::string>& devices, Host* host, Host* part) {
+  google::protobuf::Arena* arena = host->GetArena();
   Host arp;
   for (const v1::Netdev& nd : host->netdevs()) {
     if (touched.count(nd.name()) || devices.count(nd.rdma_device())) *arp.add_netdevs() = nd;
@@ -230,21 +258,50 @@ void RefreshArpSysctls(const HostFs& proc, const std::set<std::string>& touched,
     nd.mutable_problems()->Swap(&kept);
   }
   di::ReadArpSysctls(proc, &arp);
-  int i = 0;
-  for (v1::Netdev& nd : *host->mutable_netdevs()) {
-    if (i < arp.netdevs_size() && arp.netdevs(i).name() == nd.name()) {
-      nd = std::move(*arp.mutable_netdevs(i++));
+  auto* netdevs = host->mutable_netdevs();
+  for (int i = 0, j = 0; i < netdevs->size() && j < arp.netdevs_size(); ++i) {
+    if (arp.netdevs(j).name() == netdevs->Get(i).name()) {
+      *Writable(netdevs, i, arena) = std::move(*arp.mutable_netdevs(j++));
     }
   }
   for (const FieldProblem& p : arp.problems()) *part->add_problems() = p;
 }
 
-// What a refreshed host owns: its arena (the host and what the refresh read) and the host whose
-// RDMA devices and topology pairs it points at.
+// What a refreshed host owns: its arena (the host and what the refresh read), and what holds the
+// objects it shares with older hosts, by their arena (null: a scanned host's heap). An older
+// arena is kept, not the older host's owners: the shared objects are whole on their arena.
 struct ArenaHost {
-  google::protobuf::Arena arena;
-  std::shared_ptr<const Host> base;
+  std::shared_ptr<google::protobuf::Arena> arena = std::make_shared<google::protobuf::Arena>();
+  absl::flat_hash_map<const google::protobuf::Arena*, std::shared_ptr<const void>> owners;
 };
+
+// A refreshed host's deleter: the host dies with its arena, so it keeps the ArenaHost, and the
+// next refresh finds the owners there (std::get_deleter).
+struct KeepArenaHost {
+  std::shared_ptr<ArenaHost> owner;
+  void operator()(Host*) const {}
+};
+
+// Adds what keeps `item` of `current` alive to `owner`; false when that is not known (a host
+// put together elsewhere), and then nothing is shared.
+bool AddOwner(const google::protobuf::MessageLite& item, const std::shared_ptr<const Host>& current,
+              const ArenaHost* cur_owner, ArenaHost* owner) {
+  const google::protobuf::Arena* arena = item.GetArena();
+  if (owner->owners.contains(arena)) return true;
+  if (cur_owner == nullptr) {  // A scanned host: its objects are on its heap.
+    if (arena != nullptr) return false;
+    owner->owners.emplace(arena, current);
+    return true;
+  }
+  if (arena == cur_owner->arena.get()) {
+    owner->owners.emplace(arena, cur_owner->arena);
+    return true;
+  }
+  auto it = cur_owner->owners.find(arena);
+  if (it == cur_owner->owners.end()) return false;
+  owner->owners.emplace(arena, it->second);
+  return true;
+}
 
 // Adds `item` to `field` (on an arena) as the very object when `share`, else as a copy.
 template <typename Msg>
@@ -274,16 +331,14 @@ void CopyHostFields(const Host& cur, Host* host) {
 }  // namespace
 
 absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
-                                      std::shared_ptr<const Host> current, int depth,
+                                      std::shared_ptr<const Host> current,
                                       const RefreshPlan& plan) {
   if (plan.full) return absl::FailedPreconditionError(plan.why);
   if (current == nullptr) return absl::FailedPreconditionError("no inventory to refresh");
   const Host& cur = *current;
   auto owner = std::make_shared<ArenaHost>();
-  const bool share = depth < kMaxShareDepth;
-  if (share) owner->base = current;
   // The served host carries the snapshot's pairing; discovery does not: it is not copied.
-  Host& host = *google::protobuf::Arena::CreateMessage<Host>(&owner->arena);
+  Host& host = *google::protobuf::Arena::CreateMessage<Host>(owner->arena.get());
   CopyHostFields(cur, &host);
   Host fresh;                           // Host-level facts and problems read now.
   std::set<std::string> reread_fields;  // The host problems' fields read again.
@@ -329,7 +384,7 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
   };
   // The re-read devices with their netdevs, as a whole scan would read them; on the new host's
   // arena, which points at its devices.
-  Host& part = *google::protobuf::Arena::CreateMessage<Host>(&owner->arena);
+  Host& part = *google::protobuf::Arena::CreateMessage<Host>(owner->arena.get());
   di::PciReader pci(sys);
   if (!plan.device_list) {
     // Netdev events change no PCI facts; devices coming or going change their PF's SR-IOV set.
@@ -390,27 +445,52 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
   for (const std::string& n : names) {
     if (auto it = old.find(n); it != old.end()) NamedNetdevs(*it->second, &touched);
   }
+  // Netdevs: those of the re-read devices are replaced; default-route netdevs that no device
+  // holds any more, and the planned ones, are read on their own.
+  std::set<std::string> read_netdevs;
+  for (const v1::Netdev& nd : part.netdevs()) read_netdevs.insert(nd.name());
+  auto netdev_kept = [&](const v1::Netdev& nd) {
+    return !names.count(nd.rdma_device()) && !read_netdevs.count(nd.name()) &&
+           !plan.netdevs.count(nd.name());
+  };
+  // The devices, netdevs and topology pairs kept are shared unless that would keep more than
+  // kMaxKeptAlive older hosts alive; then copied, and the older hosts are freed.
+  bool share = true;
+  {
+    const KeepArenaHost* keep = std::get_deleter<KeepArenaHost>(current);
+    const ArenaHost* cur_owner = keep != nullptr ? keep->owner.get() : nullptr;
+    for (const v1::RdmaDevice& d : cur.rdma_devices()) {
+      if (!share) break;
+      if (!names.count(d.name())) share = AddOwner(d, current, cur_owner, owner.get());
+    }
+    for (const v1::Netdev& nd : cur.netdevs()) {
+      if (!share) break;
+      if (netdev_kept(nd)) share = AddOwner(nd, current, cur_owner, owner.get());
+    }
+    for (const v1::TopologyPair& p : cur.topology()) {
+      if (!share) break;
+      share = AddOwner(p, current, cur_owner, owner.get());
+    }
+    share = share && owner->owners.size() <= static_cast<size_t>(kMaxKeptAlive);
+    if (!share) owner->owners.clear();
+  }
   {
     auto* devices = host.mutable_rdma_devices();
     for (const v1::RdmaDevice& d : cur.rdma_devices()) {
       if (!names.count(d.name())) AddItem(devices, d, share);
     }
+    const int kept = devices->size();
     for (v1::RdmaDevice& d : *part.mutable_rdma_devices()) devices->UnsafeArenaAddAllocated(&d);
-    SortByName(devices);
+    SortAfter(devices, kept);
   }
-  // Netdevs: those of the re-read devices are replaced; default-route netdevs that no device
-  // holds any more, and the planned ones, are read on their own.
-  std::set<std::string> read_netdevs;
   {
-    for (const v1::Netdev& nd : part.netdevs()) read_netdevs.insert(nd.name());
-    // Copies: routes and sysctls below write netdevs.
+    // Shared as the devices are: routes and sysctls below write only through Writable.
     auto& netdevs = *host.mutable_netdevs();
     for (const v1::Netdev& nd : cur.netdevs()) {
-      const bool replaced = names.count(nd.rdma_device()) > 0 ||
-                            read_netdevs.count(nd.name()) > 0 || plan.netdevs.count(nd.name()) > 0;
-      if (!replaced) *netdevs.Add() = nd;
+      if (netdev_kept(nd)) AddItem(&netdevs, nd, share);
     }
-    for (v1::Netdev& nd : *part.mutable_netdevs()) *netdevs.Add() = std::move(nd);
+    const int kept = netdevs.size();
+    for (v1::Netdev& nd : *part.mutable_netdevs()) netdevs.UnsafeArenaAddAllocated(&nd);
     std::set<std::string> have;
     for (const v1::Netdev& nd : netdevs) have.insert(nd.name());
     Host alone;
@@ -426,7 +506,7 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
       }
       for (const FieldProblem& p : alone.problems()) *part.add_problems() = p;
     }
-    SortByName(&netdevs);
+    SortAfter(&netdevs, kept);
   }
   RefreshArpSysctls(proc, touched, names, &host, &part);
 
@@ -456,13 +536,19 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
     const std::set<std::string> now(fresh.default_route_netdevs().begin(),
                                     fresh.default_route_netdevs().end());
     if (was != now) return absl::FailedPreconditionError("the default-route netdevs changed");
-    di::ApplyRoutes(*routes, &host);
+    const di::RouteFacts facts(*routes, host);
+    auto* netdevs = host.mutable_netdevs();
+    for (int i = 0; i < netdevs->size(); ++i) {
+      if (!facts.Holds(netdevs->Get(i))) facts.Apply(Writable(netdevs, i, owner->arena.get()));
+    }
   } else {
-    for (v1::Netdev& nd : *host.mutable_netdevs()) {
-      if (!read_netdevs.count(nd.name())) continue;
-      const v1::Netdev& before = *old_netdevs.at(nd.name());
-      nd.set_default_route(before.default_route());
-      *nd.mutable_ipv4_subnets() = before.ipv4_subnets();
+    auto* netdevs = host.mutable_netdevs();
+    for (int i = 0; i < netdevs->size(); ++i) {
+      if (!read_netdevs.count(netdevs->Get(i).name())) continue;
+      v1::Netdev* nd = Writable(netdevs, i, owner->arena.get());
+      const v1::Netdev& before = *old_netdevs.at(nd->name());
+      nd->set_default_route(before.default_route());
+      *nd->mutable_ipv4_subnets() = before.ipv4_subnets();
     }
   }
   if (added || removed) {
@@ -487,7 +573,8 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
       },
       fresh.problems(), &host);
   for (const FieldProblem& p : part.problems()) *host.add_problems() = p;
-  return RefreshedHost{std::shared_ptr<Host>(owner, &host), share ? depth + 1 : 0};
+  const int kept = static_cast<int>(owner->owners.size());
+  return RefreshedHost{std::shared_ptr<Host>(&host, KeepArenaHost{std::move(owner)}), kept};
 }
 
 }  // namespace fabric

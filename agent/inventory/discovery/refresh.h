@@ -89,25 +89,26 @@ RefreshPlan PlanRefresh(const v1::Host& current, const ChangeScope& scope,
 
 // A refreshed host. It lives on an arena of its own and points at the RDMA devices and topology
 // pairs of the host it came from that the refresh did not read again, instead of copying them (a
-// 256-device host is over a millisecond to copy and again to free), so it keeps that host alive.
-// `depth` counts the hosts kept alive behind it; at kMaxShareDepth the next refresh copies
-// instead, so a long run of refreshes holds a bounded number of old hosts. The shared objects
-// are never written again: hosts are immutable once published.
+// 256-device host is over a millisecond to copy and again to free), so it keeps alive the hosts
+// (their arenas) that hold them: `kept` of them. A refresh that would keep more than
+// kMaxKeptAlive copies instead, so a long run of refreshes holds a bounded number of old hosts;
+// one that reads the same device again and again keeps only the first host and the last. The
+// shared objects are never written again: hosts are immutable once published.
 struct RefreshedHost {
   std::shared_ptr<v1::Host> host;
-  int depth = 0;
+  int kept = 0;
 };
-inline constexpr int kMaxShareDepth = 8;
+inline constexpr int kMaxKeptAlive = 8;
 // A full scan's host, shared with nothing.
 inline RefreshedHost ScannedHost(v1::Host host) {
   return {std::make_shared<v1::Host>(std::move(host)), 0};
 }
 
-// Applies `plan` to `current` (at `depth`, as returned by the refresh that built it; 0 for a
-// full scan's host). Returns the refreshed host, or FailedPrecondition when the plan turned out
+// Applies `plan` to `current` (a scanned host, or one a refresh returned: what it shares is
+// found through it). Returns the refreshed host, or FailedPrecondition when the plan turned out
 // to need a full rescan (a default-route netdev the inventory does not hold).
 absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
-                                      std::shared_ptr<const v1::Host> current, int depth,
+                                      std::shared_ptr<const v1::Host> current,
                                       const RefreshPlan& plan);
 
 }  // namespace fabric

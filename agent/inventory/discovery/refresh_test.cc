@@ -279,7 +279,7 @@ class RefreshTest : public ::testing::Test {
     auto h = Discover(*sysfs_, *procfs_);
     ASSERT_TRUE(h.ok()) << h.status();
     cur_ = std::make_shared<const Host>(*h);
-    depth_ = 0;
+    kept_ = 0;
   }
 
   // Refreshes for `scope`, then checks the result against a full rescan of the same tree. The
@@ -291,17 +291,17 @@ class RefreshTest : public ::testing::Test {
     EXPECT_TRUE(full.ok()) << full.status();
     const std::string before = cur_->SerializeAsString();
     std::shared_ptr<const Host> next = cur_;
-    int depth = depth_;
+    int kept = kept_;
     if (plan.full) {
       next = std::make_shared<const Host>(*full);
-      depth = 0;
+      kept = 0;
     } else if (!plan.empty()) {
-      auto r = Refresh(*sysfs_, *procfs_, cur_, depth_, plan);
+      auto r = Refresh(*sysfs_, *procfs_, cur_, plan);
       EXPECT_TRUE(r.ok()) << what << ": " << r.status();
       if (r.ok()) {
         next = r->host;
-        depth = r->depth;
-        EXPECT_LE(depth, kMaxShareDepth);
+        kept = r->kept;
+        EXPECT_LE(kept, kMaxKeptAlive);
       }
     }
     EXPECT_EQ(cur_->SerializeAsString(), before)
@@ -312,7 +312,7 @@ class RefreshTest : public ::testing::Test {
     const bool same = diff.Compare(Normalized(*full), Normalized(*next));
     EXPECT_TRUE(same) << what << " (plan: " << plan.why << ")\n" << report;
     cur_ = same ? next : std::make_shared<const Host>(*full);
-    depth_ = same ? depth : 0;
+    kept_ = same ? kept : 0;
     return plan;
   }
 
@@ -397,7 +397,7 @@ class RefreshTest : public ::testing::Test {
   fs::path dir_, sys_;
   std::unique_ptr<HostFsImpl> sysfs_, procfs_;
   std::shared_ptr<const Host> cur_;
-  int depth_ = 0;
+  int kept_ = 0;  // As the last refresh returned it.
   std::map<std::string, std::pair<fs::path, fs::path>> stash_;
 };
 
@@ -450,32 +450,68 @@ TEST_F(RefreshTest, EachKindOfChangeEqualsAFullRescan) {
   Step("a port's netdev renamed", renamed);
 }
 
-// Refreshed hosts point at the devices they did not read again; a run of them is cut by a copy
-// at kMaxShareDepth, so a busy node keeps a bounded number of old hosts alive.
-TEST_F(RefreshTest, HostsShareUnreadDevicesToABoundedDepth) {
+// Refreshed hosts point at the devices they did not read again. Reading one device again and
+// again keeps only the scanned host alive behind the last one: the hosts between are freed.
+TEST_F(RefreshTest, RefreshesOfOneDeviceKeepOnlyTheScannedHost) {
   Load("roce-9port");
+  const std::weak_ptr<const Host> scanned = cur_;
   ChangeScope s;
   s.Netdev("eth3");
-  bool copied = false;
-  for (int i = 0; i < kMaxShareDepth + 3; ++i) {
-    const std::shared_ptr<const Host> before = cur_;
-    const int depth = depth_;
+  for (int i = 0; i < kMaxKeptAlive + 3; ++i) {
+    std::shared_ptr<const Host> before = cur_;
     SetGid("mlx5_3", 9, absl::StrCat("10.9.0.", 10 + i), "eth3");
     Step(absl::StrCat("address ", i), s);
     ASSERT_NE(cur_, before);
     ASSERT_EQ(cur_->rdma_devices_size(), before->rdma_devices_size());
     for (int d = 0; d < cur_->rdma_devices_size(); ++d) {
       const bool same_object = &cur_->rdma_devices(d) == &before->rdma_devices(d);
-      if (cur_->rdma_devices(d).name() == "mlx5_3") {
-        EXPECT_FALSE(same_object) << "the device read again is a new object";
-      } else {
-        EXPECT_EQ(same_object, depth < kMaxShareDepth) << cur_->rdma_devices(d).name();
+      EXPECT_EQ(same_object, cur_->rdma_devices(d).name() != "mlx5_3")
+          << cur_->rdma_devices(d).name() << ": only the device read again is a new object";
+    }
+    EXPECT_EQ(kept_, 1);
+    const std::weak_ptr<const Host> was = before;
+    before.reset();
+    EXPECT_EQ(was.expired(), i > 0) << "step " << i << ": a host between is kept alive";
+    EXPECT_FALSE(scanned.expired());
+  }
+}
+
+// Refreshes of different devices keep the hosts that hold each one alive, up to kMaxKeptAlive;
+// the refresh past that copies the kept devices and frees them all.
+TEST_F(RefreshTest, RefreshesOfManyDevicesAreCutByACopy) {
+  Load("roce-9port");
+  std::vector<std::pair<std::string, std::string>> ports;  // Device, netdev.
+  for (const v1::RdmaDevice& d : cur_->rdma_devices()) {
+    if (d.ports_size() > 0 && !d.ports(0).netdev().empty() &&
+        d.ports(0).link_layer() == v1::LINK_LAYER_ETHERNET) {
+      ports.emplace_back(d.name(), d.ports(0).netdev());
+    }
+  }
+  ASSERT_GT(ports.size(), static_cast<size_t>(kMaxKeptAlive));  // Each step a different one.
+  std::vector<int> kept;
+  bool copied = false;
+  for (int i = 0; i < 2 * kMaxKeptAlive + 2; ++i) {
+    const auto& [dev, netdev] = ports[static_cast<size_t>(i) % ports.size()];
+    const std::shared_ptr<const Host> before = cur_;
+    SetGid(dev, 9, absl::StrCat("10.9.", i, ".1"), netdev);
+    ChangeScope s;
+    s.Netdev(netdev);
+    Step(absl::StrCat("address on ", netdev), s);
+    kept.push_back(kept_);
+    if (kept_ == 0) {
+      copied = true;
+      for (int d = 0; d < cur_->rdma_devices_size(); ++d) {
+        EXPECT_NE(&cur_->rdma_devices(d), &before->rdma_devices(d)) << "a copy shares nothing";
       }
     }
-    EXPECT_EQ(depth_, depth < kMaxShareDepth ? depth + 1 : 0);
-    copied = copied || depth_ == 0;
   }
   EXPECT_TRUE(copied);
+  // One more host kept per step (the one holding the device read the step before) until the
+  // copy: 1,2,...,8,0,1,...
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const int want = i == 0 ? 1 : (kept[i - 1] == kMaxKeptAlive ? 0 : kept[i - 1] + 1);
+    EXPECT_EQ(kept[i], want) << absl::StrJoin(kept, ",");
+  }
 }
 
 // Refresh copies every host-level field it does not build itself (CopyHostFields).
@@ -507,7 +543,7 @@ TEST_F(RefreshTest, ADefaultRouteChangeAsksForAFullRescan) {
   // A second default route, through eth1: a netdev set the splice cannot follow.
   std::ofstream(dir_ / "proc/net/route", std::ios::app)
       << "eth1\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
-  auto r = Refresh(*sysfs_, *procfs_, cur_, depth_, plan);
+  auto r = Refresh(*sysfs_, *procfs_, cur_, plan);
   EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
 }
 
