@@ -173,6 +173,11 @@ absl::Status StepEvents(AgentState& st) {
     }
   }
   CountSources(st);
+  if (st.opt.lldp) {
+    // Not fatal either: without CAP_NET_RAW no neighbours (each netdev logged, counted).
+    st.lldp = std::make_unique<LldpListener>();
+    st.lldp->Sync(*st.store.Current()->host);
+  }
   Publish(st, std::nullopt, false);  // Health reflects missing sources.
   return absl::OkStatus();
 }
@@ -396,13 +401,17 @@ void Loop(AgentState& st) {
   absl::Time reload_at = absl::InfiniteFuture();  // When a changed config file is read.
   for (;;) {
     now = absl::Now();
-    const absl::Time deadline = std::min(
-        {next_rescan, next_watchdog, dirty_at, reload_at, st.stale_retry_at, st.trimmer.next()});
+    const absl::Time lldp_expiry =
+        st.lldp != nullptr ? st.lldp->NextExpiry() : absl::InfiniteFuture();
+    const absl::Time deadline = std::min({next_rescan, next_watchdog, dirty_at, reload_at,
+                                          st.stale_retry_at, st.trimmer.next(), lldp_expiry});
     std::vector<pollfd> fds;
     fds.push_back({st.signal_fd, POLLIN, 0});
     // The config watch (if any) is second, so the sources start at index 2.
     fds.push_back({st.config_watch != nullptr ? st.config_watch->fd() : -1, POLLIN, 0});
     for (const auto& s : st.sources) fds.push_back({s->fd(), POLLIN, 0});
+    const size_t lldp_fds = fds.size();  // LLDP sockets last.
+    if (st.lldp != nullptr) st.lldp->AppendFds(&fds);
     int n = poll(fds.data(), fds.size(), PollMillis(now, deadline));
     if (n < 0 && errno != EINTR) {
       Log(LogLevel::kError, "poll: ", ErrnoText(errno));
@@ -431,7 +440,16 @@ void Loop(AgentState& st) {
         if (reload_at == absl::InfiniteFuture()) reload_at = now + st.opt.debounce;
       }
     }
-    for (size_t i = 2; n > 0 && i < fds.size(); ++i) {
+    if (st.lldp != nullptr) {
+      // Neighbours change the inventory's netdevs, not what sysfs says: published at once, not
+      // through a refresh (a flood is bounded per netdev by the table).
+      bool heard = false;
+      for (size_t i = lldp_fds; n > 0 && i < fds.size(); ++i) heard = heard || fds[i].revents != 0;
+      bool changed = heard && st.lldp->Drain(now);
+      changed = (now >= lldp_expiry && st.lldp->Expire(now)) || changed;
+      if (changed) Publish(st, std::nullopt, false);
+    }
+    for (size_t i = 2; n > 0 && i < lldp_fds; ++i) {
       if (fds[i].revents == 0) continue;
       EventSource& src = *st.sources[i - 2];
       auto d = src.Drain();

@@ -37,6 +37,9 @@ struct AgentOptions {
   // (so the socket lock covers it); empty: hand-offs are not accepted.
   std::string announce_socket = "auto";
   absl::Duration announce_hold = absl::Minutes(10);
+  // Listen for LLDP on every physical netdev (needs CAP_NET_RAW): which switch port each is
+  // cabled to.
+  bool lldp = true;
   // The probe responder: "ADDR:PORT", "[V6]:PORT" or ":PORT"; empty: off. The schedule is the
   // config file's `probes` section.
   std::string probe_listen;

@@ -134,6 +134,12 @@ void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_chan
   std::vector<v1::InventoryChange> changes;
   bool host_changed = cur == nullptr;
   const absl::Time now = absl::Now();
+  if (st.lldp != nullptr) {
+    // Neighbours are the agent's, not discovery's: laid onto every host it publishes, and a
+    // change of them alone is a new host sharing everything else.
+    if (!host && cur != nullptr && !st.lldp->Shows(*cur->host)) host = ShareHost(cur->host);
+    if (host) st.lldp->Lay(host->host.get());
+  }
   if (cur != nullptr && host) {
     changes = DiffHosts(*cur->host, *host->host);
     host_changed = !changes.empty();
@@ -190,6 +196,17 @@ void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_chan
   const v1::Host& h = *snap->host;
   const bool labels_same = !host_changed && !policy_changed ? true : same_ranking;
   st.store.Publish(snap);
+  if (st.lldp != nullptr && host_changed) {
+    bool netdevs_changed = cur == nullptr;
+    for (const v1::InventoryChange& c : changes) {
+      netdevs_changed = netdevs_changed || c.kind() == v1::InventoryChange::KIND_NETDEV_ADDED ||
+                        c.kind() == v1::InventoryChange::KIND_NETDEV_REMOVED ||
+                        c.kind() == v1::InventoryChange::KIND_DEVICE_ADDED ||
+                        c.kind() == v1::InventoryChange::KIND_DEVICE_REMOVED ||
+                        c.kind() == v1::InventoryChange::KIND_OTHER;
+    }
+    if (netdevs_changed) st.lldp->Sync(h);  // Sockets for new physical netdevs, none for gone.
+  }
   if (!st.opt.nfd_features_dir.empty() && !(labels_same && !st.nfd_written.empty())) {
     // Most changes (a GID, a link state) leave the labels as they were: no rewrite, no NFD event.
     std::string features = RenderNfdFeatures(h, snap->policy);

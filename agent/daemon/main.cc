@@ -99,6 +99,10 @@ int main(int argc, char** argv) {
                  "(held sockets keep the pod's network namespace alive)")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
+  app.add_option("--lldp", opt.lldp,
+                 "listen for LLDP on every physical netdev (CAP_NET_RAW): the switch port each "
+                 "is cabled to, in the inventory, watch events and labels")
+      ->capture_default_str();
   app.add_option("--probe-listen", opt.probe_listen,
                  "serve other hosts' bandwidth and latency probes (fabric-probe, other agents' "
                  "schedules) on ADDR:PORT, [V6]:PORT or :PORT (perftest's port is 18515); off by "

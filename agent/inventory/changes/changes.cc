@@ -145,7 +145,14 @@ bool SamePortRest(const Port& a, const Port& b, bool state_changed, bool rate_ch
          SameList(a.problems(), b.problems());
 }
 
-// A netdev's fields but name (the key) and ipv4_subnets (KIND_NETDEV_ADDRESSES).
+// What KIND_NEIGHBOR names of a netdev's neighbour: its switch and port; "" when none.
+std::string NeighborText(const Netdev& n) {
+  if (!n.has_neighbor()) return "";
+  return absl::StrCat(n.neighbor().switch_label(), " ", n.neighbor().port_id());
+}
+
+// A netdev's fields but name (the key), ipv4_subnets (KIND_NETDEV_ADDRESSES) and neighbor
+// (KIND_NEIGHBOR).
 bool SameNetdevRest(const Netdev& a, const Netdev& b) {
   return a.mac() == b.mac() && FABRIC_SAME_OPT(a, b, mtu) && a.operstate() == b.operstate() &&
          FABRIC_SAME_OPT(a, b, speed_mbps) && FABRIC_SAME_OPT(a, b, ifindex) &&
@@ -344,7 +351,7 @@ std::vector<InventoryChange> DiffHosts(const Host& before, const Host& after) {
     }
   }
 
-  std::vector<InventoryChange> nd_removed, nd_added, nd_addresses;
+  std::vector<InventoryChange> nd_removed, nd_added, nd_addresses, nd_neighbors;
   bool other_netdevs = false;
   Pairing<Netdev> nds = Pair(before.netdevs(), after.netdevs(), NetdevKey);
   for (const Netdev* n : nds.removed) {
@@ -356,6 +363,13 @@ std::vector<InventoryChange> DiffHosts(const Host& before, const Host& after) {
   std::optional<AddressMap> addr_before, addr_after;  // Built only when GID tables changed.
   for (const auto& [a, b] : nds.both) {
     if (!SameNetdevRest(*a, *b)) other_netdevs = true;
+    if (std::string na = NeighborText(*a), nb = NeighborText(*b); na != nb) {
+      nd_neighbors.push_back(
+          Change(InventoryChange::KIND_NEIGHBOR, b->name(), std::move(na), std::move(nb)));
+    } else if (a->has_neighbor() != b->has_neighbor() ||
+               a->neighbor().SerializeAsString() != b->neighbor().SerializeAsString()) {
+      other_netdevs = true;  // The same switch port saying something else (a description).
+    }
     if (!gids_changed && SameList(a->ipv4_subnets(), b->ipv4_subnets())) continue;
     if (gids_changed && !addr_before) {
       addr_before = GidAddresses(before);
@@ -405,7 +419,7 @@ std::vector<InventoryChange> DiffHosts(const Host& before, const Host& after) {
 
   std::vector<InventoryChange> out;
   for (auto* group : {&dev_removed, &dev_added, &port_state, &port_rate, &gid_table, &nd_removed,
-                      &nd_added, &nd_addresses}) {
+                      &nd_added, &nd_addresses, &nd_neighbors}) {
     SortBySubject(*group, /*natural=*/true);
     std::move(group->begin(), group->end(), std::back_inserter(out));
   }

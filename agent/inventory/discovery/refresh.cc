@@ -577,4 +577,36 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
   return RefreshedHost{std::shared_ptr<Host>(&host, KeepArenaHost{std::move(owner)}), kept};
 }
 
+RefreshedHost ShareHost(std::shared_ptr<const Host> current) {
+  auto owner = std::make_shared<ArenaHost>();
+  Host& host = *google::protobuf::Arena::CreateMessage<Host>(owner->arena.get());
+  const Host& cur = *current;
+  CopyHostFields(cur, &host);
+  bool share = true;
+  {
+    const KeepArenaHost* keep = std::get_deleter<KeepArenaHost>(current);
+    const ArenaHost* cur_owner = keep != nullptr ? keep->owner.get() : nullptr;
+    auto add_owners = [&](const auto& items) {
+      for (const auto& item : items) {
+        if (!share) return;
+        share = AddOwner(item, current, cur_owner, owner.get());
+      }
+    };
+    add_owners(cur.rdma_devices());
+    add_owners(cur.netdevs());
+    add_owners(cur.topology());
+    share = share && owner->owners.size() <= static_cast<size_t>(kMaxKeptAlive);
+    if (!share) owner->owners.clear();
+  }
+  for (const v1::RdmaDevice& d : cur.rdma_devices()) AddItem(host.mutable_rdma_devices(), d, share);
+  for (const v1::Netdev& nd : cur.netdevs()) AddItem(host.mutable_netdevs(), nd, share);
+  for (const v1::TopologyPair& p : cur.topology()) AddItem(host.mutable_topology(), p, share);
+  const int kept = static_cast<int>(owner->owners.size());
+  return RefreshedHost{std::shared_ptr<Host>(&host, KeepArenaHost{std::move(owner)}), kept};
+}
+
+v1::Netdev* MutableNetdev(v1::Host* host, int i) {
+  return Writable(host->mutable_netdevs(), i, host->GetArena());
+}
+
 }  // namespace fabric

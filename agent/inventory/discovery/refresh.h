@@ -111,4 +111,13 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
                                       std::shared_ptr<const v1::Host> current,
                                       const RefreshPlan& plan);
 
+// `current` again as a new host sharing all its devices, netdevs and topology pairs (with the
+// same bound as Refresh), for a change the agent makes itself: neighbours heard (write its netdevs
+// through MutableNetdev).
+RefreshedHost ShareHost(std::shared_ptr<const v1::Host> current);
+
+// Netdev `i` of a host that Refresh, ShareHost or ScannedHost returned, safe to write: a copy on
+// the host's arena first when it is shared with an older host.
+v1::Netdev* MutableNetdev(v1::Host* host, int i);
+
 }  // namespace fabric

@@ -1,0 +1,78 @@
+// LLDP for the agent: a packet socket on each physical netdev the inventory lists, the neighbour
+// table they feed, and the neighbours laid onto every host the agent publishes. Loop thread only.
+#pragma once
+
+#include <poll.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/fabric/neighbors/lldp_socket.h"
+#include "agent/fabric/neighbors/neighbor_table.h"
+#include "fabric/v1/host.pb.h"
+
+namespace fabric {
+
+class LldpListener {
+ public:
+  using Opener = std::function<absl::StatusOr<std::unique_ptr<neighbors::LldpReceiver>>(
+      const std::string& netdev)>;
+  struct Counters {
+    uint64_t frames = 0;     // Taken from the sockets.
+    uint64_t malformed = 0;  // Not an LLDPDU this agent can read (ParseLldpFrame's errors).
+    uint64_t truncated = 0;  // Longer than kLldpMaxFrame.
+    uint64_t open_failures = 0;
+  };
+  // `open` opens a receiver on a netdev (LldpSocketImpl by default).
+  explicit LldpListener(Opener open = nullptr);
+
+  // The netdevs of `host` that are cabled to a switch: those of a PCI function that is not a
+  // virtual function, and not upper devices (macvlan, VLAN).
+  static std::vector<std::string> PhysicalNetdevs(const v1::Host& host);
+
+  // Listens on the physical netdevs of `host`: opens a socket for each new one, closes those
+  // gone (their neighbours with them). Whether the table lost a neighbour.
+  bool Sync(const v1::Host& host);
+  // One pollfd per socket, appended.
+  void AppendFds(std::vector<pollfd>* fds) const;
+  // Reads what is queued on every socket (at most a few frames each per call, so that a flood
+  // cannot hold the loop). Whether what the inventory shows changed.
+  bool Drain(absl::Time now);
+  // Neighbours whose TTL ran out. Whether any did.
+  bool Expire(absl::Time now);
+  absl::Time NextExpiry() const { return table_.NextExpiry(); }
+
+  // The neighbour of each netdev of `host` as the table holds it: set, changed or cleared through
+  // MutableNetdev (a host that Refresh, ShareHost or ScannedHost returned).
+  void Lay(v1::Host* host) const;
+  // Whether `host` shows what the table holds.
+  bool Shows(const v1::Host& host) const;
+
+  const neighbors::NeighborTable& table() const { return table_; }
+  const Counters& counters() const { return counters_; }
+  // Why a netdev has no socket (open failed), by netdev.
+  const std::map<std::string, std::string>& open_errors() const { return open_errors_; }
+  size_t listening() const { return receivers_.size(); }
+
+ private:
+  // The neighbour `netdev` should show; nullopt when none.
+  std::optional<v1::Neighbor> Want(const std::string& netdev) const;
+
+  Opener open_;
+  std::map<std::string, std::unique_ptr<neighbors::LldpReceiver>> receivers_;
+  std::map<std::string, std::string> open_errors_;
+  neighbors::NeighborTable table_;
+  Counters counters_;
+};
+
+// The model's form of what a switch said.
+v1::Neighbor NeighborProto(const neighbors::NeighborTable::Entry& e);
+
+}  // namespace fabric
