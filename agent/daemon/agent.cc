@@ -176,7 +176,7 @@ absl::Status StepEvents(AgentState& st) {
   if (st.opt.lldp) {
     // Not fatal either: without CAP_NET_RAW no neighbours (each netdev logged, counted).
     st.lldp = std::make_unique<LldpListener>();
-    st.lldp->Sync(*st.store.Current()->host);
+    st.lldp->Sync(*st.store.Current()->host, absl::Now());
   }
   Publish(st, std::nullopt, false);  // Health reflects missing sources.
   return absl::OkStatus();
@@ -401,8 +401,9 @@ void Loop(AgentState& st) {
   absl::Time reload_at = absl::InfiniteFuture();  // When a changed config file is read.
   for (;;) {
     now = absl::Now();
-    const absl::Time lldp_expiry =
-        st.lldp != nullptr ? st.lldp->NextExpiry() : absl::InfiniteFuture();
+    const absl::Time lldp_expiry = st.lldp != nullptr
+                                       ? std::min(st.lldp->NextExpiry(), st.lldp->NextSilence(now))
+                                       : absl::InfiniteFuture();
     const absl::Time deadline = std::min({next_rescan, next_watchdog, dirty_at, reload_at,
                                           st.stale_retry_at, st.trimmer.next(), lldp_expiry});
     std::vector<pollfd> fds;
@@ -447,7 +448,8 @@ void Loop(AgentState& st) {
       for (size_t i = lldp_fds; n > 0 && i < fds.size(); ++i) heard = heard || fds[i].revents != 0;
       bool changed = heard && st.lldp->Drain(now);
       changed = (now >= lldp_expiry && st.lldp->Expire(now)) || changed;
-      if (changed) Publish(st, std::nullopt, false);
+      // At a silence deadline too: the findings say which netdevs heard nothing.
+      if (changed || now >= lldp_expiry) Publish(st, std::nullopt, false);
     }
     for (size_t i = 2; n > 0 && i < lldp_fds; ++i) {
       if (fds[i].revents == 0) continue;

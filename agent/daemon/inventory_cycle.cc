@@ -39,6 +39,7 @@ std::vector<v1::Finding> AgentFindings(const AgentState& st) {
                                            "); serving the previous inventory"));
   }
   if (st.stale_finding) out.push_back(*st.stale_finding);
+  if (st.lldp != nullptr) LldpFindings(*st.lldp, absl::Now(), &out);
   return out;
 }
 
@@ -205,7 +206,7 @@ void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_chan
                         c.kind() == v1::InventoryChange::KIND_DEVICE_REMOVED ||
                         c.kind() == v1::InventoryChange::KIND_OTHER;
     }
-    if (netdevs_changed) st.lldp->Sync(h);  // Sockets for new physical netdevs, none for gone.
+    if (netdevs_changed) st.lldp->Sync(h, now);  // Sockets for new physical netdevs, none for gone.
   }
   if (!st.opt.nfd_features_dir.empty() && !(labels_same && !st.nfd_written.empty())) {
     // Most changes (a GID, a link state) leave the labels as they were: no rewrite, no NFD event.

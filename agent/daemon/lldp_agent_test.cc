@@ -3,6 +3,7 @@
 // agent, in the near namespace, must show it in the inventory and the watch stream: appeared,
 // kept across a full rescan, renamed, gone on the shutdown LLDPDU, and expired on its TTL when
 // the switch dies without one. Root only; skipped without lldpd.
+#include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,12 +61,13 @@ class LldpAgentTest : public ::testing::Test {
     ASSERT_TRUE(pair.ok()) << pair.status();
     pair_ = std::move(*pair);
     auto r = testing::Run({kIp, "-n", pair_->peer(), "link", "set", "swp1", "address", kSwitchMac});
+    fs::create_directories(dir_ + "/nfd");
     ASSERT_TRUE(r.ok() && r->status == 0);
     socket_ = dir_ + "/agent.sock";
     auto p = Subprocess::Start({kIp, "netns", "exec", pair_->pod(), testing::kAgentBinary,
                                 "--socket=" + socket_, "--sysfs=" + dir_ + "/host/sys",
                                 "--procfs=" + dir_ + "/host/proc", "--rescan-interval=3600",
-                                "--log-level=debug"});
+                                "--log-level=debug", "--nfd-features-dir=" + dir_ + "/nfd"});
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = std::move(*p);
     ASSERT_TRUE(testing::WaitForSocket(*agent_, socket_)) << agent_->Stderr();
@@ -150,6 +153,19 @@ TEST_F(LldpAgentTest, NeighbourAppearsIsRenamedAndGoes) {
       EXPECT_FALSE(other.has_neighbor()) << other.name();
     }
   }
+
+  // The scheduler labels: mlx5_1 (eth1) is the one back-end port that hears a switch.
+  std::string labels;
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        std::ifstream in(dir_ + "/nfd/fabric-agent");
+        labels.assign(std::istreambuf_iterator<char>(in), {});
+        return absl::StrContains(labels, "rdma.fabric.io/leaf.backend=leaf-07\n");
+      },
+      absl::Seconds(10)))
+      << labels;
+  EXPECT_THAT(labels, ::testing::HasSubstr("rdma.fabric.io/backend-leaves=1\n"));
+  EXPECT_THAT(labels, ::testing::HasSubstr("rdma.fabric.io/leaf-group=g-"));
 
   // A full rescan (SIGHUP) reads sysfs, which knows nothing of neighbours: it stays.
   agent_->Signal(SIGHUP);

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -43,7 +44,7 @@ std::vector<std::string> LldpListener::PhysicalNetdevs(const v1::Host& host) {
   return out;
 }
 
-bool LldpListener::Sync(const v1::Host& host) {
+bool LldpListener::Sync(const v1::Host& host, absl::Time now) {
   const std::vector<std::string> want = PhysicalNetdevs(host);
   const std::set<std::string> wanted(want.begin(), want.end());
   bool lost = false;
@@ -58,22 +59,31 @@ bool LldpListener::Sync(const v1::Host& host) {
   for (auto it = open_errors_.begin(); it != open_errors_.end();) {
     it = wanted.count(it->first) ? std::next(it) : open_errors_.erase(it);
   }
+  for (auto it = missing_.begin(); it != missing_.end();) {
+    it = wanted.count(*it) ? std::next(it) : missing_.erase(it);
+  }
   for (const std::string& name : want) {
-    if (receivers_.count(name) || open_errors_.count(name)) continue;
+    if (receivers_.count(name) || open_errors_.count(name) || missing_.count(name)) continue;
     auto r = open_(name);
     if (!r.ok()) {
       ++counters_.open_failures;
       open_errors_[name] = std::string(r.status().message());
-      Log(LogLevel::kWarning, "LLDP: not listening on ", name, ": ", r.status().message());
+      // Missing here: sysfs lists a netdev of another network namespace (a tree given with
+      // --sysfs); nothing to hear.
+      const bool missing = absl::IsNotFound(r.status());
+      Log(missing ? LogLevel::kDebug : LogLevel::kWarning, "LLDP: not listening on ", name, ": ",
+          r.status().message());
+      if (missing) open_errors_.erase(name);
+      if (missing) missing_.insert(name);
       continue;
     }
-    receivers_[name] = std::move(*r);
+    receivers_[name] = Receiver{std::move(*r), now};
   }
   return lost;
 }
 
 void LldpListener::AppendFds(std::vector<pollfd>* fds) const {
-  for (const auto& [name, r] : receivers_) fds->push_back({r->fd(), POLLIN, 0});
+  for (const auto& [name, r] : receivers_) fds->push_back({r.socket->fd(), POLLIN, 0});
 }
 
 bool LldpListener::Drain(absl::Time now) {
@@ -82,7 +92,7 @@ bool LldpListener::Drain(absl::Time now) {
     const std::string& name = it->first;
     bool gone = false;
     for (int i = 0; i < kFramesPerDrain; ++i) {
-      auto frame = it->second->Receive();
+      auto frame = it->second.socket->Receive();
       if (!frame.ok()) {
         // NotFound: the netdev went away under the socket (the next Sync would drop it too).
         // Unavailable: it went down; frames resume when it is up again.
@@ -122,10 +132,58 @@ bool LldpListener::Drain(absl::Time now) {
   return changed;
 }
 
+std::vector<std::string> LldpListener::Silent(absl::Time now) const {
+  std::vector<std::string> out;
+  for (const auto& [name, r] : receivers_) {
+    if (now - r.since >= kSilence && table_.Find(name) == nullptr) out.push_back(name);
+  }
+  return out;
+}
+
+absl::Time LldpListener::NextSilence(absl::Time now) const {
+  absl::Time next = absl::InfiniteFuture();
+  for (const auto& [name, r] : receivers_) {
+    if (r.since + kSilence > now) next = std::min(next, r.since + kSilence);
+  }
+  return next;
+}
+
 bool LldpListener::Expire(absl::Time now) {
   std::vector<std::string> gone = table_.Expire(now);
   for (const std::string& n : gone) Log(LogLevel::kInfo, "LLDP: the neighbour of ", n, " expired");
   return !gone.empty();
+}
+
+void LldpFindings(const LldpListener& l, absl::Time now, std::vector<v1::Finding>* out) {
+  auto add = [&](v1::Severity sev, const std::string& subject, std::string msg) {
+    v1::Finding f;
+    f.set_severity(sev);
+    f.set_check("lldp");
+    f.set_subject(subject);
+    f.set_message(std::move(msg));
+    out->push_back(std::move(f));
+  };
+  for (const auto& [netdev, why] : l.open_errors()) {
+    add(v1::SEVERITY_WARNING, netdev,
+        absl::StrCat("not listening for LLDP (", why, "): its switch port is unknown"));
+  }
+  for (const std::string& netdev : l.Silent(now)) {
+    // A note, not a fault: many fabrics do not run LLDP.
+    add(v1::SEVERITY_OK, netdev,
+        absl::StrCat("no LLDP frame for ", absl::FormatDuration(LldpListener::kSilence),
+                     ": the switch may not send LLDP, or the NIC's own LLDP agent takes the frames "
+                     "before the host (ConnectX: mlxconfig LLDP_NB_RX_MODE; Intel E810/X710: "
+                     "ethtool --set-priv-flags ",
+                     netdev, " fw-lldp-agent off)"));
+  }
+  for (const auto& [netdev, e] : l.table().entries()) {
+    if (e.moves == 0) continue;
+    add(v1::SEVERITY_WARNING, netdev,
+        absl::StrCat("the switch port at the other end changed ", e.moves,
+                     " time(s) while the link stayed up (now ",
+                     neighbors::SwitchLabelValue(e.neighbor), " port ", e.neighbor.port_id,
+                     "): recabled, or LLDP from more than one switch"));
+  }
 }
 
 v1::Neighbor NeighborProto(const neighbors::NeighborTable::Entry& e) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "absl/time/time.h"
 #include "agent/fabric/neighbors/lldp_socket.h"
 #include "agent/fabric/neighbors/neighbor_table.h"
+#include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 
 namespace fabric {
@@ -39,7 +41,7 @@ class LldpListener {
 
   // Listens on the physical netdevs of `host`: opens a socket for each new one, closes those
   // gone (their neighbours with them). Whether the table lost a neighbour.
-  bool Sync(const v1::Host& host);
+  bool Sync(const v1::Host& host, absl::Time now);
   // One pollfd per socket, appended.
   void AppendFds(std::vector<pollfd>* fds) const;
   // Reads what is queued on every socket (at most a few frames each per call, so that a flood
@@ -49,6 +51,14 @@ class LldpListener {
   bool Expire(absl::Time now);
   absl::Time NextExpiry() const { return table_.NextExpiry(); }
 
+  // How long a netdev listened on may stay silent before it is reported: three of the usual
+  // 30 s transmit intervals.
+  static constexpr absl::Duration kSilence = absl::Seconds(90);
+  // Netdevs listened on for kSilence or longer that never heard a neighbour (or lost it).
+  std::vector<std::string> Silent(absl::Time now) const;
+  // When the next netdev becomes Silent (InfiniteFuture when none will).
+  absl::Time NextSilence(absl::Time now) const;
+
   // The neighbour of each netdev of `host` as the table holds it: set, changed or cleared through
   // MutableNetdev (a host that Refresh, ShareHost or ScannedHost returned).
   void Lay(v1::Host* host) const;
@@ -57,7 +67,8 @@ class LldpListener {
 
   const neighbors::NeighborTable& table() const { return table_; }
   const Counters& counters() const { return counters_; }
-  // Why a netdev has no socket (open failed), by netdev.
+  // Why a netdev has no socket (open failed, other than for a netdev missing in this network
+  // namespace), by netdev.
   const std::map<std::string, std::string>& open_errors() const { return open_errors_; }
   size_t listening() const { return receivers_.size(); }
 
@@ -66,11 +77,20 @@ class LldpListener {
   std::optional<v1::Neighbor> Want(const std::string& netdev) const;
 
   Opener open_;
-  std::map<std::string, std::unique_ptr<neighbors::LldpReceiver>> receivers_;
+  struct Receiver {
+    std::unique_ptr<neighbors::LldpReceiver> socket;
+    absl::Time since;  // Listening since.
+  };
+  std::map<std::string, Receiver> receivers_;
   std::map<std::string, std::string> open_errors_;
+  std::set<std::string> missing_;  // Not in this network namespace: not opened again.
   neighbors::NeighborTable table_;
   Counters counters_;
 };
+
+// What health says of LLDP: netdevs it cannot listen on (WARNING), netdevs that heard nothing for
+// kSilence (a note, with the usual reasons), neighbours that moved while heard (WARNING).
+void LldpFindings(const LldpListener& l, absl::Time now, std::vector<v1::Finding>* out);
 
 // The model's form of what a switch said.
 v1::Neighbor NeighborProto(const neighbors::NeighborTable::Entry& e);

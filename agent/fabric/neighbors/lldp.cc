@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -244,6 +245,14 @@ std::string SwitchLabelValue(const LldpNeighbor& n) {
   std::string key(1, static_cast<char>(n.chassis_id_subtype & 0xff));
   key += n.chassis_id_raw;
   return absl::StrCat("c-", absl::StrFormat("%016x", Fnv1a64(key)).substr(0, 10));
+}
+
+std::string GroupLabelValue(std::vector<std::string> switch_labels) {
+  std::sort(switch_labels.begin(), switch_labels.end());
+  switch_labels.erase(std::unique(switch_labels.begin(), switch_labels.end()), switch_labels.end());
+  std::string key;
+  for (const std::string& l : switch_labels) absl::StrAppend(&key, l, "\n");
+  return absl::StrCat("g-", absl::StrFormat("%016x", Fnv1a64(key)).substr(0, 10));
 }
 
 }  // namespace fabric::neighbors

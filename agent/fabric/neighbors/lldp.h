@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -82,5 +83,10 @@ absl::StatusOr<LldpNeighbor> ParseLldpdu(std::string_view pdu);
 // hex digits of FNV-1a 64 over the chassis ID subtype byte followed by the raw chassis ID. Equal
 // for every host that sees the same switch.
 std::string SwitchLabelValue(const LldpNeighbor& n);
+
+// A Kubernetes label value naming a set of switches (SwitchLabelValue each, in any order, repeats
+// ignored): "g-" and 10 hex digits of FNV-1a 64 over them sorted. Equal on hosts whose ports reach
+// the same leaves (a scalable unit), different otherwise.
+std::string GroupLabelValue(std::vector<std::string> switch_labels);
 
 }  // namespace fabric::neighbors

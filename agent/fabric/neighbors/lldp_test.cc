@@ -322,5 +322,16 @@ TEST(SwitchLabelValueTest, NameOrHashOfChassis) {
   EXPECT_NE(SwitchLabelValue(n), "c-a30a55e69b");
 }
 
+TEST(GroupLabelValue, TheSameSetGivesTheSameValue) {
+  const std::string g = GroupLabelValue({"leaf-1", "leaf-2", "leaf-3"});
+  EXPECT_TRUE(IsValidLabelValue(g)) << g;
+  EXPECT_EQ(g.size(), 12u);
+  EXPECT_EQ(g.substr(0, 2), "g-");
+  EXPECT_EQ(GroupLabelValue({"leaf-3", "leaf-1", "leaf-2", "leaf-1"}), g);
+  EXPECT_NE(GroupLabelValue({"leaf-1", "leaf-2"}), g);
+  EXPECT_NE(GroupLabelValue({"leaf-1", "leaf-23"}), GroupLabelValue({"leaf-12", "leaf-3"}))
+      << "names are not run together";
+}
+
 }  // namespace
 }  // namespace fabric::neighbors

@@ -29,7 +29,7 @@ NeighborTable::Seen NeighborTable::Observe(const std::string& netdev, const Lldp
   const absl::Time expires = now + absl::Seconds(n.ttl_s);
   if (it == entries_.end() || it->second.expires <= now) {
     Entry& e = entries_[netdev];
-    e = Entry{n, now, now, expires, 0};
+    e = Entry{n, now, now, expires, 0, 0};
     return Seen::kNew;
   }
   Entry& e = it->second;
@@ -37,7 +37,10 @@ NeighborTable::Seen NeighborTable::Observe(const std::string& netdev, const Lldp
                          e.neighbor.chassis_id_subtype == n.chassis_id_subtype &&
                          e.neighbor.port_id == n.port_id;
   const bool same = SameNeighbor(e.neighbor, n);
-  if (!same_port) e.first_seen = now;
+  if (!same_port) {
+    e.first_seen = now;
+    ++e.moves;
+  }
   if (!same) ++e.changes;
   e.neighbor = n;
   e.last_seen = now;

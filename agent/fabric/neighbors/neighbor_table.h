@@ -30,6 +30,8 @@ class NeighborTable {
     absl::Time last_seen;
     absl::Time expires;
     uint64_t changes = 0;  // Times what it said changed while it was heard.
+    // Of those, another chassis or port: a cable moved without the neighbour expiring first.
+    uint64_t moves = 0;
   };
   enum class Seen {
     kDropped,  // Over the netdev's rate: not looked at.

@@ -39,6 +39,8 @@ TEST(NeighborTable, NewSameChangedGoneAndExpired) {
   EXPECT_EQ(t.Observe("eth0", Switch("leaf-1b", "Ethernet1/2"), kT0 + absl::Seconds(90)),
             Seen::kChanged);
   EXPECT_EQ(t.Find("eth0")->first_seen, kT0 + absl::Seconds(90));
+  EXPECT_EQ(t.Find("eth0")->moves, 1u) << "a rename is not a move; another port is";
+  EXPECT_EQ(t.Find("eth0")->changes, 2u);
   // A shutdown LLDPDU forgets it at once.
   EXPECT_EQ(t.Observe("eth0", Switch("leaf-1b", "Ethernet1/2", 0), kT0 + absl::Seconds(91)),
             Seen::kGone);

@@ -88,6 +88,35 @@ void CheckArpFlux(Health* h, const Host& host) {
 
 }  // namespace
 
+// Two back-end ports that hear the same switch port: one cable cannot end in two NICs, so one
+// of the neighbours is stale or spoofed (or a hub/bridge is in between): placement by these
+// labels would be wrong.
+void CheckCabling(Health* h, const Host& host, const SelectionPolicy& policy) {
+  std::map<std::string, const Netdev*> netdevs;
+  for (const Netdev& n : host.netdevs()) netdevs[n.name()] = &n;
+  std::map<std::string, std::vector<std::string>> by_switch_port;  // chassis + port -> netdevs
+  std::map<std::string, std::string> shown;
+  for (const BackendPort& bp : BackendPorts(host, policy)) {
+    auto it = netdevs.find(bp.port->netdev());
+    if (it == netdevs.end() || !it->second->has_neighbor()) continue;
+    const Neighbor& n = it->second->neighbor();
+    const std::string key =
+        absl::StrCat(n.chassis_id_subtype(), "/", n.chassis_id(), "/", n.port_id());
+    std::vector<std::string>& names = by_switch_port[key];
+    if (std::find(names.begin(), names.end(), it->first) == names.end()) {
+      names.push_back(it->first);
+    }
+    shown[key] = absl::StrCat(n.switch_label(), " port ", n.port_id());
+  }
+  for (const auto& [key, names] : by_switch_port) {
+    if (names.size() < 2) continue;
+    Add(h, SEVERITY_WARNING, "cabling", names.front(),
+        absl::StrCat(absl::StrJoin(names, " and "), " both hear switch ", shown[key],
+                     ": one cable cannot end in two ports (stale or spoofed LLDP, or a bridge "
+                     "between); check the cabling"));
+  }
+}
+
 int SeverityRank(Severity s) {
   switch (s) {
     case SEVERITY_CRITICAL:
@@ -220,6 +249,7 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
                      "; GPU traffic goes through host memory"));
   }
   CheckArpFlux(&h, host);
+  CheckCabling(&h, host, policy);
   int n = 0;
   ForEachProblem(host, [&](const std::string&, const FieldProblem&) { ++n; });
   if (n > 0) {

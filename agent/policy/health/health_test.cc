@@ -208,5 +208,40 @@ TEST(Health, ExitCodesAndNames) {
   EXPECT_STREQ(SeverityName(SEVERITY_CRITICAL), "CRITICAL");
 }
 
+// Two back-end ports hearing one switch port cannot both be cabled to it.
+TEST(Health, TwoPortsHearingOneSwitchPortWarnOfCabling) {
+  auto spec = testing::ExampleHost("roce-9port");
+  ASSERT_TRUE(spec.ok());
+  std::string tmpl = ::testing::TempDir() + "health.XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = fs::path(tmpl) / "host";
+  ASSERT_TRUE(testing::WriteHost(*spec, dir).ok());
+  HostFsImpl sys((dir / "sys").string()), proc((dir / "proc").string());
+  auto host = Discover(sys, proc);
+  fs::remove_all(tmpl);
+  ASSERT_TRUE(host.ok());
+  auto hear = [&](const std::string& netdev, const std::string& port) {
+    for (Netdev& n : *host->mutable_netdevs()) {
+      if (n.name() != netdev) continue;
+      Neighbor* nb = n.mutable_neighbor();
+      nb->set_chassis_id_subtype(4);
+      nb->set_chassis_id("02:00:00:00:0b:07");
+      nb->set_port_id(port);
+      nb->set_switch_label("leaf-07");
+    }
+  };
+  hear("eth1", "swp1");
+  hear("eth2", "swp2");
+  hear("eth0", "swp1");  // The front-end is not a back-end port: not compared.
+  EXPECT_THAT(Checks(EvaluateHealth(*host, {})), IsEmpty());
+  hear("eth3", "swp2");
+  Health h = EvaluateHealth(*host, {});
+  EXPECT_THAT(Checks(h), ::testing::ElementsAre("cabling eth2"));
+  EXPECT_EQ(h.verdict(), SEVERITY_WARNING);
+  ASSERT_EQ(h.findings_size(), 1);
+  EXPECT_THAT(h.findings(0).message(), ::testing::HasSubstr("eth2 and eth3 both hear switch "
+                                                            "leaf-07 port swp2"));
+}
+
 }  // namespace
 }  // namespace fabric

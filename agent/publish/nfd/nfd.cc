@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/common/errno.h"
 #include "agent/common/k8s_label.h"
+#include "agent/fabric/neighbors/lldp.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
@@ -41,6 +43,8 @@ struct Facts {
   std::vector<std::string> gpus;
   bool aligned = false;
   bool gpudirect = false;
+  std::string frontend_leaf;  // The default-route netdev's neighbour (the first by name).
+  std::set<std::string> backend_leaves;  // The back-end ports' neighbours.
 };
 
 Facts Gather(const Host& host, const SelectionPolicy& policy) {
@@ -58,6 +62,20 @@ Facts Gather(const Host& host, const SelectionPolicy& policy) {
     }
   }
   f.nics = static_cast<int>(counted.size());
+
+  std::map<std::string, const Netdev*> netdevs;
+  for (const Netdev& n : host.netdevs()) {
+    netdevs[n.name()] = &n;
+    if (n.default_route() && n.has_neighbor() && f.frontend_leaf.empty()) {
+      f.frontend_leaf = n.neighbor().switch_label();
+    }
+  }
+  for (const BackendPort& bp : BackendPorts(host, policy)) {
+    auto it = netdevs.find(bp.port->netdev());
+    if (it != netdevs.end() && it->second->has_neighbor()) {
+      f.backend_leaves.insert(it->second->neighbor().switch_label());
+    }
+  }
 
   f.gpus = ComputeGpus(host);
 
@@ -126,6 +144,14 @@ std::string RenderNfdFeatures(const Host& host, const SelectionPolicy& policy) {
   Label(out, "gpus", absl::StrCat(f.gpus.size()));
   Label(out, "gpu-nic-aligned", Bool(f.aligned));
   Label(out, "gpudirect", Bool(f.gpudirect));
+  // Fabric position, from the neighbours heard over LLDP (none heard: no labels, never a guess).
+  if (!f.frontend_leaf.empty()) Label(out, "leaf.frontend", f.frontend_leaf);
+  if (!f.backend_leaves.empty()) {
+    Label(out, "backend-leaves", absl::StrCat(f.backend_leaves.size()));
+    if (f.backend_leaves.size() == 1) Label(out, "leaf.backend", *f.backend_leaves.begin());
+    Label(out, "leaf-group",
+          neighbors::GroupLabelValue({f.backend_leaves.begin(), f.backend_leaves.end()}));
+  }
   return out;
 }
 

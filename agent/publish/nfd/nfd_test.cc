@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "tests/hosts/hosts.h"
@@ -82,6 +83,49 @@ TEST(RenderNfdFeatures, Roce9Port) {
                                        "rdma.fabric.io/gpus=8",                //
                                        "rdma.fabric.io/gpu-nic-aligned=true",  //
                                        "rdma.fabric.io/gpudirect=true"));
+}
+
+// The neighbour heard over LLDP on `netdev` of `h`, as the agent lays it on.
+void SetNeighbor(Host* h, const std::string& netdev, const std::string& label,
+                 const std::string& port) {
+  for (Netdev& n : *h->mutable_netdevs()) {
+    if (n.name() != netdev) continue;
+    n.mutable_neighbor()->set_switch_label(label);
+    n.mutable_neighbor()->set_port_id(port);
+  }
+}
+
+// Fabric position: the front-end leaf, the back-end leaves and the group they make; nothing
+// without neighbours (roce-9port: eth0 is the front-end, eth1-eth8 the back-end ports).
+TEST(RenderNfdFeatures, LeafLabelsFromNeighbours) {
+  Host h = Example("roce-9port");
+  auto leaf_lines = [](const Host& host) {
+    std::vector<std::string> out;
+    for (const std::string& l : Lines(RenderNfdFeatures(host, {}))) {
+      if (absl::StrContains(l, "leaf") || absl::StrContains(l, "leaves")) out.push_back(l);
+    }
+    return out;
+  };
+  EXPECT_THAT(leaf_lines(h), IsEmpty());
+  SetNeighbor(&h, "eth0", "fe-leaf-3", "Ethernet1/9");
+  for (int i = 1; i <= 8; ++i) SetNeighbor(&h, absl::StrCat("eth", i), "leaf-07", "p1");
+  const std::vector<std::string> one = leaf_lines(h);
+  EXPECT_THAT(
+      one, ElementsAre("rdma.fabric.io/leaf.frontend=fe-leaf-3", "rdma.fabric.io/backend-leaves=1",
+                       "rdma.fabric.io/leaf.backend=leaf-07",
+                       ::testing::StartsWith("rdma.fabric.io/leaf-group=g-")));
+  // Rail-optimized: each NIC to its own leaf. The group names the set of leaves, in any order.
+  Host rails = h, rails_again = h;
+  for (int i = 1; i <= 8; ++i) {
+    SetNeighbor(&rails, absl::StrCat("eth", i), absl::StrCat("rail-", i), "p1");
+    SetNeighbor(&rails_again, absl::StrCat("eth", i), absl::StrCat("rail-", 9 - i), "p2");
+  }
+  const std::vector<std::string> eight = leaf_lines(rails);
+  EXPECT_THAT(eight, ElementsAre("rdma.fabric.io/leaf.frontend=fe-leaf-3",
+                                 "rdma.fabric.io/backend-leaves=8",
+                                 ::testing::StartsWith("rdma.fabric.io/leaf-group=g-")));
+  EXPECT_EQ(eight, leaf_lines(rails_again)) << "same leaves, same group";
+  EXPECT_NE(eight.back(), one.back()) << "other leaves, another group";
 }
 
 TEST(RenderNfdFeatures, EveryExampleHost) {
