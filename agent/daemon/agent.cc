@@ -450,6 +450,11 @@ void Loop(AgentState& st) {
       changed = (now >= lldp_expiry && st.lldp->Expire(now)) || changed;
       // At a silence deadline too: the findings say which netdevs heard nothing.
       if (changed || now >= lldp_expiry) Publish(st, std::nullopt, false);
+      const LldpListener::Counters& c = st.lldp->counters();
+      st.counters.lldp_frames.store(c.frames);
+      st.counters.lldp_malformed.store(c.malformed + c.truncated);
+      st.counters.lldp_dropped.store(st.lldp->table().dropped());
+      st.counters.lldp_listening.store(st.lldp->listening());
     }
     for (size_t i = 2; n > 0 && i < lldp_fds; ++i) {
       if (fds[i].revents == 0) continue;

@@ -56,6 +56,16 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
   out->Counter("fabric_agent_rescan_errors_total",
                "Rescans that failed (the previous inventory stayed served).", {},
                c.rescan_errors.load());
+  out->Counter("fabric_agent_lldp_frames_total", "LLDP frames taken from the packet sockets.", {},
+               c.lldp_frames.load());
+  out->Counter("fabric_agent_lldp_malformed_total",
+               "LLDP frames that were not a readable LLDPDU (or longer than 1522 bytes).", {},
+               c.lldp_malformed.load());
+  out->Counter("fabric_agent_lldp_dropped_total",
+               "LLDP frames over a netdev's rate (2 a second, bursts of 5): a flood or a loop.", {},
+               c.lldp_dropped.load());
+  out->Gauge("fabric_agent_lldp_listening", "Netdevs the agent listens for LLDP on.", {},
+             c.lldp_listening.load());
   out->Counter("fabric_agent_netlink_resyncs_total",
                "Full resyncs after a netlink or uevent socket overflowed (ENOBUFS).", {},
                c.netlink_resyncs.load());

@@ -29,6 +29,11 @@ struct AgentCounters {
   // it is not).
   std::atomic<uint64_t> stale_scans{0};
   std::atomic<int64_t> stale_since_unix_ns{0};
+  // LLDP (LldpListener's counters, copied after each drain: scrapes read them).
+  std::atomic<uint64_t> lldp_frames{0};
+  std::atomic<uint64_t> lldp_malformed{0};
+  std::atomic<uint64_t> lldp_dropped{0};
+  std::atomic<uint64_t> lldp_listening{0};
   std::atomic<bool> route_events{false};
   std::atomic<bool> uevents{false};
   // Refreshes by kind (full: Discover; targeted: a splice; skipped: nothing depended on the

@@ -249,6 +249,22 @@ void AppendHostMetrics(const Host& host, const HostFs& sysfs, Exposition* out) {
     if (!dev->pci().address().empty()) AppendPcieLink(dev->pci(), "nic", out);
   }
   for (const v1::Accelerator* a : accelerators) AppendPcieLink(a->pci(), "accelerator", out);
+  for (const v1::Netdev& nd : host.netdevs()) {
+    if (!nd.has_neighbor()) continue;
+    const v1::Neighbor& n = nd.neighbor();
+    out->Gauge("fabric_netdev_neighbor_info",
+               "The switch port at the other end of the netdev's cable, as its LLDP frames say "
+               "(switch: the label value the NFD leaf labels use). Always 1; absent when nothing "
+               "was heard or it expired.",
+               {{"netdev", nd.name()},
+                {"rdma_device", nd.rdma_device()},
+                {"switch", n.switch_label()},
+                {"system_name", n.system_name()},
+                {"chassis_id", n.chassis_id()},
+                {"port_id", n.port_id()},
+                {"port_description", n.port_description()}},
+               1);
+  }
 }
 
 }  // namespace fabric::metrics

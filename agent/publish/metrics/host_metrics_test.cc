@@ -272,6 +272,27 @@ TEST_F(HostMetricsTest, VanishedDeviceIsLeftOutEntirely) {
   EXPECT_THAT(Run().With("\"mlx5_2\""), IsEmpty());
 }
 
+// One info series per netdev with a neighbour; what the switch sent is escaped, never trusted.
+TEST_F(HostMetricsTest, NeighbourInfoPerNetdev) {
+  Write("roce-9port");
+  EXPECT_THAT(Run().With("fabric_netdev_neighbor_info"), IsEmpty());
+  for (v1::Netdev& n : *host_.mutable_netdevs()) {
+    if (n.name() != "eth1") continue;
+    v1::Neighbor* nb = n.mutable_neighbor();
+    nb->set_switch_label("leaf-07");
+    nb->set_system_name("leaf-07");
+    nb->set_chassis_id("02:00:00:00:0b:07");
+    nb->set_port_id("swp1");
+    nb->set_port_description("to \"gpu\"\nnode");
+  }
+  const Scrape m = Run();
+  EXPECT_EQ(m["fabric_netdev_neighbor_info{netdev=\"eth1\",rdma_device=\"mlx5_1\",switch=\"leaf-"
+              "07\",system_name=\"leaf-07\",chassis_id=\"02:00:00:00:0b:07\",port_id=\"swp1\","
+              "port_description=\"to \\\"gpu\\\"\\nnode\"}"],
+            "1");
+  EXPECT_EQ(m.With("fabric_netdev_neighbor_info").size(), 1u);
+}
+
 TEST_F(HostMetricsTest, VanishedAcceleratorIsLeftOut) {
   Write("roce-9port");
   fs::remove(dir_ / "sys" / "bus" / "pci" / "devices" / "0000:1a:00.0");
