@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -52,6 +54,26 @@ absl::Status ValidatePolicy(const v1::SelectionPolicy& policy) {
   for (int i = 0; i < policy.deny_size(); ++i) {
     if (policy.deny(i).empty()) {
       return absl::InvalidArgumentError(absl::StrCat("selection.deny[", i, "] is empty"));
+    }
+  }
+  std::set<std::string> rails;
+  for (int i = 0; i < policy.rails_size(); ++i) {
+    const v1::Rail& r = policy.rails(i);
+    const bool name_ok =
+        !r.name().empty() && r.name().size() <= 40 &&
+        r.name().find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+    if (!name_ok) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("selection.rails[%d].name \"%s\": want 1-40 of [a-z0-9-]", i,
+                          absl::CHexEscape(r.name().substr(0, 64))));
+    }
+    if (!rails.insert(r.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("selection.rails[%d].name \"%s\" is used twice", i, r.name()));
+    }
+    if (r.switch_pattern().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("selection.rails[%d] (%s) has no switchPattern", i, r.name()));
     }
   }
   if (!policy.socket_ifname().empty()) {

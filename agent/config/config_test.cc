@@ -126,6 +126,34 @@ TEST(ParseConfigTest, SocketIfnameMustBeAnInterfaceName) {
   EXPECT_TRUE(ValidatePolicy(p).ok());
 }
 
+TEST(ParseConfigTest, RailsNeedALabelNameAndAPattern) {
+  auto c = ParseConfig(
+      R"({"selection": {"rails": [{"name": "r0", "switchPattern": "leaf-r0-*", "ports": ["mlx5_0"]},
+                                  {"name": "r1", "switchPattern": "leaf-r1-*"}]}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->selection().rails_size(), 2);
+  EXPECT_EQ(c->selection().rails(0).ports(0), "mlx5_0");
+  const struct {
+    const char* json;
+    const char* says;
+  } kBad[] = {
+      {R"({"name": "", "switchPattern": "x"})", "rails[0].name"},
+      {R"({"name": "Rail0", "switchPattern": "x"})", "want 1-40 of [a-z0-9-]"},
+      {R"({"name": "r.0", "switchPattern": "x"})", "rails[0].name"},
+      {R"({"name": "r0"})", "has no switchPattern"},
+  };
+  for (const auto& b : kBad) {
+    auto bad = ParseConfig(absl::StrCat(R"({"selection": {"rails": [)", b.json, "]}}"));
+    ASSERT_FALSE(bad.ok()) << b.json;
+    EXPECT_THAT(Msg(bad.status()), HasSubstr(b.says)) << b.json;
+  }
+  auto twice = ParseConfig(
+      R"({"selection": {"rails": [{"name": "r0", "switchPattern": "a"},
+                                  {"name": "r0", "switchPattern": "b"}]}})");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(Msg(twice.status()), HasSubstr("used twice"));
+}
+
 class LoadConfigTest : public ::testing::Test {
  protected:
   std::string Write(const std::string& text) {

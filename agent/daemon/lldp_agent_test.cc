@@ -167,6 +167,17 @@ TEST_F(LldpAgentTest, NeighbourAppearsIsRenamedAndGoes) {
   EXPECT_THAT(labels, ::testing::HasSubstr("rdma.fabric.io/backend-leaves=1\n"));
   EXPECT_THAT(labels, ::testing::HasSubstr("rdma.fabric.io/leaf-group=g-"));
 
+  // fabricctl neighbors, against this agent: the table and the JSON.
+  auto ctl = testing::Run({testing::kFabricctlBinary, "neighbors", "--target=" + socket_});
+  ASSERT_TRUE(ctl.ok() && ctl->status == 0) << (ctl.ok() ? ctl->err : ctl.status().ToString());
+  EXPECT_THAT(ctl->out, ::testing::ContainsRegex("\neth1 +mlx5_1:1 +leaf-07 +02:00:00:00:0b:07 +"
+                                                 "to gpu-node eth1 +4s +[0-9]+s ago\n"))
+      << ctl->out;
+  EXPECT_THAT(ctl->out, ::testing::ContainsRegex("\neth2 +mlx5_2:1 +- +-")) << ctl->out;
+  ctl = testing::Run({testing::kFabricctlBinary, "neighbors", "--json", "--target=" + socket_});
+  ASSERT_TRUE(ctl.ok() && ctl->status == 0);
+  EXPECT_THAT(ctl->out, ::testing::HasSubstr("\"switchLabel\": \"leaf-07\""));
+
   // A full rescan (SIGHUP) reads sysfs, which knows nothing of neighbours: it stays.
   agent_->Signal(SIGHUP);
   absl::SleepFor(absl::Seconds(1));

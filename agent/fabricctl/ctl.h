@@ -71,6 +71,7 @@ struct Command {
 // host_commands.cc: about the host, here (--sysfs/--procfs) or through the agent.
 Command AddInventory(CLI::App& app, CommonOptions& common);
 Command AddTopo(CLI::App& app, CommonOptions& common);
+Command AddNeighbors(CLI::App& app, CommonOptions& common);
 Command AddSelect(CLI::App& app, CommonOptions& common);
 Command AddEnv(CLI::App& app, CommonOptions& common);
 Command AddHealth(CLI::App& app, CommonOptions& common);

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/host_source.h"
 #include "agent/fabricctl/render.h"
@@ -112,6 +113,23 @@ Command AddTopo(CLI::App& app, CommonOptions& common) {
       Print(RenderTopology(*host));
     }
     if (host->rdma_devices().empty()) return NoRdma(*host);
+    return {};
+  });
+}
+
+Command AddNeighbors(CLI::App& app, CommonOptions& common) {
+  auto flags = std::make_shared<SourceFlags>(
+      app, "neighbors", "the switch port at the other end of each netdev's cable (LLDP)", &common);
+  return HostCommand(flags, [&common](HostSource& source) -> Outcome {
+    auto host = source.Inventory();
+    if (!host.ok()) return host.status();
+    if (common.json) {
+      v1::Host only;  // The netdevs, with their neighbours: the same fields as the table, and more.
+      *only.mutable_netdevs() = host->netdevs();
+      Print(ToJson(only));
+    } else {
+      Print(RenderNeighbors(*host, absl::ToUnixMillis(absl::Now())));
+    }
     return {};
   });
 }

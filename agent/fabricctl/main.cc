@@ -25,11 +25,11 @@ int Main(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   // Only one subcommand runs: they share the connection flags.
   CommonOptions common;
-  const std::vector<Command> commands = {AddInventory(app, common),     AddTopo(app, common),
-                                         AddSelect(app, common),        AddEnv(app, common),
-                                         AddHealth(app, common),        AddAnnounce(app, common),
-                                         AddAnnouncements(app, common), AddProbe(app, common),
-                                         AddProbes(app, common),        AddWatch(app, common)};
+  const std::vector<Command> commands = {
+      AddInventory(app, common), AddTopo(app, common),          AddNeighbors(app, common),
+      AddSelect(app, common),    AddEnv(app, common),           AddHealth(app, common),
+      AddAnnounce(app, common),  AddAnnouncements(app, common), AddProbe(app, common),
+      AddProbes(app, common),    AddWatch(app, common)};
   const Command& health = commands[4];
 
   // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.

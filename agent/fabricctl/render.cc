@@ -203,6 +203,35 @@ std::string RenderInventory(const Host& host) {
   return out;
 }
 
+std::string RenderNeighbors(const Host& host, int64_t now_unix_ms) {
+  std::vector<std::vector<std::string>> rows = {
+      {"NETDEV", "RDMA PORT", "SWITCH", "SWITCH PORT", "DESCRIPTION", "TTL", "SINCE"}};
+  int heard = 0;
+  for (const Netdev& n : host.netdevs()) {
+    if (n.pci_address().empty() || n.upper()) continue;  // Physical netdevs: what is listened on.
+    const std::string port =
+        n.rdma_device().empty()
+            ? "-"
+            : absl::StrCat(n.rdma_device(),
+                           n.has_rdma_port() ? absl::StrCat(":", n.rdma_port()) : "");
+    if (!n.has_neighbor()) {
+      rows.push_back({n.name(), port, "-", "-", "-", "-", "-"});
+      continue;
+    }
+    ++heard;
+    const Neighbor& nb = n.neighbor();
+    const int64_t age_s = std::max<int64_t>(0, (now_unix_ms - nb.first_seen_unix_ms()) / 1000);
+    rows.push_back({n.name(), port, nb.switch_label(), nb.port_id(),
+                    nb.port_description().empty() ? "-" : nb.port_description(),
+                    absl::StrCat(nb.ttl_seconds(), "s"), absl::StrCat(age_s, "s ago")});
+  }
+  std::string out = Table(rows, "");
+  if (heard == 0) {
+    out += "No LLDP neighbour heard (only a running fabric-agent listens; see its health).\n";
+  }
+  return out;
+}
+
 std::string RenderTopology(const Host& host) {
   std::vector<const Accelerator*> gpus;
   for (const Accelerator& a : host.accelerators()) {

@@ -2,6 +2,7 @@
 // and needs no code here.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ std::string RenderInventory(const v1::Host& host);
 // A GPU x NIC matrix of distance classes, as `nvidia-smi topo -m` prints it.
 std::string RenderTopology(const v1::Host& host);
 std::string RenderSelection(const v1::Selection& selection);
+// One line per physical netdev: the switch and port at the other end of its cable (LLDP), its
+// TTL and since when it is heard (`now_unix_ms` the clock); "-" where nothing was heard.
+std::string RenderNeighbors(const v1::Host& host, int64_t now_unix_ms);
 // One block per interface: addresses, frames sent, gateway reachability, conflicts.
 std::string RenderAnnouncements(const std::vector<v1::Announcement>& announcements);
 

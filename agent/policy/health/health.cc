@@ -14,6 +14,7 @@
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/discovery/parse.h"
+#include "agent/policy/rails/rails.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
@@ -107,6 +108,24 @@ void CheckCabling(Health* h, const Host& host, const SelectionPolicy& policy) {
       names.push_back(it->first);
     }
     shown[key] = absl::StrCat(n.switch_label(), " port ", n.port_id());
+  }
+  // Rails configured: each port on the rail its neighbour's name says, and on its own.
+  if (!policy.rails().empty()) {
+    for (const PortRail& r : PortRails(host, policy)) {
+      if (r.neighbor == nullptr || r.netdev == nullptr) continue;
+      const std::string heard = absl::StrCat(
+          r.neighbor->switch_label(),
+          r.heard != nullptr ? absl::StrCat(" (rail ", r.heard->name(), ")") : " (no rail)");
+      if (r.expected != nullptr && r.heard != r.expected) {
+        Add(h, SEVERITY_WARNING, "cabling", r.netdev->name(),
+            absl::StrCat(r.netdev->name(), " belongs on rail ", r.expected->name(), " (",
+                         r.expected->switch_pattern(), ") but is cabled to ", heard));
+      } else if (r.expected == nullptr && r.heard == nullptr) {
+        Add(h, SEVERITY_WARNING, "cabling", r.netdev->name(),
+            absl::StrCat(r.netdev->name(), " is cabled to ", r.neighbor->switch_label(),
+                         ", which matches no rail's switchPattern"));
+      }
+    }
   }
   for (const auto& [key, names] : by_switch_port) {
     if (names.size() < 2) continue;

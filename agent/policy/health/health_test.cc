@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "absl/strings/str_cat.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
@@ -241,6 +242,34 @@ TEST(Health, TwoPortsHearingOneSwitchPortWarnOfCabling) {
   ASSERT_EQ(h.findings_size(), 1);
   EXPECT_THAT(h.findings(0).message(), ::testing::HasSubstr("eth2 and eth3 both hear switch "
                                                             "leaf-07 port swp2"));
+
+  // Rails: eth1 and eth2 on theirs; eth3 on eth2's rail; eth4 (on no rail by config) on a switch
+  // that no rail's pattern matches.
+  SelectionPolicy rails;
+  for (int k = 1; k <= 4; ++k) {
+    Rail* r = rails.add_rails();
+    r->set_name(absl::StrCat("r", k));
+    r->set_switch_pattern(absl::StrCat("leaf-r", k, "-*"));
+    if (k < 4) r->add_ports(absl::StrCat("eth", k));  // eth4 belongs to no rail by config.
+  }
+  for (int k = 1; k <= 4; ++k) {
+    for (Netdev& n : *host->mutable_netdevs()) {
+      if (n.name() != absl::StrCat("eth", k)) continue;
+      const int heard = k == 3 ? 2 : k;
+      n.mutable_neighbor()->set_system_name(k == 4 ? "spine-1"
+                                                   : absl::StrCat("leaf-r", heard, "-a"));
+      n.mutable_neighbor()->set_switch_label(n.neighbor().system_name());
+      n.mutable_neighbor()->set_port_id(absl::StrCat("swp", k));
+    }
+  }
+  h = EvaluateHealth(*host, rails);
+  EXPECT_THAT(Checks(h), ::testing::ElementsAre("cabling eth3", "cabling eth4")) << h.DebugString();
+  ASSERT_EQ(h.findings_size(), 2);
+  EXPECT_THAT(h.findings(0).message(),
+              ::testing::HasSubstr("eth3 belongs on rail r3 (leaf-r3-*) but is cabled to "
+                                   "leaf-r2-a (rail r2)"));
+  EXPECT_THAT(h.findings(1).message(),
+              ::testing::HasSubstr("eth4 is cabled to spine-1, which matches no rail"));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "agent/common/errno.h"
 #include "agent/common/k8s_label.h"
 #include "agent/fabric/neighbors/lldp.h"
+#include "agent/policy/rails/rails.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
@@ -45,6 +46,8 @@ struct Facts {
   bool gpudirect = false;
   std::string frontend_leaf;  // The default-route netdev's neighbour (the first by name).
   std::set<std::string> backend_leaves;  // The back-end ports' neighbours.
+  // Configured rails: the leaves heard on each (by the neighbours' names).
+  std::map<std::string, std::set<std::string>> rail_leaves;
 };
 
 Facts Gather(const Host& host, const SelectionPolicy& policy) {
@@ -63,18 +66,15 @@ Facts Gather(const Host& host, const SelectionPolicy& policy) {
   }
   f.nics = static_cast<int>(counted.size());
 
-  std::map<std::string, const Netdev*> netdevs;
   for (const Netdev& n : host.netdevs()) {
-    netdevs[n.name()] = &n;
     if (n.default_route() && n.has_neighbor() && f.frontend_leaf.empty()) {
       f.frontend_leaf = n.neighbor().switch_label();
     }
   }
-  for (const BackendPort& bp : BackendPorts(host, policy)) {
-    auto it = netdevs.find(bp.port->netdev());
-    if (it != netdevs.end() && it->second->has_neighbor()) {
-      f.backend_leaves.insert(it->second->neighbor().switch_label());
-    }
+  for (const PortRail& r : PortRails(host, policy)) {
+    if (r.neighbor == nullptr) continue;
+    f.backend_leaves.insert(r.neighbor->switch_label());
+    if (r.heard != nullptr) f.rail_leaves[r.heard->name()].insert(r.neighbor->switch_label());
   }
 
   f.gpus = ComputeGpus(host);
@@ -151,6 +151,11 @@ std::string RenderNfdFeatures(const Host& host, const SelectionPolicy& policy) {
     if (f.backend_leaves.size() == 1) Label(out, "leaf.backend", *f.backend_leaves.begin());
     Label(out, "leaf-group",
           neighbors::GroupLabelValue({f.backend_leaves.begin(), f.backend_leaves.end()}));
+  }
+  for (const auto& [rail, leaves] : f.rail_leaves) {
+    Label(out, absl::StrCat("leaf.", rail),
+          leaves.size() == 1 ? *leaves.begin()
+                             : neighbors::GroupLabelValue({leaves.begin(), leaves.end()}));
   }
   return out;
 }

@@ -126,6 +126,20 @@ TEST(RenderNfdFeatures, LeafLabelsFromNeighbours) {
                                  ::testing::StartsWith("rdma.fabric.io/leaf-group=g-")));
   EXPECT_EQ(eight, leaf_lines(rails_again)) << "same leaves, same group";
   EXPECT_NE(eight.back(), one.back()) << "other leaves, another group";
+
+  // Rails configured: a label per rail that heard its leaf.
+  SelectionPolicy policy;
+  for (int k = 1; k <= 2; ++k) {
+    Rail* r = policy.add_rails();
+    r->set_name(absl::StrCat("r", k));
+    r->set_switch_pattern(absl::StrCat("rail-", k));
+  }
+  std::vector<std::string> rail_lines;
+  for (const std::string& l : Lines(RenderNfdFeatures(rails, policy))) {
+    if (absl::StrContains(l, "leaf.r")) rail_lines.push_back(l);
+  }
+  EXPECT_THAT(rail_lines,
+              ElementsAre("rdma.fabric.io/leaf.r1=rail-1", "rdma.fabric.io/leaf.r2=rail-2"));
 }
 
 TEST(RenderNfdFeatures, EveryExampleHost) {

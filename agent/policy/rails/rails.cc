@@ -1,0 +1,43 @@
+#include "agent/policy/rails/rails.h"
+
+#include <fnmatch.h>
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "agent/policy/select/select.h"
+
+namespace fabric {
+
+bool MatchesRail(const v1::Rail& rail, const v1::Neighbor& n) {
+  const std::string& name = n.system_name().empty() ? n.switch_label() : n.system_name();
+  return !name.empty() && ::fnmatch(rail.switch_pattern().c_str(), name.c_str(), 0) == 0;
+}
+
+std::vector<PortRail> PortRails(const v1::Host& host, const v1::SelectionPolicy& policy) {
+  std::map<std::string, const v1::Netdev*> netdevs;
+  for (const v1::Netdev& n : host.netdevs()) netdevs[n.name()] = &n;
+  std::vector<PortRail> out;
+  for (const BackendPort& bp : BackendPorts(host, policy)) {
+    PortRail r{bp.device, bp.port, nullptr, nullptr, nullptr, nullptr};
+    if (auto it = netdevs.find(bp.port->netdev()); it != netdevs.end()) {
+      r.netdev = it->second;
+      if (r.netdev->has_neighbor()) r.neighbor = &r.netdev->neighbor();
+    }
+    const std::string port_name = absl::StrCat(bp.device->name(), ":", bp.port->number());
+    for (const v1::Rail& rail : policy.rails()) {
+      for (const std::string& p : rail.ports()) {
+        const bool names_it = p == bp.device->name() || p == port_name ||
+                              (!bp.port->netdev().empty() && p == bp.port->netdev());
+        if (names_it && r.expected == nullptr) r.expected = &rail;
+      }
+      if (r.neighbor != nullptr && r.heard == nullptr && MatchesRail(rail, *r.neighbor)) {
+        r.heard = &rail;
+      }
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace fabric
