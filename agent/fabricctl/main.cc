@@ -30,7 +30,9 @@ int Main(int argc, char** argv) {
       AddSelect(app, common),    AddEnv(app, common),           AddHealth(app, common),
       AddAnnounce(app, common),  AddAnnouncements(app, common), AddProbe(app, common),
       AddProbes(app, common),    AddWatch(app, common)};
-  const Command& health = commands[4];
+  const Command& health = *std::find_if(commands.begin(), commands.end(), [](const Command& c) {
+    return c.cmd->get_name() == "health";
+  });
 
   // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.
   if (argc > 1 && argv[1][0] != '-') {
