@@ -10,6 +10,7 @@
 #include "agent/common/log.h"
 #include "agent/fabric/neighbors/lldp.h"
 #include "agent/inventory/discovery/refresh.h"
+#include "agent/policy/select/select.h"
 
 namespace fabric {
 
@@ -29,19 +30,6 @@ LldpListener::LldpListener(Opener open) : open_(std::move(open)) {
       return std::unique_ptr<neighbors::LldpReceiver>(std::move(*s));
     };
   }
-}
-
-std::vector<std::string> LldpListener::PhysicalNetdevs(const v1::Host& host) {
-  std::set<std::string> vfs;  // PCI addresses of virtual functions.
-  for (const v1::RdmaDevice& d : host.rdma_devices()) {
-    if (!d.pci().sriov().pf_pci_address().empty()) vfs.insert(d.pci().address());
-  }
-  std::vector<std::string> out;
-  for (const v1::Netdev& nd : host.netdevs()) {
-    if (nd.pci_address().empty() || nd.upper() || vfs.count(nd.pci_address())) continue;
-    out.push_back(nd.name());
-  }
-  return out;
 }
 
 bool LldpListener::Sync(const v1::Host& host, absl::Time now) {
@@ -67,14 +55,16 @@ bool LldpListener::Sync(const v1::Host& host, absl::Time now) {
     auto r = open_(name);
     if (!r.ok()) {
       ++counters_.open_failures;
-      open_errors_[name] = std::string(r.status().message());
       // Missing here: sysfs lists a netdev of another network namespace (a tree given with
       // --sysfs); nothing to hear.
       const bool missing = absl::IsNotFound(r.status());
       Log(missing ? LogLevel::kDebug : LogLevel::kWarning, "LLDP: not listening on ", name, ": ",
           r.status().message());
-      if (missing) open_errors_.erase(name);
-      if (missing) missing_.insert(name);
+      if (missing) {
+        missing_.insert(name);
+      } else {
+        open_errors_[name] = std::string(r.status().message());
+      }
       continue;
     }
     receivers_[name] = Receiver{std::move(*r), now};

@@ -35,12 +35,8 @@ class LldpListener {
   // `open` opens a receiver on a netdev (LldpSocketImpl by default).
   explicit LldpListener(Opener open = nullptr);
 
-  // The netdevs of `host` that are cabled to a switch: those of a PCI function that is not a
-  // virtual function, and not upper devices (macvlan, VLAN).
-  static std::vector<std::string> PhysicalNetdevs(const v1::Host& host);
-
-  // Listens on the physical netdevs of `host`: opens a socket for each new one, closes those
-  // gone (their neighbours with them). Whether the table lost a neighbour.
+  // Listens on the physical netdevs of `host` (PhysicalNetdevs): opens a socket for each new one,
+  // closes those gone (their neighbours with them). Whether the table lost a neighbour.
   bool Sync(const v1::Host& host, absl::Time now);
   // One pollfd per socket, appended.
   void AppendFds(std::vector<pollfd>* fds) const;

@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -207,8 +208,10 @@ std::string RenderNeighbors(const Host& host, int64_t now_unix_ms) {
   std::vector<std::vector<std::string>> rows = {
       {"NETDEV", "RDMA PORT", "SWITCH", "SWITCH PORT", "DESCRIPTION", "TTL", "SINCE"}};
   int heard = 0;
+  const std::vector<std::string> physical = PhysicalNetdevs(host);  // What the agent listens on.
+  const std::set<std::string> listed(physical.begin(), physical.end());
   for (const Netdev& n : host.netdevs()) {
-    if (n.pci_address().empty() || n.upper()) continue;  // Physical netdevs: what is listened on.
+    if (!listed.count(n.name())) continue;
     const std::string port =
         n.rdma_device().empty()
             ? "-"

@@ -93,26 +93,24 @@ void CheckArpFlux(Health* h, const Host& host) {
 // of the neighbours is stale or spoofed (or a hub/bridge is in between): placement by these
 // labels would be wrong.
 void CheckCabling(Health* h, const Host& host, const SelectionPolicy& policy) {
-  std::map<std::string, const Netdev*> netdevs;
-  for (const Netdev& n : host.netdevs()) netdevs[n.name()] = &n;
+  const std::vector<PortRail> ports = PortRails(host, policy);
   std::map<std::string, std::vector<std::string>> by_switch_port;  // chassis + port -> netdevs
   std::map<std::string, std::string> shown;
-  for (const BackendPort& bp : BackendPorts(host, policy)) {
-    auto it = netdevs.find(bp.port->netdev());
-    if (it == netdevs.end() || !it->second->has_neighbor()) continue;
-    const Neighbor& n = it->second->neighbor();
+  for (const PortRail& r : ports) {
+    if (r.neighbor == nullptr) continue;
+    const Neighbor& n = *r.neighbor;
     const std::string key =
         absl::StrCat(n.chassis_id_subtype(), "/", n.chassis_id(), "/", n.port_id());
     std::vector<std::string>& names = by_switch_port[key];
-    if (std::find(names.begin(), names.end(), it->first) == names.end()) {
-      names.push_back(it->first);
+    if (std::find(names.begin(), names.end(), r.netdev->name()) == names.end()) {
+      names.push_back(r.netdev->name());
     }
     shown[key] = absl::StrCat(n.switch_label(), " port ", n.port_id());
   }
   // Rails configured: each port on the rail its neighbour's name says, and on its own.
   if (!policy.rails().empty()) {
-    for (const PortRail& r : PortRails(host, policy)) {
-      if (r.neighbor == nullptr || r.netdev == nullptr) continue;
+    for (const PortRail& r : ports) {
+      if (r.neighbor == nullptr) continue;
       const std::string heard = absl::StrCat(
           r.neighbor->switch_label(),
           r.heard != nullptr ? absl::StrCat(" (rail ", r.heard->name(), ")") : " (no rail)");

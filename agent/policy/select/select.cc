@@ -236,6 +236,19 @@ std::string DeniedBy(const SelectionPolicy& policy, const RdmaDevice& dev, const
   return "";
 }
 
+std::vector<std::string> PhysicalNetdevs(const Host& host) {
+  std::set<std::string> vfs;  // PCI addresses of virtual functions.
+  for (const RdmaDevice& d : host.rdma_devices()) {
+    if (!d.pci().sriov().pf_pci_address().empty()) vfs.insert(d.pci().address());
+  }
+  std::vector<std::string> out;
+  for (const Netdev& nd : host.netdevs()) {
+    if (nd.pci_address().empty() || nd.upper() || vfs.count(nd.pci_address())) continue;
+    out.push_back(nd.name());
+  }
+  return out;
+}
+
 std::vector<std::string> ComputeGpus(const Host& host) {
   std::vector<std::string> out;
   for (const Accelerator& a : host.accelerators()) {

@@ -57,6 +57,11 @@ absl::StatusOr<std::string> ParseGpuName(std::string_view given, std::string_vie
 std::string DeniedBy(const v1::SelectionPolicy& policy, const v1::RdmaDevice& dev,
                      const v1::Port& port);
 
+// The netdevs cabled to a switch, in the model's order: those of a PCI function that is not an
+// SR-IOV virtual function, and not upper devices (macvlan, VLAN). The agent listens for LLDP on
+// them; `fabricctl neighbors` lists them.
+std::vector<std::string> PhysicalNetdevs(const v1::Host& host);
+
 // PCI addresses of the host's compute accelerators (management displays left out), in the
 // model's order: what `--gpus=all` means, and what NFD and the metrics count.
 std::vector<std::string> ComputeGpus(const v1::Host& host);
