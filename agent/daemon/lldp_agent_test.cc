@@ -205,14 +205,18 @@ TEST_F(LldpAgentTest, NeighbourAppearsIsRenamedAndGoes) {
   // Killed: no shutdown LLDPDU; the neighbour expires on its TTL (4 s) instead.
   ASSERT_NO_FATAL_FAILURE(StartLldpd("leaf-09"));
   ASSERT_TRUE(AwaitNeighbor(reader.get(), "leaf-09 ").has_value()) << agent_->Stderr();
-  // Every lldpd process at once: its unprivileged half sends the shutdown LLDPDU when only the
-  // monitor dies.
+  // Every lldpd process, stopped before any is killed: its unprivileged half sends the shutdown
+  // LLDPDU when it sees the monitor die, even in the microseconds before its own SIGKILL lands.
   auto pids = testing::Run({kIp, "netns", "pids", pair_->peer()});
   ASSERT_TRUE(pids.ok() && pids->status == 0);
+  std::vector<int> lldpd_pids;
   for (absl::string_view pid : absl::StrSplit(pids->out, '\n', absl::SkipWhitespace())) {
     int p = 0;
-    if (absl::SimpleAtoi(pid, &p) && p > 1) kill(p, SIGKILL);
+    if (absl::SimpleAtoi(pid, &p) && p > 1) lldpd_pids.push_back(p);
   }
+  ASSERT_FALSE(lldpd_pids.empty());
+  for (int p : lldpd_pids) kill(p, SIGSTOP);
+  for (int p : lldpd_pids) kill(p, SIGKILL);
   (void)lldpd_->Wait(absl::Seconds(5));
   lldpd_.reset();
   const absl::Time killed = absl::Now();
