@@ -245,7 +245,7 @@ daemon_inv=$(inventory --target=unix:///run/fabric-agent/agent.sock)
 local_inv=$(inventory --sysfs=/sys --procfs=/proc)
 daemon_problems=$(problems "$daemon_inv")
 local_problems=$(problems "$local_inv")
-if ! grep -q '"sysfsRoot"' <<<"$daemon_inv" || ! grep -q '"sysfsRoot"' <<<"$local_inv"; then
+if ! grep -q '"sysfs_root"' <<<"$daemon_inv" || ! grep -q '"sysfs_root"' <<<"$local_inv"; then
   fail "fabricctl inventory --json printed no inventory (daemon: ${#daemon_inv} bytes," \
     "local: ${#local_inv} bytes)"
 elif [[ "$daemon_problems" == "$local_problems" ]]; then

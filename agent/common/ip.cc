@@ -27,6 +27,43 @@ absl::StatusOr<IpAddress> ParseIp(std::string_view text) {
   return a;
 }
 
+absl::StatusOr<HostPort> ParseHostPort(std::string_view text, bool allow_zero) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Excerpt(text), ": ", Av(why), " (expected HOST:PORT, [V6]:PORT or :PORT, port ",
+        allow_zero ? 0 : 1, "..65535)"));
+  };
+  HostPort out;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    const size_t close = text.find(']');
+    if (close == std::string_view::npos) return bad("no closing ]");
+    out.host = std::string(text.substr(1, close - 1));
+    std::string_view rest = text.substr(close + 1);
+    if (rest.empty() || rest.front() != ':') return bad("no :PORT after ]");
+    if (out.host.empty()) return bad("empty IPv6 address");
+    port = rest.substr(1);
+    out.bracketed = true;
+  } else {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) return bad("no :PORT");
+    out.host = std::string(text.substr(0, colon));
+    port = text.substr(colon + 1);
+    if (out.host.find(':') != std::string::npos) {
+      return bad("an IPv6 address goes in brackets, e.g. [::1]:9464");
+    }
+  }
+  if (out.host.find('\0') != std::string::npos) return bad("NUL in the host");
+  uint32_t n = 0;
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      !absl::SimpleAtoi(Av(port), &n) || n > 65535 || (n == 0 && !allow_zero)) {
+    return bad("the port is not a number in range");
+  }
+  out.port = static_cast<uint16_t>(n);
+  return out;
+}
+
 std::string IpToString(int family, const in6_addr& addr) {
   char buf[INET6_ADDRSTRLEN] = {};
   if ((family != AF_INET && family != AF_INET6) ||

@@ -24,6 +24,17 @@ absl::StatusOr<IpAddress> ParseIp(std::string_view text);
 // inet_ntop of `addr` (AF_INET: its first 4 bytes); "<family N>" for another family.
 std::string IpToString(int family, const in6_addr& addr);
 
+// "HOST:PORT", "[V6]:PORT" or ":PORT" (every address), as every flag that names a TCP endpoint
+// takes it: an IPv6 address goes in brackets; the port is 0..65535 (0 only where `allow_zero`,
+// for listeners that let the kernel pick). The host is not resolved. InvalidArgument says what is
+// wrong with an excerpt of the text and the accepted forms.
+struct HostPort {
+  std::string host;  // Without brackets; empty for ":PORT".
+  uint16_t port = 0;
+  bool bracketed = false;
+};
+absl::StatusOr<HostPort> ParseHostPort(std::string_view text, bool allow_zero = true);
+
 // Dotted quad, surrounding white space allowed -> host byte order. Leading "+" or empty octets
 // are refused.
 absl::StatusOr<uint32_t> ParseIpv4(std::string_view s);

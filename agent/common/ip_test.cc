@@ -68,5 +68,49 @@ TEST(FormatCidr, ClearsHostBits) {
   EXPECT_EQ(FormatCidr(0x0a4d0007u, 0), "0.0.0.0/0");
 }
 
+TEST(ParseHostPort, TheFormsEveryEndpointFlagTakes) {
+  const struct {
+    std::string_view text;
+    std::string host;
+    uint16_t port;
+    bool bracketed;
+  } ok[] = {{"127.0.0.1:5051", "127.0.0.1", 5051, false},
+            {"node-7.example:65535", "node-7.example", 65535, false},
+            {":0", "", 0, false},
+            {"[::1]:9464", "::1", 9464, true},
+            {"[fe80::1%eth0]:1", "fe80::1%eth0", 1, true}};
+  for (const auto& c : ok) {
+    absl::StatusOr<HostPort> hp = ParseHostPort(c.text);
+    ASSERT_TRUE(hp.ok()) << c.text << ": " << hp.status();
+    EXPECT_EQ(hp->host, c.host) << c.text;
+    EXPECT_EQ(hp->port, c.port) << c.text;
+    EXPECT_EQ(hp->bracketed, c.bracketed) << c.text;
+  }
+  const struct {
+    std::string_view text;
+    std::string_view why;
+  } bad[] = {{"127.0.0.1:99999", "not a number in range"},
+             {"127.0.0.1", "no :PORT"},
+             {"::1:80", "goes in brackets"},
+             {"[::1]80", "no :PORT after ]"},
+             {"[::1:80", "no closing ]"},
+             {"[]:80", "empty IPv6"},
+             {"host:", "not a number"},
+             {"host:+80", "not a number"},
+             {"host:8o", "not a number"},
+             {std::string_view("a\0b:80", 6), "NUL"}};
+  for (const auto& c : bad) {
+    absl::StatusOr<HostPort> hp = ParseHostPort(c.text);
+    ASSERT_FALSE(hp.ok()) << c.text;
+    EXPECT_EQ(hp.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(hp.status().message()).find(c.why), std::string::npos) << hp.status();
+    EXPECT_NE(std::string(hp.status().message()).find("expected HOST:PORT"), std::string::npos);
+  }
+  EXPECT_FALSE(ParseHostPort("node:0", /*allow_zero=*/false).ok());
+  // A long bad value is quoted short, not echoed whole.
+  const std::string huge(5000, 'x');
+  EXPECT_LT(ParseHostPort(huge).status().message().size(), 300u);
+}
+
 }  // namespace
 }  // namespace fabric

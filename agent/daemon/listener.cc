@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/errno.h"
+#include "agent/common/ip.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
 
@@ -150,22 +151,10 @@ absl::StatusOr<probes::Fd> ListenUnix(const std::string& path) {
 }
 
 absl::StatusOr<probes::Fd> ListenTcpAddress(const std::string& flag, const std::string& address) {
-  auto bad = [&](std::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, "=", address, ": ", Av(why),
-                     " (expected HOST:PORT, [V6]:PORT or :PORT, port 0..65535)"));
-  };
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return bad("no port");
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  uint32_t port = 0;
-  const std::string port_text = address.substr(colon + 1);
-  if (port_text.empty() || !absl::SimpleAtoi(port_text, &port) || port > 65535) {
-    return bad("the port is not a number in 0..65535");
-  }
+  auto hp = ParseHostPort(address);
+  if (!hp.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, "=", hp.status().message()));
+  const std::string& host = hp->host;
+  const uint16_t port = hp->port;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -174,7 +163,8 @@ absl::StatusOr<probes::Fd> ListenTcpAddress(const std::string& flag, const std::
   const std::string service = std::to_string(port);
   if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &res);
       rc != 0) {
-    return bad(absl::StrCat("cannot resolve the host: ", gai_strerror(rc)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, "=", address, ": cannot resolve the host: ", gai_strerror(rc)));
   }
   std::string last = "no address";
   for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {

@@ -176,7 +176,7 @@ TEST_F(LldpAgentTest, NeighbourAppearsIsRenamedAndGoes) {
   EXPECT_THAT(ctl->out, ::testing::ContainsRegex("\neth2 +mlx5_2:1 +- +-")) << ctl->out;
   ctl = testing::Run({testing::kFabricctlBinary, "neighbors", "--json", "--target=" + socket_});
   ASSERT_TRUE(ctl.ok() && ctl->status == 0);
-  EXPECT_THAT(ctl->out, ::testing::HasSubstr("\"switchLabel\": \"leaf-07\""));
+  EXPECT_THAT(ctl->out, ::testing::HasSubstr("\"switch_label\": \"leaf-07\""));
 
   // A full rescan (SIGHUP) reads sysfs, which knows nothing of neighbours: it stays.
   agent_->Signal(SIGHUP);

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "agent/common/ip.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
 #include "agent/fabric/probes/wire.h"
@@ -28,20 +29,12 @@ constexpr absl::Duration kMaxStepTimeout = absl::Seconds(300);
 }  // namespace
 
 absl::Status ParseProbeListen(const std::string& text, std::string* host, uint16_t* port) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--probe-listen=", text, ": expected ADDR:PORT, [V6]:PORT or :PORT"));
+  auto hp = ParseHostPort(text);
+  if (!hp.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--probe-listen=", hp.status().message()));
   }
-  std::string h = text.substr(0, colon);
-  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  uint32_t p = 0;
-  if (!absl::SimpleAtoi(text.substr(colon + 1), &p) || p > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--probe-listen=", text, ": the port must be 0..65535"));
-  }
-  *host = h;
-  *port = static_cast<uint16_t>(p);
+  *host = hp->host;
+  *port = hp->port;
   return absl::OkStatus();
 }
 

@@ -1,6 +1,5 @@
 // fabricctl announcements, probe, probes and watch: the agent's own state and actions, asked of
 // it.
-#include <google/protobuf/util/json_util.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -218,10 +217,7 @@ Outcome RunWatch(const CommonOptions& common, const WatchOptions& opt) {
         if (common.json) {
           v1::InventoryEvent compact = e;
           if (seen > 0) compact.mutable_inventory()->clear_host();
-          google::protobuf::util::JsonPrintOptions o;
-          std::string line;
-          (void)google::protobuf::util::MessageToJsonString(compact, &line, o);
-          std::printf("%s\n", line.c_str());
+          Print(ToJsonLine(compact));
         } else if (seen == 0) {
           std::printf("%s gen %llu inventory: %d RDMA devices, %d netdevs, %d accelerators\n",
                       when.c_str(), static_cast<unsigned long long>(e.inventory().generation()),

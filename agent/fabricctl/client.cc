@@ -11,6 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
+#include "agent/common/excerpt.h"
+#include "agent/common/ip.h"
 #include "agent/common/strings.h"
 
 namespace fabric {
@@ -22,10 +24,37 @@ namespace fabric {
 
 absl::StatusOr<std::string> GrpcTarget(std::string_view target) {
   if (target.empty()) return absl::InvalidArgumentError("--target is empty");
-  if (target.substr(0, 7) == "unix://") return absl::StrCat("unix:", Av(target.substr(7)));
-  if (target.substr(0, 5) == "unix:") return std::string(target);
-  if (target[0] == '/' || target[0] == '.') return absl::StrCat("unix:", Av(target));
-  return std::string(target);
+  std::string_view path;
+  if (absl::StartsWith(Av(target), "unix://")) {
+    path = target.substr(7);
+  } else if (absl::StartsWith(Av(target), "unix:")) {
+    path = target.substr(5);
+  } else if (target[0] == '/' || target[0] == '.') {
+    path = target;
+  } else if (absl::StartsWith(Av(target), "dns:") || absl::StartsWith(Av(target), "ipv4:") ||
+             absl::StartsWith(Av(target), "ipv6:")) {
+    return std::string(target);  // gRPC's own target URIs, for those who need them.
+  } else {
+    const size_t scheme = target.find("://");
+    if (scheme != std::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("--target: unknown scheme ",
+                                                     Excerpt(target.substr(0, scheme), 20),
+                                                     " (unix:///PATH, /PATH or HOST:PORT)"));
+    }
+    auto hp = ParseHostPort(target, /*allow_zero=*/false);
+    if (!hp.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--target: ", hp.status().message()));
+    if (hp->host.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--target: ", Excerpt(target, 40), " has no host (HOST:PORT)"));
+    }
+    return std::string(target);
+  }
+  if (path.empty() || path.find('\0') != std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--target: ", Excerpt(target, 40), " names no socket path"));
+  }
+  return absl::StrCat("unix:", Av(path));
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentialsFor(
@@ -65,13 +94,36 @@ std::unique_ptr<grpc::ClientContext> AgentClient::Context(absl::Duration timeout
   return ctx;
 }
 
+absl::Status NotReachable(std::string_view target, std::string_view grpc_message) {
+  // gRPC's text ends in the OS's reason: "...last error: UNKNOWN: unix:/p: No such file or
+  // directory". Keep that reason only, short.
+  std::string_view reason = grpc_message;
+  if (size_t at = reason.rfind(": "); at != std::string_view::npos) reason = reason.substr(at + 2);
+  if (reason.size() > 80) reason = reason.substr(0, 80);
+  if (absl::StartsWith(Av(target), "unix:")) target = target.substr(5);  // As --target takes it.
+  if (absl::StrContains(Av(grpc_message), "Permission denied")) {
+    return absl::UnavailableError(absl::StrCat(
+        "fabric-agent at ", Av(target),
+        " refused this user (Permission denied): its socket admits root and the socket's group"));
+  }
+  return absl::UnavailableError(
+      absl::StrCat("fabric-agent is not running at ", Av(target), " (", Av(reason),
+                   "): start it, or use --sysfs=/sys to read this host directly"));
+}
+
 absl::Status AgentClient::FromGrpc(const grpc::Status& s) const {
   if (s.ok()) return absl::OkStatus();
   const auto code = static_cast<absl::StatusCode>(s.error_code());
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      (absl::StrContains(s.error_message(), "failed to connect") ||
+       absl::StrContains(s.error_message(), "DNS resolution failed") ||
+       absl::StrContains(s.error_message(), "Connection refused"))) {
+    return NotReachable(target_, s.error_message());
+  }
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
       s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    return absl::Status(
-        code, absl::StrCat("fabric-agent not serving at ", target_, " (", s.error_message(), ")"));
+    return absl::Status(code, absl::StrCat("fabric-agent not serving at ", target_, " (",
+                                           Excerpt(s.error_message(), 200), ")"));
   }
   return absl::Status(code, s.error_message());
 }
@@ -149,11 +201,7 @@ absl::Status AgentClient::Watch(const std::function<bool(const v1::InventoryEven
   if (duration != absl::InfiniteDuration()) {
     ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(duration));
   }
-  // Fail fast when the agent is not there, instead of waiting out the whole duration.
-  if (!channel_->WaitForConnected(std::chrono::system_clock::now() +
-                                  absl::ToChronoNanoseconds(timeout_))) {
-    return absl::UnavailableError(absl::StrCat("fabric-agent not serving at ", target_));
-  }
+  if (absl::Status s = Connected(); !s.ok()) return s;
   auto reader = stub_->WatchInventory(ctx.get(), v1::WatchInventoryRequest());
   v1::InventoryEvent event;
   while (reader->Read(&event)) {
@@ -166,6 +214,28 @@ absl::Status AgentClient::Watch(const std::function<bool(const v1::InventoryEven
   grpc::Status s = reader->Finish();
   if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) return absl::OkStatus();
   return FromGrpc(s);
+}
+
+absl::Status AgentClient::Connected() {
+  // Fail at the first failed attempt, as unary calls do, instead of waiting out the timeout.
+  const auto deadline = std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout_);
+  grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/true);
+  while (state != GRPC_CHANNEL_READY) {
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) {
+      // A unary call names the reason the channel failed.
+      v1::Health unused;
+      auto ctx = Context();
+      grpc::Status s = stub_->GetHealth(ctx.get(), v1::GetHealthRequest(), &unused);
+      if (s.ok()) return absl::OkStatus();
+      return FromGrpc(s);
+    }
+    if (!channel_->WaitForStateChange(state, deadline)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("fabric-agent at ", target_, " did not answer within --timeout"));
+    }
+    state = channel_->GetState(/*try_to_connect=*/true);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status AgentClient::CheckServing() {

@@ -66,6 +66,8 @@ class AgentClient {
   std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) const;
   std::unique_ptr<grpc::ClientContext> Context() const { return Context(timeout_); }
   absl::Status FromGrpc(const grpc::Status& s) const;
+  // OK once the channel is connected; the reason, at once, when connecting fails.
+  absl::Status Connected();
 
   std::string target_;
   absl::Duration timeout_;

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "agent/fabricctl/args.h"
 #include "agent/fabricctl/client.h"
 #include "agent/policy/health/health.h"
 
@@ -23,12 +25,33 @@ void AddJsonFlag(CLI::App* cmd, CommonOptions* common) {
 
 void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help) {
   cmd->add_option("--target", common->target, target_help)->capture_default_str();
-  cmd->add_option("--timeout", common->timeout_s, "seconds to wait for the agent")
-      ->check(CLI::Range(0.01, 3600.0))
+  cmd->add_option("--timeout", common->timeout_s,
+                  "how long to wait for the agent: seconds, or 500ms, 2s, 1m (10ms to 1h)")
+      ->transform(CLI::Validator(
+          [](std::string& v) -> std::string {
+            auto d = ParseTimeout(v);
+            if (!d.ok()) return std::string(d.status().message());
+            v = absl::StrCat(absl::ToDoubleSeconds(*d));
+            return "";
+          },
+          "DURATION"))
       ->capture_default_str();
   cmd->add_option("--tls-ca", common->tls.ca, "PEM CA of a TLS agent (HOST:PORT targets)");
   cmd->add_option("--tls-cert", common->tls.cert, "PEM client certificate for a TLS agent");
   cmd->add_option("--tls-key", common->tls.key, "PEM private key of --tls-cert");
+}
+
+void RefuseEmptyValues(CLI::App& app) {
+  const CLI::Validator non_empty(
+      [](std::string& v) -> std::string {
+        return v.empty() ? "is empty: give it a value, or leave the option out" : "";
+      },
+      "");
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* o : sub->get_options()) {
+      if (o->get_expected_min() > 0) o->check(non_empty);
+    }
+  }
 }
 
 absl::StatusOr<std::unique_ptr<AgentClient>> Connect(const CommonOptions& common) {

@@ -24,13 +24,16 @@ namespace fabric::ctl {
 // Flags every command that may ask the agent has: how to reach it, and --json.
 struct CommonOptions {
   bool json = false;
-  std::string target = kDefaultTarget;
+  std::string target = kDefaultTarget;  // Or $FABRICCTL_TARGET (args.h).
   double timeout_s = 5;
   ClientTls tls;
 };
 void AddJsonFlag(CLI::App* cmd, CommonOptions* common);
 // --target, --timeout, --tls-ca, --tls-cert, --tls-key.
 void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help);
+
+// Every option that takes a value refuses an empty one ("--gpus ''" from an unset variable).
+void RefuseEmptyValues(CLI::App& app);
 
 // The agent for this invocation. A bad --target or unreadable TLS files are usage errors.
 absl::StatusOr<std::unique_ptr<AgentClient>> Connect(const CommonOptions& common);

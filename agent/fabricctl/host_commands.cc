@@ -33,8 +33,8 @@ class SourceFlags {
                      "agent config file (JSON: selection policy, static env)");
     AddJsonFlag(cmd_, common);
     AddAgentFlags(cmd_, common,
-                  "fabric-agent to ask: unix:///PATH, /PATH or HOST:PORT (ignored with "
-                  "--sysfs/--procfs)");
+                  "fabric-agent to ask: unix:///PATH, /PATH or HOST:PORT (default "
+                  "$FABRICCTL_TARGET, else the agent's socket; not with --sysfs/--procfs)");
   }
   SourceFlags(const SourceFlags&) = delete;  // CLI11 holds pointers into it.
   SourceFlags& operator=(const SourceFlags&) = delete;
@@ -43,7 +43,15 @@ class SourceFlags {
   bool local() const { return cmd_->count("--sysfs") + cmd_->count("--procfs") > 0; }
 
   absl::StatusOr<std::unique_ptr<HostSource>> Source() const {
-    if (local()) return LocalHostSource(local_);
+    if (local()) {
+      for (const char* flag : {"--target", "--timeout", "--tls-ca", "--tls-cert", "--tls-key"}) {
+        if (cmd_->count(flag) > 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              flag, " is for asking the agent; --sysfs/--procfs read this host here instead"));
+        }
+      }
+      return LocalHostSource(local_);
+    }
     if (!local_.config.empty()) {
       return absl::InvalidArgumentError(
           "--config applies to local discovery (--sysfs/--procfs); the agent uses the config it "
@@ -194,7 +202,21 @@ Command AddEnv(CLI::App& app, CommonOptions& common) {
   cmd->add_flag("--keep-set", opt->keep_set,
                 "leave out variables already set in this environment (your choice wins)");
   cmd->add_flag("--export", opt->is_export, "prefix shell lines with 'export '");
-  return HostCommand(flags, [opt](HostSource& source) { return RunEnv(source, *opt); });
+  return HostCommand(flags, [&common, cmd, opt](HostSource& source) -> Outcome {
+    // --json is --format=json here; a flag that does not fit the format is refused, not ignored.
+    if (common.json) {
+      if (cmd->count("--format") > 0 && opt->format != "json") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--json and --format=", opt->format, " disagree: give one"));
+      }
+      opt->format = "json";
+    }
+    if (opt->is_export && opt->format != "shell") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--export prefixes shell lines; --format=", opt->format, " has none"));
+    }
+    return RunEnv(source, *opt);
+  });
 }
 
 namespace {

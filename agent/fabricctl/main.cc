@@ -4,13 +4,19 @@
 // Exit codes: ExitCodeFor (ctl.h). Each command's flags are defined next to it.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/excerpt.h"
+#include "agent/fabricctl/args.h"
 #include "agent/fabricctl/ctl.h"
+#include "agent/policy/health/health.h"
 
 namespace fabric::ctl {
 namespace {
@@ -25,27 +31,41 @@ int Main(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   // Only one subcommand runs: they share the connection flags.
   CommonOptions common;
+  if (const char* env = std::getenv(kTargetEnv); env != nullptr && *env != '\0') {
+    common.target = env;
+  }
   const std::vector<Command> commands = {
       AddInventory(app, common), AddTopo(app, common),          AddNeighbors(app, common),
       AddSelect(app, common),    AddEnv(app, common),           AddHealth(app, common),
       AddAnnounce(app, common),  AddAnnouncements(app, common), AddProbe(app, common),
       AddProbes(app, common),    AddWatch(app, common)};
+  RefuseEmptyValues(app);
   const Command& health = *std::find_if(commands.begin(), commands.end(), [](const Command& c) {
     return c.cmd->get_name() == "health";
   });
 
+  auto prepared = PrepareArgs(std::vector<std::string>(argv, argv + argc));
+  if (!prepared.ok()) {
+    std::fprintf(stderr, "fabricctl: %s\nRun with --help for more information.\n",
+                 std::string(prepared.status().message()).c_str());
+    const bool is_health = argc > 1 && std::string_view(argv[1]) == "health";
+    return is_health ? HealthExitCode(v1::SEVERITY_UNKNOWN) : ExitCodeFor(prepared.status());
+  }
+  std::vector<std::string>& args = *prepared;
   // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.
-  if (argc > 1 && argv[1][0] != '-') {
+  if (args.size() > 1 && args[1][0] != '-') {
     std::vector<std::string> names;
     for (const Command& c : commands) names.push_back(c.cmd->get_name());
-    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-      return Finish(absl::InvalidArgumentError(absl::StrCat("unknown subcommand \"", argv[1],
-                                                            "\" (", absl::StrJoin(names, ", "),
-                                                            "; --help for more)")));
+    if (std::find(names.begin(), names.end(), args[1]) == names.end()) {
+      return Finish(absl::InvalidArgumentError(
+          absl::StrCat("unknown subcommand ", Excerpt(args[1], 40), "\" (",
+                       absl::StrJoin(names, ", "), "; --help for more)")));
     }
   }
   try {
-    app.parse(argc, argv);
+    // CLI11 parses a reversed vector (it pops from the back).
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
+    app.parse(std::move(reversed));
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {

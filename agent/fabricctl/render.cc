@@ -1,7 +1,5 @@
 #include "agent/fabricctl/render.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <set>
 #include <vector>
@@ -94,15 +92,6 @@ std::string Table(const std::vector<std::vector<std::string>>& rows, const std::
 }
 
 }  // namespace
-
-std::string ToJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  std::string out;
-  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  if (out.empty() || out.back() != '\n') out += "\n";
-  return out;
-}
 
 std::string RenderInventory(const Host& host) {
   std::string out = absl::StrCat(

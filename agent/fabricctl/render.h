@@ -1,5 +1,4 @@
-// Human-readable views of the host model for fabricctl. JSON output is the proto3 JSON mapping
-// and needs no code here.
+// Human-readable views of the host model for fabricctl, and its JSON (json.cc).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +26,13 @@ std::string RenderAnnouncements(const std::vector<v1::Announcement>& announcemen
 // the share of the port's rate, and OK / DEGRADED / the error.
 std::string RenderProbeResults(const v1::ListProbeResultsResponse& list);
 
-// The proto3 JSON mapping, indented, with a trailing newline.
+// fabricctl's JSON contract: the proto3 JSON mapping with the .proto's own field names
+// (snake_case, as fabric-probe's JSON and the metrics' labels), every scalar field printed (a
+// zero is 0; a value the host did not give, an unset `optional` field, is absent), map keys
+// sorted (the same state prints the same bytes), and 64-bit integers as numbers when they fit
+// 53 bits (as strings, per proto3, only beyond). Indented, with a trailing newline.
 std::string ToJson(const google::protobuf::Message& message);
+// The same on one line (JSON Lines, for streams).
+std::string ToJsonLine(const google::protobuf::Message& message);
 
 }  // namespace fabric

@@ -16,67 +16,15 @@
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
+#include "tests/cli/cli_fixture.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
 
 namespace fabric {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "cli.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    tmp_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(tmp_); }
-
-  // Writes an example host under tmp_/<name> and returns its --sysfs/--procfs flags.
-  std::string Host(const std::string& name) {
-    auto spec = testing::ExampleHost(name);
-    EXPECT_TRUE(spec.ok()) << spec.status();
-    return HostFrom(*spec, name);
-  }
-  std::string HostFrom(const testing::HostSpec& spec, const std::string& name) {
-    const fs::path root = tmp_ / name;
-    absl::Status s = testing::WriteHost(spec, root);
-    EXPECT_TRUE(s.ok()) << s;
-    return absl::StrCat("--sysfs=", (root / "sys").string(),
-                        " --procfs=", (root / "proc").string());
-  }
-
-  // Runs `env_prefix fabricctl args` through /bin/sh.
-  Result Run(const std::string& args, const std::string& env_prefix = "") {
-    const fs::path out = tmp_ / "stdout", err = tmp_ / "stderr";
-    const std::string cmd = absl::StrCat(env_prefix, " ", FABRICCTL, " ", args, " >", out.string(),
-                                         " 2>", err.string());
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = Slurp(out);
-    r.err = Slurp(err);
-    return r;
-  }
-
-  fs::path tmp_;
-};
 
 TEST_F(CliTest, InventoryHumanAndJson) {
   const std::string host = Host("roce-9port");
@@ -96,7 +44,7 @@ TEST_F(CliTest, InventoryHumanAndJson) {
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(parsed.rdma_devices_size(), 9);
   EXPECT_EQ(parsed.hostname(), "roce-node-03");
-  EXPECT_THAT(j.out, HasSubstr("\"rdmaDevices\""));  // the standard lowerCamelCase mapping
+  EXPECT_THAT(j.out, HasSubstr("\"rdma_devices\""));  // the .proto field names
 }
 
 TEST_F(CliTest, TopoMatrix) {

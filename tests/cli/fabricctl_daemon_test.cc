@@ -186,11 +186,11 @@ TEST_F(DaemonCliTest, NoAgentIsCriticalForHealthAndUnreadableForQueries) {
     RunResult r = Ctl(cmd);
     EXPECT_EQ(r.status, 2) << r.out;
     EXPECT_THAT(r.out, HasSubstr("CRITICAL daemon"));
-    EXPECT_THAT(r.out, HasSubstr("fabric-agent not serving at unix:" + socket_));
+    EXPECT_THAT(r.out, HasSubstr("fabric-agent is not running at " + socket_));
   }
   RunResult inv = Ctl({"inventory", "--timeout=1"});
   EXPECT_EQ(inv.status, 3);
-  EXPECT_THAT(inv.err, HasSubstr("not serving"));
+  EXPECT_THAT(inv.err, HasSubstr("is not running"));
   RunResult env = Ctl({"env", "--gpus=all", "--timeout=1"});
   EXPECT_EQ(env.status, 3);
 }
@@ -225,7 +225,7 @@ TEST_F(DaemonCliTest, ProbeAndProbes) {
 
   r = Ctl({"probe", peer, "--test=send_lat", "--transport=tcp", "-n", "50", "--json"});
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("\"tTypicalUs\""));
+  EXPECT_THAT(r.out, HasSubstr("\"t_typical_us\""));
   EXPECT_THAT(r.out, HasSubstr("\"transport\": \"tcp\""));
 
   // The responder serves send_lat only: it refuses, and the result says why (exit 1).

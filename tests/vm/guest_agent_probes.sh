@@ -49,14 +49,14 @@ bw = next(x for x in ok if x["test"] == "write_bw")
 lat = next(x for x in ok if x["test"] == "write_lat")
 for x in (bw, lat):
     assert x["transport"] == "rdma", x
-    assert x["device"] == dev and x["port"] == 1 and x["remoteDevice"] == dev, x
+    assert x["device"] == dev and x["port"] == 1 and x["remote_device"] == dev, x
     assert x["source"] == "SOURCE_SCHEDULE", x
-    assert "gidIndex" in x, x
-assert bw["bwAvgGbps"] > 0 and bw["bwPeakGbps"] >= bw["bwAvgGbps"], bw
-assert bw["portRateGbps"] > 0 and 0 < bw["fractionOfRate"] < 0.9 and bw["degraded"], bw
-assert 0 < lat["tMinUs"] <= lat["tTypicalUs"] <= lat["tMaxUs"], lat
-print(f"write_bw {bw['bwAvgGbps']:.3f} Gb/s ({100 * bw['fractionOfRate']:.1f}% of "
-      f"{bw['portRateGbps']} Gb/s), write_lat {lat['tTypicalUs']:.0f} us, "
+    assert "gid_index" in x, x
+assert bw["bw_avg_gbps"] > 0 and bw["bw_peak_gbps"] >= bw["bw_avg_gbps"], bw
+assert bw["port_rate_gbps"] > 0 and 0 < bw["fraction_of_rate"] < 0.9 and bw["degraded"], bw
+assert 0 < lat["t_min_us"] <= lat["t_typical_us"] <= lat["t_max_us"], lat
+print(f"write_bw {bw['bw_avg_gbps']:.3f} Gb/s ({100 * bw['fraction_of_rate']:.1f}% of "
+      f"{bw['port_rate_gbps']} Gb/s), write_lat {lat['t_typical_us']:.0f} us, "
       f"{j.get('rounds', 0)} rounds")
 PY
 }

@@ -42,15 +42,15 @@ def check(cond, what):
 with open(path) as f:
     host = json.load(f)
 
-devices = host.get("rdmaDevices", [])
+devices = host.get("rdma_devices", [])
 names = [d.get("name") for d in devices]
-check(dev_name in names, f"rdmaDevices has {dev_name} (found {names})")
+check(dev_name in names, f"rdma_devices has {dev_name} (found {names})")
 dev = next((d for d in devices if d.get("name") == dev_name), None)
 if dev is not None:
-    check(dev.get("parentNetdev") == netdev,
-          f"parentNetdev == {netdev!r} (got {dev.get('parentNetdev')!r})")
-    check(str(dev.get("uverbsDevice", "")).startswith("uverbs"),
-          f"uverbsDevice starts with 'uverbs' (got {dev.get('uverbsDevice')!r})")
+    check(dev.get("parent_netdev") == netdev,
+          f"parent_netdev == {netdev!r} (got {dev.get('parent_netdev')!r})")
+    check(str(dev.get("uverbs_device", "")).startswith("uverbs"),
+          f"uverbs_device starts with 'uverbs' (got {dev.get('uverbs_device')!r})")
     ports = dev.get("ports", [])
     check(len(ports) >= 1, f"at least one port (got {len(ports)})")
     if ports:
@@ -58,11 +58,10 @@ if dev is not None:
         check(port.get("number") == 1, f"ports[0].number == 1 (got {port.get('number')!r})")
         check(port.get("state") == "PORT_STATE_ACTIVE",
               f"ports[0].state == PORT_STATE_ACTIVE (got {port.get('state')!r})")
-        check(port.get("linkLayer") == "LINK_LAYER_ETHERNET",
-              f"ports[0].linkLayer == LINK_LAYER_ETHERNET (got {port.get('linkLayer')!r})")
+        check(port.get("link_layer") == "LINK_LAYER_ETHERNET",
+              f"ports[0].link_layer == LINK_LAYER_ETHERNET (got {port.get('link_layer')!r})")
         gids = port.get("gids", [])
-        # proto3 JSON leaves out zero values: a missing index is index 0.
-        by_index = {int(g.get("index", 0)): g for g in gids}
+                by_index = {int(g["index"]): g for g in gids}  # fabricctl prints zeros
         g0 = by_index.get(0, {})
         check(g0.get("type") == "GID_TYPE_ROCE_V2" and str(g0.get("gid", "")).startswith("fe80:"),
               f"gid 0 is a RoCE v2 link-local GID (got {g0})")

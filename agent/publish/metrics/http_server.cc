@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/fd.h"
+#include "agent/common/ip.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
 
@@ -43,33 +44,13 @@ absl::Status BadAddress(std::string_view host_port, std::string_view why) {
 }
 
 absl::StatusOr<ListenAddress> ParseListenAddress(std::string_view host_port) {
-  std::string_view host, port;
-  bool bracketed = false;
-  if (!host_port.empty() && host_port.front() == '[') {
-    const size_t close = host_port.find(']');
-    if (close == std::string_view::npos) return BadAddress(host_port, "no closing ]");
-    host = host_port.substr(1, close - 1);
-    std::string_view rest = host_port.substr(close + 1);
-    if (rest.empty() || rest.front() != ':') return BadAddress(host_port, "no :PORT after ]");
-    port = rest.substr(1);
-    bracketed = true;
-    if (host.empty()) return BadAddress(host_port, "empty IPv6 address");
-  } else {
-    const size_t colon = host_port.rfind(':');
-    if (colon == std::string_view::npos) return BadAddress(host_port, "no :PORT");
-    host = host_port.substr(0, colon);
-    port = host_port.substr(colon + 1);
-    if (host.find(':') != std::string_view::npos) {
-      return BadAddress(host_port, "an IPv6 address goes in brackets, e.g. [::1]:9464");
-    }
+  auto hp = ParseHostPort(host_port);
+  if (!hp.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("bad listen address ", hp.status().message()));
   }
-  if (port.empty() || port.size() > 5) return BadAddress(host_port, "bad port");
-  unsigned port_number = 0;
-  for (char c : port) {
-    if (c < '0' || c > '9') return BadAddress(host_port, "bad port");
-    port_number = port_number * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (port_number > 65535) return BadAddress(host_port, "port above 65535");
+  const std::string_view host = hp->host;
+  const bool bracketed = hp->bracketed;
+  const uint16_t port_number = hp->port;
 
   ListenAddress out;
   if (host.empty()) {

@@ -1,0 +1,155 @@
+// fabricctl's contract with scripts, checked on the real binary: JSON that is the same bytes for
+// the same host and parses back strictly into its message (the proto is the schema); bad
+// arguments refused with exit 2 and a message that names what is wrong; the target from the
+// environment or before the subcommand; and a missing agent said plainly and at once.
+#include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "fabric/v1/health.pb.h"
+#include "fabric/v1/host.pb.h"
+#include "fabric/v1/select.pb.h"
+#include "tests/cli/cli_fixture.h"
+#include "tests/hosts/hosts.h"
+
+namespace fabric {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Strict: a key the message does not define fails, so the output cannot drift from the proto.
+template <typename M>
+std::string ParsesStrictly(const std::string& json) {
+  M m;
+  google::protobuf::util::JsonParseOptions strict;
+  strict.ignore_unknown_fields = false;
+  auto s = google::protobuf::util::JsonStringToMessage(json, &m, strict);
+  return s.ok() ? "" : s.ToString();
+}
+
+TEST_F(CliTest, JsonIsTheSameBytesEveryRunAndFollowsTheProto) {
+  const std::regex camel_key("\"[a-z0-9]+[A-Z][A-Za-z0-9]*\":");
+  for (const std::string& name : testing::ExampleHostNames()) {
+    SCOPED_TRACE(name);
+    const std::string host = Host(name);
+    const struct {
+      std::string args;
+      std::function<std::string(const std::string&)> parse;  // The error, or empty.
+    } commands[] = {
+        {"inventory --json", ParsesStrictly<v1::Host>},
+        {"topo --json", ParsesStrictly<v1::Host>},
+        {"neighbors --json", ParsesStrictly<v1::Host>},
+        {"select --gpus=all --json", ParsesStrictly<v1::Selection>},
+        {"health --json", ParsesStrictly<v1::Health>},
+    };
+    for (const auto& c : commands) {
+      SCOPED_TRACE(c.args);
+      Result first = Run(c.args + " " + host);
+      Result second = Run(c.args + " " + host);
+      if (first.out.empty()) {
+        // select on a host without GPUs or RDMA: an error, not JSON, and said the same way.
+        EXPECT_NE(first.code, 0);
+        EXPECT_EQ(first.err, second.err);
+        continue;
+      }
+      EXPECT_EQ(first.out, second.out) << "the same host printed different bytes";
+      EXPECT_EQ(c.parse(first.out), "") << first.out.substr(0, 2000);
+      EXPECT_FALSE(std::regex_search(first.out, camel_key)) << "a lowerCamelCase key";
+    }
+    Result env1 = Run("env --gpus=all --format=json " + host);
+    Result env2 = Run("env --gpus=all --format=json " + host);
+    EXPECT_EQ(env1.out, env2.out);
+  }
+}
+
+TEST_F(CliTest, JsonShowsZeroAndLeavesOutWhatIsUnknown) {
+  const std::string host = Host("roce-9port");
+  Result inv = Run("inventory --json " + host);
+  ASSERT_EQ(inv.code, 0) << inv.err;
+  // GID index 0 is printed as 0, not left out as proto3 would.
+  EXPECT_THAT(inv.out, HasSubstr("\"index\": 0,"));
+  // 64-bit numbers that fit 53 bits are numbers (first_seen_unix_ms is int64, zero here).
+  EXPECT_THAT(inv.out, Not(HasSubstr("\"first_seen_unix_ms\": \"")));
+  // A NUMA node the host does not give is absent, never 0 or -1.
+  Result broken = Run("inventory --json " + Host("broken"));
+  EXPECT_THAT(broken.out, Not(HasSubstr("\"numa_node\": -1")));
+}
+
+TEST_F(CliTest, BadArgumentsAreUsageErrorsThatSayWhy) {
+  const std::string host = Host("roce-9port");
+  const struct {
+    std::string args;
+    int code;
+    std::string want;
+  } cases[] = {
+      // An unset variable leaves an empty value: never the next argument read as the value.
+      {"env --gpus= " + host, 2, "--gpus is empty"},
+      {"select --gpus= --json " + host, 2, "--gpus is empty"},
+      {"select --gpus '' " + host, 2, "--gpus: is empty"},
+      {"inventory --target=garbage://x", 2, "unknown scheme \"garbage\""},
+      {"inventory --target=node:99999", 2, "port 1..65535"},
+      {"inventory --target=node", 2, "no :PORT"},
+      {"inventory --timeout=abc", 2, "--timeout: \"abc\" is not a duration"},
+      {"inventory --timeout=2h", 2, "out of range (10ms to 1h)"},
+      {"inventory --target=/run/x.sock " + host, 2, "--target is for asking the agent"},
+      {"inventory --timeout=1 " + host, 2, "--timeout is for asking the agent"},
+      {"env --gpus=all --json --format=shell " + host, 2, "--json"},
+      {"env --gpus=all --export --format=json " + host, 2, "--export"},
+      {"--gpus=all select " + host, 2, "before the subcommand"},
+      {"probes --sysfs=/sys", 2, "--sysfs"},
+      {"select --gpus=" + std::string(5000, '9') + " " + host, 2, "999"},
+      {"health --timeout=abc", 3, "--timeout"},  // UNKNOWN, as monitoring plugins report it.
+  };
+  for (const auto& c : cases) {
+    Result r = Run(c.args);
+    EXPECT_EQ(r.code, c.code) << c.args.substr(0, 80) << "\n" << r.err;
+    EXPECT_THAT(r.err + r.out, HasSubstr(c.want)) << c.args.substr(0, 80);
+    EXPECT_LT(r.err.size(), 1000u) << "an error echoes the whole bad input";
+  }
+}
+
+TEST_F(CliTest, TargetFromTheEnvironmentAndOptionsBeforeTheSubcommand) {
+  const std::string host = Host("roce-9port");
+  Result before = Run("--json " + host + " select --gpus=all");
+  Result after = Run("select --gpus=all --json " + host);
+  ASSERT_EQ(before.code, 0) << before.err;
+  EXPECT_EQ(before.out, after.out);
+
+  const std::string sock = (tmp_ / "nobody.sock").string();
+  Result env = Run("inventory", "FABRICCTL_TARGET=" + sock);
+  EXPECT_EQ(env.code, 3);
+  EXPECT_THAT(env.err, HasSubstr("not running at " + sock));
+  // The flag wins over the environment.
+  Result flag = Run("inventory --target=" + sock + "-flag", "FABRICCTL_TARGET=" + sock);
+  EXPECT_THAT(flag.err, HasSubstr(sock + "-flag"));
+  // --sysfs reads here even when the environment names an agent.
+  EXPECT_EQ(Run("inventory " + host, "FABRICCTL_TARGET=" + sock).code, 0);
+}
+
+TEST_F(CliTest, NoAgentIsSaidAtOnceForEveryCommand) {
+  const std::string sock = (tmp_ / "nobody.sock").string();
+  for (std::string cmd : {"inventory", "topo", "neighbors", "select --gpus=all", "env --gpus=all",
+                          "announcements", "probes", "watch --duration=30"}) {
+    const absl::Time start = absl::Now();
+    Result r = Run(cmd + " --timeout=20 --target=" + sock);
+    // Bounded well under --timeout: the first failed connection is the answer.
+    EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << cmd;
+    EXPECT_EQ(r.code, 3) << cmd;
+    EXPECT_THAT(r.err, HasSubstr("fabric-agent is not running at " + sock)) << cmd;
+    EXPECT_THAT(r.err, HasSubstr("use --sysfs=/sys")) << cmd;
+    EXPECT_THAT(r.err, Not(HasSubstr("failed to connect to all addresses"))) << cmd;
+  }
+}
+
+}  // namespace
+}  // namespace fabric
