@@ -33,8 +33,8 @@ struct AgentOptions {
   // Events within this window after the first are handled by one rescan.
   absl::Duration debounce = absl::Milliseconds(50);
   int netlink_rcvbuf = 1 << 20;
-  // fabric-cni hands announcement schedules over here. "auto": announce.sock beside `socket`
-  // (so the socket lock covers it); empty: hand-offs are not accepted.
+  // fabric-cni hands announcement schedules over here. "auto": beside `socket`, named after it
+  // (announce::HandoffSocketBeside); empty: hand-offs are not accepted.
   std::string announce_socket = "auto";
   absl::Duration announce_hold = absl::Minutes(10);
   // Listen for LLDP on every physical netdev (needs CAP_NET_RAW): which switch port each is
