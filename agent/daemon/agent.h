@@ -71,7 +71,7 @@ class Notifier {
 std::unique_ptr<Notifier> MakeSdNotifier();
 
 // Exit codes: 0 after SIGTERM/SIGINT, 1 when start-up fails (socket taken, sysfs unreadable),
-// 2 for a bad config file.
+// 2 for a bad config file or a hand-off socket another process serves.
 enum AgentExit { kAgentOk = 0, kAgentFailed = 1, kAgentBadConfig = 2 };
 
 // Runs until SIGTERM or SIGINT. Must be called before any other thread exists: it blocks

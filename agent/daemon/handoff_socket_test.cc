@@ -165,7 +165,7 @@ TEST_F(HandoffSocketTest, AHandoffSocketAnotherAgentServesIsRefused) {
   const ino_t a_handoff = Inode(a.handoff);
   ASSERT_NE(a_handoff, 0u);
 
-  auto r = testing::Run(Args(Run("b.sock"), {"--announce-socket=" + a.handoff}), absl::Seconds(20));
+  auto r = testing::Run(Args(Run("b.sock"), {"--announce-socket=" + a.handoff}), absl::Seconds(10));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 2) << r->err;
   EXPECT_TRUE(absl::StrContains(r->err, a.handoff)) << r->err;
