@@ -25,8 +25,10 @@
 #include "absl/strings/str_join.h"
 #include "agent/common/errno.h"
 #include "agent/common/log.h"
+#include "agent/common/socket_file.h"
 #include "agent/config/config.h"
 #include "agent/daemon/agent_state.h"
+#include "agent/fabric/announce/handoff.h"
 #include "agent/fabric/probes/schedule.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/publish/nfd/nfd.h"
@@ -116,18 +118,12 @@ absl::Status StepSocketLock(AgentState& st) {
   if (ftruncate(st.lock_fd, 0) != 0 || pwrite(st.lock_fd, pid.data(), pid.size(), 0) < 0) {
     Log(LogLevel::kWarning, "cannot write the pid to ", st.lock_path, ": ", ErrnoText(errno));
   }
-  struct stat sb;
-  if (lstat(path.c_str(), &sb) == 0) {
-    if (!S_ISSOCK(sb.st_mode)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(path, " exists and is not a socket; refusing to replace it"));
-    }
-    unlink(path.c_str());  // Stale: its owner is gone (we hold the lock).
-  }
-  return absl::OkStatus();
+  // Stale when its owner is gone (we hold the lock); a listener there without the lock is not
+  // an agent of ours, and is refused rather than unlinked under it.
+  return ClearStaleSocket(path, "--socket");
 }
 void StopSocketLock(AgentState& st) {
-  if (st.own_socket) unlink(st.opt.socket.c_str());
+  (void)RemoveBoundSocket(st.socket_file);
   if (st.lock_fd >= 0) {
     unlink(st.lock_path.c_str());
     close(st.lock_fd);  // Releases the lock.
@@ -186,12 +182,19 @@ void StopEvents(AgentState& st) {
   st.sources.clear();
 }
 
+// Which hand-off socket, and that no one serves it yet: another agent's live socket is a
+// configuration conflict (exit 2) for the operator to resolve with --announce-socket.
+absl::Status StepAnnounceSocket(AgentState& st) {
+  st.announce_socket = st.opt.announce_socket == "auto"
+                           ? announce::HandoffSocketBeside(st.opt.socket)
+                           : st.opt.announce_socket;
+  if (st.announce_socket.empty()) return absl::OkStatus();
+  return ClearStaleSocket(st.announce_socket, "--announce-socket");
+}
+
 absl::Status StepAnnouncer(AgentState& st) {
   AnnouncerOptions o;
-  o.socket = st.opt.announce_socket;
-  if (o.socket == "auto") {
-    o.socket = (std::filesystem::path(st.opt.socket).parent_path() / "announce.sock").string();
-  }
+  o.socket = st.announce_socket;
   o.hold = st.opt.announce_hold;
   auto a = Announcer::Start(o);
   if (!a.ok()) return a.status();
@@ -265,7 +268,7 @@ absl::Status StepServe(AgentState& st) {
   auto api = ApiServer::Start(ao, {st.service.get()}, &st.callers);
   if (!api.ok()) return api.status();
   st.api = *std::move(api);
-  st.own_socket = true;
+  st.socket_file = st.api->socket_file();
   st.api->server()->GetHealthCheckService()->SetServingStatus(kServiceName, false);
   Log(LogLevel::kInfo, st.api->Describe(ao));
   return absl::OkStatus();
@@ -353,6 +356,7 @@ constexpr Step kSteps[] = {
     {"lock the socket", StepSocketLock, StopSocketLock, kAgentFailed},
     {"first inventory", StepFirstInventory, nullptr, kAgentFailed},
     {"watch netlink and uevents", StepEvents, StopEvents, kAgentFailed},
+    {"hand-off socket", StepAnnounceSocket, nullptr, kAgentBadConfig},
     {"announcement hand-offs", StepAnnouncer, StopAnnouncer, kAgentFailed},
     {"probes", StepProbes, StopProbes, kAgentFailed},
     {"serve gRPC", StepServe, StopServe, kAgentFailed},

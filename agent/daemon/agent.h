@@ -33,8 +33,8 @@ struct AgentOptions {
   // Events within this window after the first are handled by one rescan.
   absl::Duration debounce = absl::Milliseconds(50);
   int netlink_rcvbuf = 1 << 20;
-  // fabric-cni hands announcement schedules over here. "auto": announce.sock beside `socket`
-  // (so the socket lock covers it); empty: hand-offs are not accepted.
+  // fabric-cni hands announcement schedules over here. "auto": beside `socket`, named after it
+  // (announce::HandoffSocketBeside); empty: hand-offs are not accepted.
   std::string announce_socket = "auto";
   absl::Duration announce_hold = absl::Minutes(10);
   // Listen for LLDP on every physical netdev (needs CAP_NET_RAW): which switch port each is
@@ -71,7 +71,7 @@ class Notifier {
 std::unique_ptr<Notifier> MakeSdNotifier();
 
 // Exit codes: 0 after SIGTERM/SIGINT, 1 when start-up fails (socket taken, sysfs unreadable),
-// 2 for a bad config file.
+// 2 for a bad config file or a hand-off socket another process serves.
 enum AgentExit { kAgentOk = 0, kAgentFailed = 1, kAgentBadConfig = 2 };
 
 // Runs until SIGTERM or SIGINT. Must be called before any other thread exists: it blocks

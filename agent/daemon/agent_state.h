@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "agent/common/socket_file.h"
 #include "agent/config/config.h"
 #include "agent/daemon/agent.h"
 #include "agent/daemon/agent_metrics.h"
@@ -42,7 +43,8 @@ struct AgentState {
   v1::AgentConfig config;
   int lock_fd = -1;
   std::string lock_path;
-  bool own_socket = false;
+  BoundSocketFile socket_file;  // Set once the API server is bound: teardown removes only that.
+  std::string announce_socket;  // --announce-socket resolved ("auto"); empty: none.
 
   SnapshotStore store;
   uint64_t generation = 0;

@@ -24,6 +24,7 @@
 #include "agent/common/excerpt.h"
 #include "agent/common/fd.h"
 #include "agent/common/log.h"
+#include "agent/common/socket_file.h"
 #include "agent/common/status.h"
 #include "agent/fabric/announce/handoff.h"
 #include "agent/fabric/announce/link.h"
@@ -79,6 +80,7 @@ struct Connection {
 struct Announcer::Impl {
   AnnouncerOptions opt;
   UniqueFd listen_fd;
+  BoundSocketFile socket_file;  // What listen_fd is bound to, for teardown.
   probes::Acceptor acceptor;
   // Out of descriptors with nothing to shed: the listener is not polled until then (monotonic).
   absl::Time accept_paused_until = absl::InfinitePast();
@@ -445,15 +447,19 @@ absl::StatusOr<std::unique_ptr<Announcer>> Announcer::Start(const AnnouncerOptio
     impl->listen_fd = UniqueFd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (impl->listen_fd.get() < 0)
       return absl::InternalError(absl::StrCat("socket: ", ErrnoText(errno)));
-    (void)unlink(options.socket.c_str());  // Stale: the agent's lock says no one else serves it.
+    // Agents whose sockets share a directory could share this path: replace only a stale one.
+    FABRIC_RETURN_IF_ERROR(ClearStaleSocket(options.socket, "--announce-socket"));
     if (bind(impl->listen_fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
       return absl::UnavailableError(
           absl::StrCat("announce socket ", options.socket, ": bind: ", ErrnoText(errno)));
     }
+    auto bound = RecordBoundSocket(options.socket);
+    if (!bound.ok()) return bound.status();
+    impl->socket_file = *std::move(bound);
     // Root connects whatever the mode; nobody else needs to.
     if (chmod(options.socket.c_str(), 0600) != 0 || listen(impl->listen_fd.get(), 128) != 0) {
       int err = errno;
-      (void)unlink(options.socket.c_str());
+      (void)RemoveBoundSocket(impl->socket_file);
       return absl::UnavailableError(
           absl::StrCat("announce socket ", options.socket, ": ", ErrnoText(err)));
     }
@@ -470,9 +476,7 @@ Announcer::~Announcer() {
   }
   impl_->Wake();
   if (impl_->thread.joinable()) impl_->thread.join();
-  if (!impl_->opt.socket.empty() && impl_->listen_fd.get() >= 0) {
-    (void)unlink(impl_->opt.socket.c_str());
-  }
+  (void)RemoveBoundSocket(impl_->socket_file);  // Only ours: another agent may have bound it since.
   for (auto& e : impl_->held) {
     if (e->job != nullptr) e->job->Cancel();
     e->job.reset();

@@ -43,10 +43,9 @@ struct AnnouncerStats {
 
 class Announcer {
  public:
-  // Binds the socket (replacing a stale one: the caller holds the agent's lock) and starts the
-  // thread.
+  // Binds the socket (replacing a stale one; a live one is AlreadyExists) and starts the thread.
   static absl::StatusOr<std::unique_ptr<Announcer>> Start(const AnnouncerOptions& options);
-  // Stops the thread, unlinks the socket and closes every held fd.
+  // Stops the thread, unlinks the socket if it is still the one bound, and closes every held fd.
   ~Announcer();
   Announcer(const Announcer&) = delete;
   Announcer& operator=(const Announcer&) = delete;

@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(
   std::unique_ptr<ApiServer> api(new ApiServer());
 
   // Listen first: a taken port or path fails start-up before anything runs.
-  auto unix_fd = ListenUnix(options.socket);
+  auto unix_fd = ListenUnix(options.socket, &api->socket_file_);
   if (!unix_fd.ok()) return unix_fd.status();
   std::optional<probes::Fd> tcp_fd;
   if (!options.listen.empty()) {

@@ -47,6 +47,8 @@ class ApiServer {
   void Shutdown(absl::Duration grace);
   grpc::Server* server() { return server_.get(); }
   uint16_t tcp_port() const { return tcp_port_; }
+  // The Unix socket's file as bound (the agent removes it at teardown only if still that one).
+  const BoundSocketFile& socket_file() const { return socket_file_; }
   // One entry per listener (unix, then tcp).
   std::vector<std::pair<std::string, ListenerStats>> Stats() const;
   RelayStats relay_stats() const { return relay_->Stats(); }
@@ -61,6 +63,7 @@ class ApiServer {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<Relay> relay_;  // After the servers: destroyed (connections closed) first.
   std::vector<std::unique_ptr<Listener>> listeners_;
+  BoundSocketFile socket_file_;
   uint16_t tcp_port_ = 0;
   bool shut_down_ = false;
 };

@@ -131,7 +131,7 @@ std::optional<Caller> CallerTable::Find(std::string_view peer) const {
   return it->second;
 }
 
-absl::StatusOr<probes::Fd> ListenUnix(const std::string& path) {
+absl::StatusOr<probes::Fd> ListenUnix(const std::string& path, BoundSocketFile* bound) {
   sockaddr_un sa{};
   if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
     return absl::InvalidArgumentError(absl::StrCat("socket path of ", path.size(),
@@ -144,6 +144,9 @@ absl::StatusOr<probes::Fd> ListenUnix(const std::string& path) {
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
     return absl::UnavailableError(absl::StrCat("bind ", path, ": ", ErrnoText(errno)));
   }
+  auto file = RecordBoundSocket(path);
+  if (!file.ok()) return file.status();
+  *bound = *std::move(file);
   if (listen(fd.get(), SOMAXCONN) != 0) {
     return absl::UnavailableError(absl::StrCat("listen ", path, ": ", ErrnoText(errno)));
   }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/common/socket_file.h"
 #include "agent/fabric/probes/net.h"
 
 namespace fabric {
@@ -93,7 +94,8 @@ struct ListenerOptions {
 };
 
 // Listening socket on SOCK_STREAM for a path, with mode 0660 set by the caller afterwards.
-absl::StatusOr<probes::Fd> ListenUnix(const std::string& path);
+// `bound`: the file bound, recorded before anyone can connect, for teardown to remove only it.
+absl::StatusOr<probes::Fd> ListenUnix(const std::string& path, BoundSocketFile* bound);
 // "HOST:PORT", "[V6]:PORT" or ":PORT" (every address); port 0 picks one. `flag` names the option
 // in errors.
 absl::StatusOr<probes::Fd> ListenTcpAddress(const std::string& flag, const std::string& address);

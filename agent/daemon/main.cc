@@ -88,8 +88,9 @@ int main(int argc, char** argv) {
   double hold_s = absl::ToDoubleSeconds(opt.announce_hold);
   app.add_option("--announce-socket", opt.announce_socket,
                  "Unix socket (SOCK_SEQPACKET, mode 0600) where fabric-cni hands over the "
-                 "repeats of a pod's announcements; auto (the default): announce.sock beside "
-                 "--socket; empty (--announce-socket=) turns it off")
+                 "repeats of a pod's announcements; auto (the default): beside --socket, "
+                 "announce.sock for agent.sock, else NAME.announce.sock for NAME[.sock]; empty "
+                 "(--announce-socket=) turns it off")
       // CLI11 refuses "--announce-socket=" as a missing value unless a value is optional; the
       // value used when none is given is then the empty one, i.e. off.
       ->expected(0, 1)

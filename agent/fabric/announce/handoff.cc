@@ -16,6 +16,7 @@
 #include "agent/common/errno.h"
 #include "agent/common/ip.h"
 #include "agent/common/json_depth.h"
+#include "agent/common/strings.h"
 
 namespace fabric::announce {
 namespace {
@@ -278,6 +279,16 @@ absl::StatusOr<Handoff> DecodeHandoff(std::string_view bytes) {
   } catch (const json::exception& e) {  // Should not happen: every access is type-checked.
     return absl::InvalidArgumentError(absl::StrCat("hand-off: ", e.what()));
   }
+}
+
+std::string HandoffSocketBeside(std::string_view agent_socket) {
+  const size_t slash = agent_socket.rfind('/');
+  const std::string_view dir =
+      slash == std::string_view::npos ? std::string_view() : agent_socket.substr(0, slash + 1);
+  std::string_view name = agent_socket.substr(dir.size());
+  if (name == "agent.sock") return absl::StrCat(Av(dir), "announce.sock");
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".sock") name.remove_suffix(5);
+  return absl::StrCat(Av(dir), Av(name), ".announce.sock");
 }
 
 absl::Status SendHandoff(const std::string& socket_path, const Handoff& h,

@@ -20,6 +20,12 @@ namespace fabric::announce {
 
 inline constexpr char kDefaultHandoffSocket[] = "/run/fabric-agent/announce.sock";
 
+// The agent's hand-off socket for --announce-socket=auto, in the directory of its API socket:
+// announce.sock beside agent.sock (the default deployment, kDefaultHandoffSocket), else
+// <stem>.announce.sock for <stem>[.sock], so agents whose sockets share a directory do not
+// share a hand-off socket.
+std::string HandoffSocketBeside(std::string_view agent_socket);
+
 struct Handoff {
   enum class Kind { kAnnounce, kCancel };
   Kind kind = Kind::kAnnounce;

@@ -49,6 +49,17 @@ Handoff Sample() {
   return h;
 }
 
+TEST(HandoffSocketBeside, DefaultDeploymentKeepsItsPathOthersGetTheirOwn) {
+  // fabric-cni's default agentSocket: the default agent must keep serving there.
+  EXPECT_EQ(HandoffSocketBeside("/run/fabric-agent/agent.sock"), kDefaultHandoffSocket);
+  EXPECT_EQ(HandoffSocketBeside("/run/x/b.sock"), "/run/x/b.announce.sock");
+  EXPECT_EQ(HandoffSocketBeside("/run/x/b"), "/run/x/b.announce.sock");
+  EXPECT_EQ(HandoffSocketBeside("/run/x/announce.sock"), "/run/x/announce.announce.sock");
+  EXPECT_EQ(HandoffSocketBeside("/run/x/.sock"), "/run/x/.sock.announce.sock");
+  EXPECT_EQ(HandoffSocketBeside("agent.sock"), "announce.sock");
+  EXPECT_EQ(HandoffSocketBeside("c.sock"), "c.announce.sock");
+}
+
 TEST(HandoffCodec, RoundTripsEveryField) {
   const Handoff h = Sample();
   auto back = DecodeHandoff(EncodeHandoff(h));
