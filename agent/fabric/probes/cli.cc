@@ -76,11 +76,11 @@ CliParse ParseCli(const std::vector<std::string>& args) {
                                  "one signalled completion per this many messages (default 100, "
                                  "at most the tx depth)");
   auto* o_pl = app.add_option("-l,--post_list", post_list, "post this many messages per call");
-  auto* o_transport = app.add_option("--transport", transport,
-                                     "rdma, tcp, or auto (rdma when this host has an RDMA "
-                                     "device)")
-                          ->check(CLI::IsMember({"rdma", "tcp", "auto"}))
-                          ->capture_default_str();
+  app.add_option("--transport", transport,
+                 "rdma, tcp, or auto (rdma when this host has an RDMA "
+                 "device)")
+      ->check(CLI::IsMember({"rdma", "tcp", "auto"}))
+      ->capture_default_str();
   app.add_option("--timeout", timeout_s,
                  "seconds any one step may take (connect, exchange, each completion)")
       ->check(CLI::Range(0.1, 3600.0))

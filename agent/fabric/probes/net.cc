@@ -267,7 +267,7 @@ std::string PeerAddress(int fd) {
 
 namespace {
 
-std::string Endpoint(const std::string& address, uint16_t port) {
+std::string HostPort(const std::string& address, uint16_t port) {
   return absl::StrCat(
       address.find(':') != std::string::npos ? absl::StrCat("[", address, "]") : address, ":",
       port);
@@ -284,8 +284,8 @@ uint16_t PeerPort(int fd) {
 
 }  // namespace
 
-std::string LocalEndpoint(int fd) { return Endpoint(LocalAddress(fd), LocalPort(fd)); }
-std::string PeerEndpoint(int fd) { return Endpoint(PeerAddress(fd), PeerPort(fd)); }
+std::string LocalEndpoint(int fd) { return HostPort(LocalAddress(fd), LocalPort(fd)); }
+std::string PeerEndpoint(int fd) { return HostPort(PeerAddress(fd), PeerPort(fd)); }
 
 std::string LocalAddress(int fd) {
   sockaddr_storage ss{};
