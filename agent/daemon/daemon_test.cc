@@ -847,6 +847,75 @@ TEST_F(AgentProbeTest, PeerOutsideTheAllowListIsARefusedResult) {
       << r.ShortDebugString();
 }
 
+// An agent probing its own responder is not "busy" to itself: its test holds the TCP lock, and
+// its responder serves that very connection under the same hold.
+TEST_F(AgentProbeTest, SelfProbeIsServed) {
+  StartAgent({"--probe-listen=127.0.0.1:0", "--probe-rate=0"});
+  std::optional<std::string> self =
+      testing::WaitForLogged(*agent_, "probe responder on ", absl::Seconds(20));
+  ASSERT_TRUE(self.has_value()) << agent_->Stderr();
+  v1::RunProbeRequest req;
+  req.set_peer(*self);
+  req.set_test("write_lat");
+  req.set_iterations(100);
+  req.set_timeout_seconds(5);
+  v1::ProbeResult r;
+  auto ctx = Ctx(absl::Seconds(60));
+  grpc::Status s = stub_->RunProbe(ctx.get(), req, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(r.ok()) << r.ShortDebugString();
+  EXPECT_EQ(r.transport(), "tcp");
+  EXPECT_TRUE(testing::WaitFor([&] { return List().responder_served() >= 1; }, absl::Seconds(10)))
+      << List().ShortDebugString();
+}
+
+// A port nothing listens on fails at once, as perftest does (the old client retried the refusal
+// for its whole 10 s step timeout); retry_seconds keeps trying for that long, then says so.
+TEST_F(AgentProbeTest, RefusedConnectionFailsFastUnlessRetried) {
+  // A port that was just free.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string peer = absl::StrCat("127.0.0.1:", ntohs(a.sin_port));
+  close(fd);
+  StartAgent();
+  v1::RunProbeRequest req;
+  req.set_peer(peer);
+  req.set_test("write_lat");
+  req.set_timeout_seconds(10);
+  v1::ProbeResult r;
+  auto ctx = Ctx(absl::Seconds(60));
+  absl::Time start = absl::Now();
+  grpc::Status s = stub_->RunProbe(ctx.get(), req, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));  // a bound, well under the old 10 s
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.error_code(), "UNAVAILABLE") << r.ShortDebugString();
+  EXPECT_TRUE(absl::StrContains(
+      r.error(), absl::StrCat("nothing listens on ", peer, " (is the peer's responder running?)")))
+      << r.ShortDebugString();
+
+  req.set_retry_seconds(2);
+  ctx = Ctx(absl::Seconds(60));
+  start = absl::Now();
+  s = stub_->RunProbe(ctx.get(), req, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_GE(absl::Now() - start, absl::Seconds(2));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(9));
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(absl::StrContains(r.error(), "still, when the retries ran out"))
+      << r.ShortDebugString();
+  req.set_retry_seconds(301);
+  ctx = Ctx();
+  s = stub_->RunProbe(ctx.get(), req, &r);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+}
+
 // peerDns names every agent, this one included: the name is resolved before each round and
 // this host's own addresses are left out ("localhost" resolves to nothing else).
 TEST_F(AgentProbeTest, DnsPeersLeaveThisHostOut) {

@@ -25,6 +25,7 @@ namespace {
 using probes::Transport;
 
 constexpr absl::Duration kMaxStepTimeout = absl::Seconds(300);
+constexpr uint32_t kMaxRetrySeconds = 300;
 
 }  // namespace
 
@@ -286,12 +287,14 @@ void Prober::Round(const v1::ProbeSchedule& schedule) {
   for (std::thread& t : workers) t.join();
 }
 
-v1::ProbeResult Prober::Execute(const probes::ProbeSpec& spec, const std::string& peer_name,
+v1::ProbeResult Prober::Execute(probes::ProbeSpec spec, const std::string& peer_name,
                                 v1::ProbeResult::Source source, absl::Duration wait,
                                 double degraded_fraction) {
   const absl::Time start = absl::Now();
   const std::string key = spec.params.transport == Transport::kTcp ? "tcp" : spec.local.device;
   std::optional<probes::DeviceLocks::Hold> hold = locks_.Acquire(key, wait);
+  // A test of this agent's own responder shares this hold rather than finding the device busy.
+  if (hold) spec.hold = &*hold;
   absl::StatusOr<probes::ProbeResult> r =
       hold ? probes::RunProbe(spec)
            : absl::StatusOr<probes::ProbeResult>(absl::ResourceExhaustedError(absl::StrCat(
@@ -329,26 +332,19 @@ absl::StatusOr<v1::ProbeResult> Prober::Run(const v1::RunProbeRequest& req) {
   const std::string test_name = req.test().empty() ? "write_bw" : req.test();
   std::optional<probes::TestKind> test = probes::ParseTestName(test_name);
   if (!test) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "test \"", test_name, "\": write_bw, write_lat, send_bw, send_lat, read_bw or read_lat"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("test \"", test_name, "\": one of ", probes::TestNamesText()));
   }
   const std::shared_ptr<const Snapshot> snap = store_->Current();
   if (snap == nullptr) return absl::UnavailableError("no inventory yet");
-  const bool have_rdma = !snap->host->rdma_devices().empty();
-  Transport transport = have_rdma ? Transport::kRdma : Transport::kTcp;
-  if (req.transport() == "tcp") {
-    transport = Transport::kTcp;
-  } else if (req.transport() == "rdma") {
-    if (!have_rdma) {
-      return absl::FailedPreconditionError(
-          "no RDMA device on this host; transport \"tcp\" runs the test over TCP");
-    }
-  } else if (!req.transport().empty() && req.transport() != "auto") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("transport \"", req.transport(), "\": rdma, tcp or auto"));
-  }
-  if (req.rdma_cm() && transport == Transport::kTcp) {
-    return absl::InvalidArgumentError("rdma_cm needs the rdma transport");
+  // fabric-probe's rule (ChooseTransport), on what verbs can open rather than the inventory:
+  // a device in sysfs that verbs cannot open (no /dev/infiniband in a container) is no device.
+  absl::StatusOr<probes::TransportChoice> choice = probes::ChooseTransport(
+      req.transport(), !req.device().empty(), req.rdma_cm(), probes::HaveRdmaDevice());
+  if (!choice.ok()) return choice.status();
+  const Transport transport = choice->transport;
+  if (req.retry_seconds() > kMaxRetrySeconds) {
+    return absl::InvalidArgumentError(absl::StrCat("retry_seconds: at most ", kMaxRetrySeconds));
   }
 
   probes::ProbeSpec spec;
@@ -399,7 +395,7 @@ absl::StatusOr<v1::ProbeResult> Prober::Run(const v1::RunProbeRequest& req) {
       if (!sources.empty() && !sources.front().device.empty()) {
         spec.local.device = sources.front().device;
         if (port == 0) port = sources.front().port;
-      } else {
+      } else if (!snap->host->rdma_devices().empty()) {
         spec.local.device = snap->host->rdma_devices(0).name();
       }
     }
@@ -407,15 +403,18 @@ absl::StatusOr<v1::ProbeResult> Prober::Run(const v1::RunProbeRequest& req) {
     spec.remote_device = req.remote_device();
   }
   spec.cancel = cancel_.get();
+  spec.connect_retry = absl::Seconds(req.retry_seconds());
   v1::ProbeResult r =
       Execute(spec, req.peer(), v1::ProbeResult::SOURCE_ON_DEMAND,
               absl::Seconds(60) + p.duration + p.margin, schedule.degraded_fraction());
+  r.set_transport_note(choice->fallback);
   return history_.Add(std::move(r));
 }
 
 v1::ListProbeResultsResponse Prober::List(const v1::ListProbeResultsRequest& req) const {
   v1::ListProbeResultsResponse out;
-  for (v1::ProbeResult& r : history_.List(req.peer(), req.device(), req.test(), req.limit())) {
+  for (v1::ProbeResult& r :
+       history_.List(req.peer(), req.device(), req.test(), req.limit(), req.port())) {
     *out.add_results() = std::move(r);
   }
   out.set_responder(responder_address_);

@@ -89,7 +89,7 @@ class Prober {
   std::vector<probes::Peer> ResolvePeers(const v1::ProbeSchedule& schedule);
   // One test, waiting up to `wait` for the local device (or the TCP transport); the caller
   // records the result.
-  v1::ProbeResult Execute(const probes::ProbeSpec& spec, const std::string& peer_name,
+  v1::ProbeResult Execute(probes::ProbeSpec spec, const std::string& peer_name,
                           v1::ProbeResult::Source source, absl::Duration wait,
                           double degraded_fraction);
 

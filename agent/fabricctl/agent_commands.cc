@@ -17,6 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "agent/fabric/probes/filter.h"
+#include "agent/fabric/probes/params.h"
 #include "agent/fabric/probes/report.h"
 #include "agent/fabric/probes/schedule.h"  // ResultFromProto
 #include "agent/fabricctl/client.h"
@@ -91,6 +93,7 @@ Outcome RunProbe(const CommonOptions& common, const ProbeOptions& opt) {
   // timeout; iterations run as long as they run, so leave room for both.
   const absl::Duration bound = absl::Seconds(common.timeout_s) + absl::Seconds(60) +
                                absl::Seconds(req.duration_seconds() + 2) +
+                               absl::Seconds(req.retry_seconds()) +
                                8 * absl::Seconds(req.timeout_seconds());
   auto r = (*client)->RunProbe(req, bound);
   if (!r.ok()) return r.status();
@@ -98,6 +101,9 @@ Outcome RunProbe(const CommonOptions& common, const ProbeOptions& opt) {
     Print(ToJson(*r));
   } else if (r->ok()) {
     Print(probes::FormatTable(probes::ResultFromProto(*r)));
+    if (!r->transport_note().empty()) {
+      std::printf(" transport %s: %s\n", r->transport().c_str(), r->transport_note().c_str());
+    }
     if (r->has_fraction_of_rate()) {
       std::printf(" %.0f%% of the port's %g Gb/s%s\n", 100 * r->fraction_of_rate(),
                   r->port_rate_gbps(), r->degraded() ? " (DEGRADED)" : "");
@@ -126,8 +132,7 @@ Command AddProbe(CLI::App& app, CommonOptions& common) {
                   "fabric-probe)")
       ->required();
   cmd->add_option("--test", *pr->mutable_test(), "the test")
-      ->check(
-          CLI::IsMember({"write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "read_lat"}))
+      ->check(CLI::IsMember(probes::TestNames()))
       ->default_str("write_bw");
   cmd->add_option("-d,--device", *pr->mutable_device(),
                   "local RDMA device (default: the first the schedule probes from)");
@@ -139,7 +144,9 @@ Command AddProbe(CLI::App& app, CommonOptions& common) {
                   "GID index (default: chosen as NIC selection chooses it)");
   cmd->add_option("--remote-device", *pr->mutable_remote_device(),
                   "the peer's RDMA device (default: the peer's choice)");
-  cmd->add_option("--transport", *pr->mutable_transport(), "rdma, tcp or auto")
+  cmd->add_option("--transport", *pr->mutable_transport(),
+                  "rdma, tcp or auto (rdma when this host has an RDMA device, else tcp, as "
+                  "fabric-probe)")
       ->check(CLI::IsMember({"rdma", "tcp", "auto"}))
       ->default_str("auto");
   cmd->add_flag(
@@ -157,6 +164,10 @@ Command AddProbe(CLI::App& app, CommonOptions& common) {
   cmd->add_option("-q,--qps",
                   Unsigned<uint32_t>(1, UINT32_MAX, [pr](uint32_t n) { pr->set_qps(n); }),
                   "queue pairs (bandwidth tests)");
+  cmd->add_option("--retry",
+                  Unsigned<uint32_t>(1, 300, [pr](uint32_t n) { pr->set_retry_seconds(n); }),
+                  "while nothing listens on the peer's port, try again for this many seconds "
+                  "(default: fail at once, as perftest)");
   cmd->add_option("--step-timeout", opt->step_timeout_s,
                   "seconds any one step of the test may take")
       ->check(CLI::Range(1.0, 300.0))
@@ -179,19 +190,20 @@ Command AddProbes(CLI::App& app, CommonOptions& common) {
   CLI::App* cmd = AgentCommand(
       app, "probes", "the agent's probe results (scheduled and on demand), newest first", &common);
   auto opt = std::make_shared<ProbesOptions>();
-  cmd->add_option("--peer", opt->peer, "only this peer");
-  cmd->add_option("--device", opt->device, "only this local device");
-  cmd->add_option("--test", opt->test, "only this test");
+  cmd->add_option("--peer", opt->peer, "only this peer, as PEER prints it");
+  cmd->add_option("--device", opt->device,
+                  "only this local device: NAME or NAME:PORT, as DEVICE prints it (mlx5_1:1)");
+  cmd->add_option("--test", opt->test, absl::StrCat("only this test: ", probes::TestNamesText()));
   cmd->add_option("--limit", opt->limit, "at most this many results (0: all kept)");
   return {cmd, [&common, opt]() -> Outcome {
+            // Checked before asking: a typo is a usage error, not an empty table.
+            absl::StatusOr<v1::ListProbeResultsRequest> req =
+                probes::ParseResultFilter(opt->peer, opt->device, opt->test);
+            if (!req.ok()) return UsageError(req.status());
+            req->set_limit(opt->limit);
             auto client = Connect(common);
             if (!client.ok()) return client.status();
-            v1::ListProbeResultsRequest req;
-            req.set_peer(opt->peer);
-            req.set_device(opt->device);
-            req.set_test(opt->test);
-            req.set_limit(opt->limit);
-            auto resp = (*client)->ListProbeResults(req);
+            auto resp = (*client)->ListProbeResults(*req);
             if (!resp.ok()) return resp.status();
             Print(common.json ? ToJson(*resp) : RenderProbeResults(*resp));
             return {};

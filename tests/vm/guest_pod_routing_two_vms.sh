@@ -155,7 +155,7 @@ else
       grep -oi '[0-9a-f]\{2\}\(:[0-9a-f]\{2\}\)\{5\}' | tr 'A-F' 'a-f' | sort -u | tr '\n' ' ')
     [[ "$macs" == "$mac " ]] && ok "ARP for $addr answered by $mac only" ||
       fail "ARP for $addr answered by '$macs', want $mac"
-    timeout 120 "$probe" write_bw "$addr" -R -d "$dev" -p "${ports[i]}" --timeout 30 --json \
+    timeout 120 "$probe" write_bw "$addr" -R -d "$dev" -p "${ports[i]}" --retry 10 --timeout 30 --json \
       -n 200 -s 16384 >"$out/client$i.json" 2>"$out/client$i.err"
     rc=$?
     if ((rc == 0)) && /usr/bin/python3 -c '

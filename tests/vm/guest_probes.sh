@@ -45,7 +45,7 @@ run_probe() {
   "$probe" "$test" -d "$dev" -p "$port" --timeout 20 "$@" >"$out/$name.server.out" 2>"$out/$name.server.err" &
   local spid=$!
   local rc
-  timeout 120 "$probe" "$test" "$ip" -d "$dev" -p "$port" --timeout 20 --json "$@" \
+  timeout 120 "$probe" "$test" "$ip" -d "$dev" -p "$port" --retry 10 --timeout 20 --json "$@" \
     >"$out/$name.json" 2>"$out/$name.client.err"
   rc=$?
   wait "$spid"
@@ -89,7 +89,7 @@ run_probe read_bw_duration_cm read_bw -R -D 2 --margin 1
 # The server refuses a client whose parameters differ from the ones it was given.
 "$probe" write_bw -d "$dev" -p "$port" -s 4096 --timeout 10 >/dev/null 2>"$out/mismatch.server.err" &
 spid=$!
-err=$(timeout 60 "$probe" write_bw "$ip" -d "$dev" -p "$port" -s 8192 --timeout 10 2>&1 >/dev/null)
+err=$(timeout 60 "$probe" write_bw "$ip" -d "$dev" -p "$port" --retry 10 -s 8192 --timeout 10 2>&1 >/dev/null)
 rc=$?
 wait "$spid"
 if ((rc == 1)) && grep -q "size 4096 here, 8192 asked" <<<"$err"; then
@@ -108,7 +108,7 @@ else
 fi
 "$probe" write_bw -d no_such_dev -p "$port" --timeout 5 >/dev/null 2>"$out/nodev.server.err" &
 spid=$!
-err=$(timeout 30 "$probe" write_bw "$ip" -d "$dev" -p "$port" --timeout 5 2>&1)
+err=$(timeout 30 "$probe" write_bw "$ip" -d "$dev" -p "$port" --retry 10 --timeout 5 2>&1)
 rc=$?
 wait "$spid"
 src=$?
@@ -124,7 +124,7 @@ for t in write_bw write_lat; do
   "$probe" "$t" -d "$dev" -p "$port" --timeout 5 >/dev/null 2>&1 &
   spid=$!
   start=$(date +%s%N)
-  timeout 60 "$probe" "$t" "$ip" -d "$dev" -p "$port" -D 30 --margin 0 --timeout 5 \
+  timeout 60 "$probe" "$t" "$ip" -d "$dev" -p "$port" --retry 10 -D 30 --margin 0 --timeout 5 \
     >/dev/null 2>"$out/vanish.$t.err" &
   cpid=$!
   sleep 2
@@ -162,7 +162,7 @@ done
 # once, both sides exit 1 and the server names the client's reason.
 "$probe" write_bw -d "$dev" -p "$port" --timeout 5 >/dev/null 2>"$out/linkdown.server.err" &
 spid=$!
-timeout 60 "$probe" write_bw "$ip" -d "$dev" -p "$port" -D 30 --margin 0 --timeout 5 \
+timeout 60 "$probe" write_bw "$ip" -d "$dev" -p "$port" --retry 10 -D 30 --margin 0 --timeout 5 \
   >/dev/null 2>"$out/linkdown.client.err" &
 cpid=$!
 # Down only once the test runs: the control connection is up, then time for the QP set-up (slow

@@ -30,17 +30,14 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   std::string test_name, host, device, remote_device, transport = "auto", bind, sysfs = "/sys";
   int ib_port = 1, gid_index = -1;
   uint64_t size = 0, iters = 0;
-  double duration_s = 0, margin_s = 2, timeout_s = 10;
+  double duration_s = 0, margin_s = 2, timeout_s = 10, retry_s = 0;
   int port = kDefaultPort;
   uint32_t qps = 1, tx_depth = 0, inline_size = 0, cq_mod = 0, post_list = 1;
   bool rdma_cm = false, json = false, forever = false;
   std::string allow, secret_file;
   uint32_t rate = kDefaultRatePerMinute;
 
-  app.add_option("TEST", test_name, "write_bw, write_lat, send_bw, send_lat, read_bw or read_lat")
-      ->required()
-      ->check(
-          CLI::IsMember({"write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "read_lat"}));
+  app.add_option("TEST", test_name, TestNamesText())->required()->check(CLI::IsMember(TestNames()));
   app.add_option("HOST", host, "the responder to test against; none: be the responder");
   auto* o_dev = app.add_option("-d,--ib-dev", device, "RDMA device (default: the first one)");
   auto* o_rdev = app.add_option("--remote-dev", remote_device,
@@ -79,15 +76,20 @@ CliParse ParseCli(const std::vector<std::string>& args) {
                                  "one signalled completion per this many messages (default 100, "
                                  "at most the tx depth)");
   auto* o_pl = app.add_option("-l,--post_list", post_list, "post this many messages per call");
-  auto* o_transport = app.add_option("--transport", transport,
-                                     "rdma, tcp, or auto (rdma when this host has an RDMA "
-                                     "device)")
-                          ->check(CLI::IsMember({"rdma", "tcp", "auto"}))
-                          ->capture_default_str();
+  app.add_option("--transport", transport,
+                 "rdma, tcp, or auto (rdma when this host has an RDMA "
+                 "device)")
+      ->check(CLI::IsMember({"rdma", "tcp", "auto"}))
+      ->capture_default_str();
   app.add_option("--timeout", timeout_s,
                  "seconds any one step may take (connect, exchange, each completion)")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
+  auto* o_retry = app.add_option("--retry", retry_s,
+                                 "client: while nothing listens on the responder's port, try "
+                                 "again for this many seconds (default: fail at once, as "
+                                 "perftest)")
+                      ->check(CLI::Range(0.0, 3600.0));
   auto* o_bind = app.add_option("--bind", bind, "server: listen on this address only");
   app.add_option("--sysfs", sysfs, "sysfs root for the GID table")->capture_default_str();
   auto* o_allow = app.add_option("--allow", allow,
@@ -173,7 +175,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   }
   if (o_cm->count() > 0) fields |= kFieldRdmaCm;
   p.rdma_cm = rdma_cm;
-  c.transport_given = o_transport->count() > 0 && transport != "auto";
+  c.transport = transport;
   if (transport == "tcp") {
     if (rdma_cm) return Usage("-R/--rdma_cm needs the rdma transport");
     p.transport = Transport::kTcp;
@@ -189,6 +191,8 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     if (port == 0) return Usage("the client needs the server's port (-p 1..65535)");
     if (o_allow->count() > 0) return Usage("--allow is for the server (no HOST)");
     if (o_rate->count() > 0) return Usage("--rate is for the server (no HOST)");
+  } else if (o_retry->count() > 0) {
+    return Usage("--retry is for the client (with HOST)");
   } else if (o_rdev->count() > 0) {
     return Usage("--remote-dev is for the client (with HOST); the responder uses -d");
   }
@@ -219,6 +223,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.client.local = local;
   c.client.remote_device = remote_device;
   c.client.secret_file = secret_file;
+  c.client.connect_retry = absl::Milliseconds(std::llround(retry_s * 1000));
   c.server_options.secret_file = secret_file;
   c.server_options.rate_per_minute = rate;
   c.server_options.test = test;

@@ -18,7 +18,8 @@ struct CliConfig {
   bool server = false;   // no HOST
   bool forever = false;  // server: keep serving
   bool json = false;
-  bool transport_given = false;  // --transport rdma|tcp (else: rdma when a device exists)
+  // --transport as given: rdma, tcp or auto (ChooseTransport decides the client's).
+  std::string transport = "auto";
   bool device_given = false;
   ProbeSpec client;  // params, host, port, local
   ServerOptions server_options;

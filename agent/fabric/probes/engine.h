@@ -57,9 +57,6 @@ class RdmaTest {
   virtual uint8_t port() const = 0;
 };
 
-// Whether this host has any RDMA device (the CLI falls back to TCP without one).
-bool HaveRdmaDevice();
-
 // The TCP half, over the control connection itself once both sides passed the barrier.
 absl::StatusOr<Measurement> RunTcpClient(Channel& ch, const ProbeParams& p);
 absl::Status RunTcpServer(Channel& ch, const ProbeParams& p);

@@ -181,6 +181,94 @@ TEST(ProbeServer, BusyDeviceIsRefusedThenServed) {
   t.join();
 }
 
+// A host probing its own responder (the agent's RunProbe to its own --probe-listen) is one test:
+// its hold admits its own connection, which the responder then serves instead of "busy"; any
+// other connection during that test is still refused as busy.
+TEST(ProbeServer, OwnProbeJoinsItsHoldOthersStayBusy) {
+  DeviceLocks locks;
+  ServerOptions so = LoopbackServer();
+  so.locks = &locks;
+  so.max_clients = 4;
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::thread t([&] { (void)(*server)->Serve(); });
+  ProbeSpec spec;
+  spec.params = TcpParams(TestKind::kWriteBw);
+  spec.params.iterations = 0;  // long enough for a stranger to arrive during it
+  spec.params.duration = absl::Seconds(1);
+  spec.params.margin = absl::ZeroDuration();
+  spec.host = "127.0.0.1";
+  spec.port = (*server)->port();
+  spec.local.timeout = absl::Seconds(5);
+  std::optional<DeviceLocks::Hold> mine = locks.Acquire("tcp", absl::Seconds(1));
+  ASSERT_TRUE(mine.has_value());
+  spec.hold = &*mine;
+  absl::StatusOr<ProbeResult> own;
+  std::thread self([&] { own = RunProbe(spec); });
+  absl::SleepFor(absl::Milliseconds(300));
+  ProbeSpec stranger = spec;
+  stranger.hold = nullptr;
+  stranger.params = TcpParams(TestKind::kWriteLat);
+  absl::StatusOr<ProbeResult> other = RunProbe(stranger);
+  self.join();
+  EXPECT_TRUE(own.ok()) << own.status();
+  ASSERT_FALSE(other.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(other.status())) << other.status();
+  // The responder's share ends with its side of the test, the lock with the holder's.
+  EXPECT_TRUE(locks.held("tcp"));
+  mine.reset();
+  EXPECT_TRUE(WaitFor([&] { return !locks.held("tcp"); }, absl::Seconds(5)));
+  (*server)->Stop();
+  t.join();
+}
+
+// Nothing listening fails at once, as perftest does; a retry keeps trying for its time and
+// serves a responder that starts meanwhile.
+TEST(RunProbe, RefusedConnectionFailsAtOnceUnlessRetried) {
+  // A port that was just free: bind one, note it, close it.
+  absl::StatusOr<std::unique_ptr<ProbeServer>> gone = ProbeServer::Create(LoopbackServer());
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  const uint16_t port = (*gone)->port();
+  gone->reset();
+  ProbeSpec spec;
+  spec.params = TcpParams(TestKind::kWriteLat);
+  spec.host = "127.0.0.1";
+  spec.port = port;
+  spec.local.timeout = absl::Seconds(10);
+  absl::Time start = absl::Now();
+  absl::StatusOr<ProbeResult> r = RunProbe(spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsUnavailable(r.status())) << r.status();
+  EXPECT_NE(r.status().message().find(absl::StrCat("nothing listens on 127.0.0.1:", port,
+                                                   " (is the peer's responder running?)")),
+            std::string::npos)
+      << r.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));  // the step timeout was 10 s
+
+  spec.connect_retry = absl::Seconds(1);
+  start = absl::Now();
+  r = RunProbe(spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_GE(absl::Now() - start, absl::Seconds(1));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_NE(r.status().message().find("still, when the retries ran out"), std::string::npos)
+      << r.status();
+
+  // A responder that starts within the retry time is served.
+  spec.connect_retry = absl::Seconds(20);
+  absl::StatusOr<ProbeResult> late;
+  std::thread client([&] { late = RunProbe(spec); });
+  absl::SleepFor(absl::Milliseconds(500));
+  ServerOptions so = LoopbackServer();
+  so.port = port;
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Create(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<ServedTest> served = (*server)->ServeOne();
+  client.join();
+  EXPECT_TRUE(late.ok()) << late.status();
+  EXPECT_TRUE(served.ok() && served->status.ok());
+}
+
 // Several clients at once: one test per device (all TCP tests share one), the rest refused as
 // busy, and a responder past its client limit refuses too; none of them hangs.
 TEST(ProbeServer, ConcurrentClientsAreServedOrRefusedPromptly) {
@@ -389,14 +477,25 @@ TEST(BinaryFailures, ClientKilledServerReportsIt) {
 }
 
 TEST(BinaryFailures, UnreachablePeer) {
-  // A port nobody listens on: refused until the timeout, then a clear error.
+  // A port nobody listens on: refused at once (well inside the 10 s timeout), a clear error.
   absl::Time start = absl::Now();
   absl::StatusOr<fabric::testing::RunResult> c = fabric::testing::Run(
-      {FABRIC_PROBE, "write_bw", "127.0.0.1", "-p", "1", "--transport", "tcp", "--timeout", "1"});
+      {FABRIC_PROBE, "write_bw", "127.0.0.1", "-p", "1", "--transport", "tcp", "--timeout", "10"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->status, kExitFailure);
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
-  EXPECT_NE(c->err.find("cannot connect to 127.0.0.1 port 1"), std::string::npos) << c->err;
+  EXPECT_NE(c->err.find("nothing listens on 127.0.0.1:1 (is the peer's responder running?)"),
+            std::string::npos)
+      << c->err;
+  // --retry keeps trying for its time, then says so.
+  start = absl::Now();
+  c = fabric::testing::Run(
+      {FABRIC_PROBE, "write_bw", "127.0.0.1", "-p", "1", "--transport", "tcp", "--retry", "1"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->status, kExitFailure);
+  EXPECT_GE(absl::Now() - start, absl::Seconds(1));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(8));
+  EXPECT_NE(c->err.find("still, when the retries ran out"), std::string::npos) << c->err;
   // A name that does not resolve.
   c = fabric::testing::Run(
       {FABRIC_PROBE, "write_bw", "no-such-host.invalid", "--transport", "tcp", "--timeout", "1"});

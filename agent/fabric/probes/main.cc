@@ -112,17 +112,15 @@ int main(int argc, char** argv) {
     return parse.exit_code;
   }
   CliConfig& c = parse.config;
-  // No RDMA device here and no transport asked for: run over TCP, and say so. A device named
-  // with -d or -R still means RDMA, so that its absence is an error, not a silent fallback.
-  if (!c.transport_given && !c.device_given && !c.client.params.rdma_cm &&
-      c.client.params.transport == Transport::kRdma && !HaveRdmaDevice()) {
-    if (!c.server) {
-      Print(
-          "fabric-probe: no RDMA device on this host: running over TCP (results are labelled "
-          "tcp)\n",
-          stderr);
-      c.client.params.transport = Transport::kTcp;
+  if (!c.server) {
+    absl::StatusOr<TransportChoice> t =
+        ChooseTransport(c.transport, c.device_given, c.client.params.rdma_cm, HaveRdmaDevice());
+    if (!t.ok()) {
+      Error(t.status().message());
+      return kExitFailure;
     }
+    if (!t->fallback.empty()) Print(absl::StrCat("fabric-probe: ", t->fallback, "\n"), stderr);
+    c.client.params.transport = t->transport;
   }
   return c.server ? RunServer(c) : RunClient(std::move(c));
 }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <span>
@@ -82,7 +83,7 @@ absl::Status WaitFd(int fd, short events, Deadline deadline, const Canceller* ca
 }
 
 absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline deadline,
-                              const Canceller* cancel) {
+                              const Canceller* cancel, Deadline retry_until) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -92,6 +93,10 @@ absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline d
     return absl::NotFoundError(absl::StrCat("cannot resolve ", host, ": ", gai_strerror(rc)));
   }
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owned(res, freeaddrinfo);
+  // Retrying refusals may outlast the step timeout; a connect in flight is bounded by both.
+  const Deadline until = Deadline::At(std::max(deadline.ns(), retry_until.ns()));
+  const std::string where = absl::StrCat(
+      host.find(':') != std::string::npos ? absl::StrCat("[", host, "]") : host, ":", port);
   std::string last = "no address";
   bool was_refused = false;  // by any attempt so far
   for (;;) {
@@ -107,7 +112,7 @@ absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline d
       if (connect(fd.get(), ai->ai_addr, ai->ai_addrlen) < 0) {
         err = errno;
         if (err == EINPROGRESS) {
-          absl::Status w = WaitFd(fd.get(), POLLOUT, deadline, cancel, "connecting");
+          absl::Status w = WaitFd(fd.get(), POLLOUT, until, cancel, "connecting");
           if (absl::IsDeadlineExceeded(w)) {
             timed_out = true;
             break;
@@ -129,18 +134,22 @@ absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline d
       // The deadline caught a retry in flight: a peer that refused until then still reads as
       // refusing, not as silent.
       if (!was_refused) {
-        return absl::DeadlineExceededError(
-            absl::StrCat("timed out connecting to ", host, " port ", port));
+        return absl::DeadlineExceededError(absl::StrCat("timed out connecting to ", where));
       }
       break;
     }
-    if (!refused || deadline.Passed()) break;
+    if (!refused || retry_until.Passed()) break;
     if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("stopped");
     usleep(100 * 1000);
-    if (deadline.Passed()) break;
+    if (retry_until.Passed()) break;
   }
-  return absl::UnavailableError(
-      absl::StrCat("cannot connect to ", host, " port ", port, ": ", last));
+  if (was_refused) {
+    return absl::UnavailableError(
+        absl::StrCat("nothing listens on ", where,
+                     retry_until.ns() > 0 ? ", still, when the retries ran out" : "",
+                     " (is the peer's responder running?)"));
+  }
+  return absl::UnavailableError(absl::StrCat("cannot connect to ", where, ": ", last));
 }
 
 absl::StatusOr<Fd> ListenTcp(const std::string& bind_addr, uint16_t port) {
@@ -255,6 +264,28 @@ std::string PeerAddress(int fd) {
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) < 0) return "?";
   return Numeric(reinterpret_cast<sockaddr*>(&ss), len);
 }
+
+namespace {
+
+std::string HostPort(const std::string& address, uint16_t port) {
+  return absl::StrCat(
+      address.find(':') != std::string::npos ? absl::StrCat("[", address, "]") : address, ":",
+      port);
+}
+
+uint16_t PeerPort(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) < 0) return 0;
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  return 0;
+}
+
+}  // namespace
+
+std::string LocalEndpoint(int fd) { return HostPort(LocalAddress(fd), LocalPort(fd)); }
+std::string PeerEndpoint(int fd) { return HostPort(PeerAddress(fd), PeerPort(fd)); }
 
 std::string LocalAddress(int fd) {
   sockaddr_storage ss{};

@@ -37,10 +37,11 @@ class Canceller {
 absl::Status WaitFd(int fd, short events, Deadline deadline, const Canceller* cancel,
                     std::string_view what);
 
-// Connects to host:port; a refused connection is retried until the deadline (the server may be
-// starting), any other failure is final.
+// Connects to host:port within `deadline`. A refused connection (nothing listens) fails at once,
+// as perftest does, unless `retry_until` is later: then it is tried again every 100 ms until
+// then (a responder that is starting). Any other failure is final.
 absl::StatusOr<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline deadline,
-                              const Canceller* cancel);
+                              const Canceller* cancel, Deadline retry_until = Deadline::At(0));
 // Listens on bind:port (empty bind: every address; port 0: any free port).
 absl::StatusOr<Fd> ListenTcp(const std::string& bind, uint16_t port);
 // accept4 that survives descriptor exhaustion. On EMFILE/ENFILE the kernel leaves the connection
@@ -73,6 +74,9 @@ absl::StatusOr<Fd> AcceptTcp(int listen_fd, Deadline deadline, const Canceller* 
 uint16_t LocalPort(int fd);
 std::string PeerAddress(int fd);  // numeric host
 std::string LocalAddress(int fd);
+// "ADDR:PORT" ("[V6]:PORT") of each end: one connection as either side names it.
+std::string LocalEndpoint(int fd);
+std::string PeerEndpoint(int fd);
 
 absl::Status WriteAll(int fd, const void* data, size_t size, Deadline deadline,
                       const Canceller* cancel, std::string_view what);

@@ -48,6 +48,36 @@ std::optional<TestKind> ParseTestName(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<std::string> TestNames() {
+  std::vector<std::string> out;
+  for (const auto& [k, name] : kTests) out.emplace_back(name);
+  return out;
+}
+
+std::string TestNamesText() { return absl::StrJoin(TestNames(), ", "); }
+
+absl::StatusOr<TransportChoice> ChooseTransport(absl::string_view asked, bool device_named,
+                                                bool rdma_cm, bool have_rdma_device) {
+  TransportChoice c;
+  if (asked == "tcp") {
+    if (rdma_cm) return absl::InvalidArgumentError("rdma_cm (-R) needs the rdma transport");
+    c.transport = Transport::kTcp;
+  } else if (asked == "rdma") {
+    if (!have_rdma_device) {
+      return absl::FailedPreconditionError(
+          "no RDMA device on this host; transport \"tcp\" runs the test over TCP");
+    }
+  } else if (asked == "auto" || asked.empty()) {
+    if (!have_rdma_device && !device_named && !rdma_cm) {
+      c.transport = Transport::kTcp;
+      c.fallback = "no RDMA device on this host: running over TCP (results are labelled tcp)";
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("transport \"", asked, "\": rdma, tcp or auto"));
+  }
+  return c;
+}
+
 std::string_view TransportName(Transport t) { return t == Transport::kTcp ? "tcp" : "rdma"; }
 
 Verb VerbOf(TestKind test) {

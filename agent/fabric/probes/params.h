@@ -6,8 +6,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace fabric::probes {
@@ -25,9 +28,26 @@ enum class Transport : uint8_t { kRdma = 1, kTcp = 2 };
 
 std::string_view TestName(TestKind test);  // "write_bw", ...
 std::optional<TestKind> ParseTestName(std::string_view name);
+// Every test's name, in order: for flags' member checks, help and errors.
+std::vector<std::string> TestNames();
+std::string TestNamesText();                  // "write_bw, write_lat, ..."
 std::string_view TransportName(Transport t);  // "rdma", "tcp"
 Verb VerbOf(TestKind test);
 bool IsLatency(TestKind test);
+
+// How a client's transport is chosen, the one rule fabric-probe and the agent's RunProbe share.
+// `asked` is "rdma", "tcp", "auto" or "" (auto). Auto is RDMA unless this host has no RDMA
+// device (`have_rdma_device`, from HaveRdmaDevice()) and nothing asked for RDMA in particular
+// (a device named, rdma_cm): then TCP, and `fallback` says so. A named device or rdma_cm still
+// means RDMA, so that its absence is an error, not a silent change of what is measured.
+// InvalidArgument for an unknown transport or tcp with rdma_cm; FailedPrecondition for "rdma"
+// on a host without a device.
+struct TransportChoice {
+  Transport transport = Transport::kRdma;
+  std::string fallback;  // Why auto chose TCP; empty when it did not fall back.
+};
+absl::StatusOr<TransportChoice> ChooseTransport(absl::string_view asked, bool device_named,
+                                                bool rdma_cm, bool have_rdma_device);
 
 // Bounds that keep a hostile or mistaken peer from making us allocate or loop without limit.
 inline constexpr uint64_t kMaxSize = uint64_t{1} << 30;        // bytes per message

@@ -104,9 +104,24 @@ DeviceLocks::Hold::~Hold() {
   if (locks_ != nullptr) locks_->Release(key_);
 }
 
-std::optional<DeviceLocks::Hold> DeviceLocks::TryAcquire(const std::string& key) {
+void DeviceLocks::Hold::Admit(const std::string& connection) {
+  if (locks_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(locks_->mu_);
+  if (auto it = locks_->busy_.find(key_); it != locks_->busy_.end()) {
+    it->second.admitted = connection;
+  }
+}
+
+std::optional<DeviceLocks::Hold> DeviceLocks::TryAcquire(const std::string& key,
+                                                         const std::string& connection) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!busy_.insert(key).second) return std::nullopt;
+  auto [it, fresh] = busy_.try_emplace(key);
+  if (!fresh) {
+    // Held: only by the test on this very connection (this host probing itself), once.
+    if (connection.empty() || it->second.admitted != connection) return std::nullopt;
+    it->second.admitted.clear();
+  }
+  ++it->second.holders;
   return Hold(this, key);
 }
 
@@ -117,7 +132,7 @@ std::optional<DeviceLocks::Hold> DeviceLocks::Acquire(const std::string& key,
                     [&] { return busy_.count(key) == 0; })) {
     return std::nullopt;
   }
-  busy_.insert(key);
+  ++busy_[key].holders;
   return Hold(this, key);
 }
 
@@ -129,7 +144,9 @@ bool DeviceLocks::held(const std::string& key) const {
 void DeviceLocks::Release(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    busy_.erase(key);
+    auto it = busy_.find(key);
+    if (it == busy_.end() || --it->second.holders > 0) return;
+    busy_.erase(it);
   }
   cv_.notify_all();
 }
@@ -176,8 +193,11 @@ absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec) {
     rdma = std::move(*t);
   }
   absl::StatusOr<Fd> fd =
-      ConnectTcp(spec.host, spec.port, Deadline::In(spec.local.timeout), spec.cancel);
+      ConnectTcp(spec.host, spec.port, Deadline::In(spec.local.timeout), spec.cancel,
+                 spec.connect_retry > absl::ZeroDuration() ? Deadline::In(spec.connect_retry)
+                                                           : Deadline::At(0));
   if (!fd.ok()) return fd.status();
+  if (spec.hold != nullptr) spec.hold->Admit(LocalEndpoint(fd->get()));
   KeepAlive(fd->get());
   Channel ch(std::move(*fd), spec.local.timeout, spec.cancel);
   ProbeResult r;
@@ -372,7 +392,7 @@ absl::Status ProbeServer::ServeClient(Fd fd, ServedTest* served) {
   std::optional<DeviceLocks::Hold> hold;
   if (options_.locks != nullptr) {
     const std::string key = p.transport == Transport::kTcp ? "tcp" : local.device;
-    hold = options_.locks->TryAcquire(key);
+    hold = options_.locks->TryAcquire(key, PeerEndpoint(ch.fd()));
     if (!hold) {
       absl::Status s =
           absl::ResourceExhaustedError(absl::StrCat(kBusyReason, key.empty() ? "the device" : key,

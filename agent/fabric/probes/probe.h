@@ -19,10 +19,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -45,7 +45,9 @@ inline constexpr char kRateLimitReason[] = "rate limit: ";
 inline constexpr uint32_t kDefaultRatePerMinute = 6;
 
 // One test at a time per device: a responder's tests and a host's own probes (the agent's
-// schedule) take the device's lock for the whole test. Thread-safe.
+// schedule) take the device's lock for the whole test. A host's own probe of its own responder
+// is one test, not two: its hold admits its connection (Admit), and the responder's side of
+// that very connection joins the hold instead of being refused as busy. Thread-safe.
 class DeviceLocks {
  public:
   class Hold {
@@ -61,6 +63,9 @@ class DeviceLocks {
     }
     Hold(const Hold&) = delete;
     ~Hold();
+    // The connection ("ADDR:PORT" of the client's end) whose responder side may join this hold
+    // once; set after connecting, before the hello.
+    void Admit(const std::string& connection);
 
    private:
     friend class DeviceLocks;
@@ -68,18 +73,28 @@ class DeviceLocks {
     DeviceLocks* locks_;
     std::string key_;
   };
-  // `key` is the device name ("tcp" for the TCP transport). Empty optional when it is held.
-  std::optional<Hold> TryAcquire(const std::string& key);
+  // `key` is the device name ("tcp" for the TCP transport). Empty optional when it is held,
+  // unless `connection` (the peer's "ADDR:PORT", as the responder sees it) is the one the
+  // holder admitted: then the hold is shared for this test.
+  std::optional<Hold> TryAcquire(const std::string& key, const std::string& connection = "");
   // Waits up to `timeout` for the device.
   std::optional<Hold> Acquire(const std::string& key, absl::Duration timeout);
   bool held(const std::string& key) const;
 
  private:
+  struct Entry {
+    int holders = 0;
+    std::string admitted;  // empty: none
+  };
   void Release(const std::string& key);
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::set<std::string> busy_;
+  std::map<std::string, Entry> busy_;
 };
+
+// Whether verbs sees any RDMA device on this host: ChooseTransport's have_rdma_device, for
+// fabric-probe and the agent alike.
+bool HaveRdmaDevice();
 
 struct ProbeSpec {
   ProbeParams params;
@@ -93,6 +108,12 @@ struct ProbeSpec {
   // Optional: the shared secret's file (auth.h), read on every call. Set: the responder must
   // prove it knows the same secret, and this side proves it too.
   std::string secret_file;
+  // A refused connection (nothing listens) fails at once, as perftest does; retried for this
+  // long when set (a responder that is starting).
+  absl::Duration connect_retry = absl::ZeroDuration();
+  // Optional: the device lock this test holds; its connection is admitted to it (DeviceLocks),
+  // so that a responder sharing the locks (this agent's own) serves it instead of "busy".
+  DeviceLocks::Hold* hold = nullptr;
 };
 
 // Runs one test against a responder. Errors: InvalidArgument (bad parameters), NotFound (no

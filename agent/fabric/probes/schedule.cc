@@ -109,12 +109,14 @@ void ResultHistory::SetCapacity(uint32_t capacity) {
 }
 
 std::vector<v1::ProbeResult> ResultHistory::List(std::string_view peer, std::string_view device,
-                                                 std::string_view test, uint32_t limit) const {
+                                                 std::string_view test, uint32_t limit,
+                                                 uint32_t port) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::ProbeResult> out;
   for (const v1::ProbeResult& r : results_) {
     if (!peer.empty() && r.peer() != peer) continue;
     if (!device.empty() && r.device() != device) continue;
+    if (port != 0 && r.port() != port) continue;
     if (!test.empty() && r.test() != test) continue;
     out.push_back(r);
     if (limit > 0 && out.size() >= limit) break;

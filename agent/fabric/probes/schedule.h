@@ -56,9 +56,10 @@ class ResultHistory {
   // Assigns the id; returns the stored result.
   v1::ProbeResult Add(v1::ProbeResult r);
   void SetCapacity(uint32_t capacity);
-  // Newest first; empty filter fields match everything; limit 0: all.
+  // Newest first; empty filter fields (port 0) match everything; limit 0: all.
   std::vector<v1::ProbeResult> List(std::string_view peer = {}, std::string_view device = {},
-                                    std::string_view test = {}, uint32_t limit = 0) const;
+                                    std::string_view test = {}, uint32_t limit = 0,
+                                    uint32_t port = 0) const;
 
  private:
   mutable std::mutex mu_;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/common/status.h"
 #include "agent/fabric/probes/engine.h"
+#include "agent/fabric/probes/probe.h"  // HaveRdmaDevice
 #include "agent/fabric/probes/qp_exchange.h"
 #include "agent/fabric/probes/rdma_cm.h"
 #include "agent/fabric/probes/verbs_loops.h"

@@ -1,0 +1,61 @@
+#include "agent/fabric/probes/filter.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "agent/config/probes_section.h"
+#include "agent/fabric/probes/params.h"
+#include "agent/fabric/probes/probe.h"  // kDefaultPort
+#include "agent/fabric/probes/wire.h"
+
+namespace fabric::probes {
+
+absl::StatusOr<v1::ListProbeResultsRequest> ParseResultFilter(absl::string_view peer,
+                                                              absl::string_view device,
+                                                              absl::string_view test) {
+  v1::ListProbeResultsRequest req;
+  if (!peer.empty()) {
+    // Matched as given (the PEER column keeps the text configured or asked); checked only for
+    // being a peer at all.
+    if (absl::StatusOr<Peer> p =
+            ParsePeer(std::string_view(peer.data(), peer.size()), kDefaultPort);
+        !p.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--peer: ", p.status().message(), " (HOST or HOST:PORT, as PEER prints)"));
+    }
+    req.set_peer(std::string(peer));
+  }
+  if (!device.empty()) {
+    absl::string_view name = device;
+    uint32_t port = 0;
+    if (const size_t colon = device.rfind(':'); colon != absl::string_view::npos) {
+      name = device.substr(0, colon);
+      if (!absl::SimpleAtoi(device.substr(colon + 1), &port) || port < 1 || port > 254) {
+        port = 0;
+        name = {};  // rejected below
+      }
+    }
+    // "-" is the column's mark for no device (TCP), not a name to match.
+    if (name == "-" || !wire::IsValidDeviceName(std::string_view(name.data(), name.size()))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--device: \"", device,
+          "\" is not DEVICE or DEVICE:PORT as the DEVICE column prints it (e.g. mlx5_1:1, port "
+          "1..254); TCP results have no device"));
+    }
+    req.set_device(std::string(name));
+    req.set_port(port);
+  }
+  if (!test.empty()) {
+    if (!ParseTestName(std::string_view(test.data(), test.size()))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--test: unknown test \"", test, "\" (", TestNamesText(), ")"));
+    }
+    req.set_test(std::string(test));
+  }
+  return req;
+}
+
+}  // namespace fabric::probes
