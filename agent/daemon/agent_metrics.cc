@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/version.h"
 #include "agent/inventory/changes/event_log.h"
 #include "agent/inventory/topology/topology.h"
 #include "agent/policy/health/health.h"
@@ -16,8 +17,6 @@ namespace {
 using metrics::Exposition;
 using metrics::Labels;
 
-constexpr char kVersion[] = "0.1.0";
-
 // "mlx5_1:1" -> {device, port}.
 Labels PortLabels(const std::string& port_name) {
   const size_t colon = port_name.rfind(':');
@@ -29,7 +28,7 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
                   Exposition* out) {
   const AgentCounters& c = *src.counters;
   out->Gauge("fabric_agent_info", "The agent's version, and where it reads the host.",
-             {{"version", kVersion}, {"sysfs", src.sysfs->root()}}, 1);
+             {{"version", kFabricVersion}, {"sysfs", src.sysfs->root()}}, 1);
   out->Gauge("fabric_agent_start_time_seconds", "When the agent started (Unix time).", {},
              absl::ToDoubleSeconds(c.started - absl::UnixEpoch()));
   out->Counter("fabric_agent_rescans_total",

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "agent/common/log.h"
+#include "agent/common/version.h"
 #include "agent/daemon/agent.h"
 #include "agent/daemon/prober.h"
 #include "agent/fabric/probes/access.h"
@@ -21,7 +22,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "fabric-agent: serves this host's RDMA NICs, GPUs, topology, NIC selection and health "
       "over gRPC (Unix socket, optionally TCP)"};
-  app.set_version_flag("--version", "fabric-agent 0.1.0");
+  app.set_version_flag("--version", absl::StrCat("fabric-agent ", fabric::kFabricVersion));
   app.add_option("--socket", opt.socket, "Unix socket to serve on (mode 0660)")
       ->capture_default_str();
   app.add_option("--socket-group", opt.socket_group,

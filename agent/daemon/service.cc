@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
+#include "agent/common/version.h"
 #include "agent/daemon/raw_call.h"
 #include "agent/inventory/changes/changes.h"
 #include "agent/policy/place/place.h"
@@ -237,7 +238,10 @@ FabricAgentService::Reactor* FabricAgentService::GetHealth(Ctx* ctx, const Bytes
 
 FabricAgentService::Reactor* FabricAgentService::Ping(Ctx* ctx, const Bytes* in, Bytes* out) {
   return Unary<v1::PingRequest, v1::PingResponse>(
-      ctx, in, out, [](const v1::PingRequest&, v1::PingResponse*) { return grpc::Status::OK; });
+      ctx, in, out, [](const v1::PingRequest&, v1::PingResponse* resp) {
+        resp->set_agent_version(kFabricVersion);
+        return grpc::Status::OK;
+      });
 }
 
 FabricAgentService::Reactor* FabricAgentService::Announce(Ctx* ctx, const Bytes* in, Bytes* out) {

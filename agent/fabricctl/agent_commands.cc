@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "agent/common/version.h"
 #include "agent/fabric/probes/filter.h"
 #include "agent/fabric/probes/params.h"
 #include "agent/fabric/probes/report.h"
@@ -32,7 +33,7 @@ namespace {
 CLI::App* AgentCommand(CLI::App& app, const char* name, const char* help, CommonOptions* common) {
   CLI::App* cmd = app.add_subcommand(name, help);
   AddJsonFlag(cmd, common);
-  AddAgentFlags(cmd, common, "fabric-agent to ask (with --via-agent)");
+  AddAgentFlags(cmd, common, kTargetHelp);
   return cmd;
 }
 
@@ -269,6 +270,38 @@ Command AddWatch(CLI::App& app, CommonOptions& common) {
   cmd->add_option("--duration", opt->duration_s, "stop after this many seconds")
       ->check(CLI::Range(0.0, 365 * 86400.0));
   return {cmd, [&common, opt] { return RunWatch(common, *opt); }};
+}
+
+Command AddVersion(CLI::App& app, CommonOptions& common) {
+  CLI::App* cmd = AgentCommand(
+      app, "version", "fabricctl's release and the agent's (exit 3 if it is not there)", &common);
+  auto client_only = std::make_shared<bool>(false);
+  cmd->add_flag("--client", *client_only, "only fabricctl's own; the agent is not asked");
+  return {cmd, [&common, client_only]() -> Outcome {
+            v1::Versions v;
+            v.set_fabricctl(kFabricVersion);
+            absl::Status agent_status;
+            if (!*client_only) {
+              v.set_target(common.target);
+              auto client = Connect(common);
+              auto ping = client.ok() ? (*client)->Ping()
+                                      : absl::StatusOr<v1::PingResponse>(client.status());
+              if (ping.ok()) {
+                // An agent from before Ping carried a version answers with none.
+                v.set_agent(ping->agent_version().empty() ? "unknown" : ping->agent_version());
+              } else {
+                agent_status = ping.status();
+              }
+            }
+            if (common.json) {
+              Print(ToJson(v));
+            } else {
+              Print(absl::StrCat("fabricctl ", v.fabricctl(), "\n"));
+              if (v.has_agent())
+                Print(absl::StrCat("fabric-agent ", v.agent(), " at ", v.target(), "\n"));
+            }
+            return agent_status;
+          }};
 }
 
 }  // namespace fabric::ctl

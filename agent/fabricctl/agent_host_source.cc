@@ -52,6 +52,12 @@ class AgentSource : public HostSource {
     return (*client)->SelectNics(gpus, /*include_rejected=*/true);
   }
 
+  absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req) override {
+    auto client = Client();
+    if (!client.ok()) return client.status();
+    return (*client)->Place(req);
+  }
+
   HealthReport Health() override {
     HealthReport r;
     auto client = Client();

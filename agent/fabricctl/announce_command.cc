@@ -164,7 +164,9 @@ Command AddAnnounce(CLI::App& app, CommonOptions& common) {
       "for a pod fabric-cni handed to the agent)");
   auto opt = std::make_shared<AnnounceOptions>();
   AddJsonFlag(cmd, &common);
-  AddAgentFlags(cmd, &common, "fabric-agent to ask (with --via-agent)");
+  AddAgentFlags(cmd, &common,
+                "fabric-agent to ask with --via-agent or --container: unix:///PATH, /PATH or "
+                "HOST:PORT (default $FABRICCTL_TARGET)");
   cmd->add_option("--ifname", opt->ifname, "the interface to announce");
   cmd->add_option("--netns", opt->netns,
                   "network namespace of the interface: /var/run/netns/NAME, "

@@ -162,6 +162,13 @@ absl::StatusOr<v1::Health> AgentClient::GetHealth() {
   return out;
 }
 
+absl::StatusOr<v1::PingResponse> AgentClient::Ping() {
+  v1::PingResponse out;
+  auto ctx = Context();
+  FABRIC_GRPC_OR_RETURN(stub_->Ping(ctx.get(), v1::PingRequest(), &out));
+  return out;
+}
+
 absl::StatusOr<v1::AnnounceResponse> AgentClient::Announce(const v1::AnnounceRequest& req) {
   v1::AnnounceResponse out;
   auto ctx = Context();

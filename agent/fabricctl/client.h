@@ -47,6 +47,7 @@ class AgentClient {
                                            const v1::VisibleDevices* visible = nullptr);
   absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req);
   absl::StatusOr<v1::Health> GetHealth();
+  absl::StatusOr<v1::PingResponse> Ping();
   absl::StatusOr<v1::AnnounceResponse> Announce(const v1::AnnounceRequest& req);
   absl::StatusOr<v1::ListAnnouncementsResponse> ListAnnouncements(const std::string& container_id);
   // A test takes as long as it takes: `timeout` bounds this call instead of the client's.

@@ -29,6 +29,10 @@ struct CommonOptions {
   ClientTls tls;
 };
 void AddJsonFlag(CLI::App* cmd, CommonOptions* common);
+// --target's help for commands that always ask the agent.
+inline constexpr char kTargetHelp[] =
+    "fabric-agent to ask: unix:///PATH, /PATH or HOST:PORT (default $FABRICCTL_TARGET, else the "
+    "agent's socket)";
 // --target, --timeout, --tls-ca, --tls-cert, --tls-key.
 void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help);
 
@@ -76,6 +80,7 @@ Command AddInventory(CLI::App& app, CommonOptions& common);
 Command AddTopo(CLI::App& app, CommonOptions& common);
 Command AddNeighbors(CLI::App& app, CommonOptions& common);
 Command AddSelect(CLI::App& app, CommonOptions& common);
+Command AddPlace(CLI::App& app, CommonOptions& common);
 Command AddEnv(CLI::App& app, CommonOptions& common);
 Command AddHealth(CLI::App& app, CommonOptions& common);
 // announce_command.cc: packets sent from here, or through the agent.
@@ -85,5 +90,6 @@ Command AddAnnouncements(CLI::App& app, CommonOptions& common);
 Command AddProbe(CLI::App& app, CommonOptions& common);
 Command AddProbes(CLI::App& app, CommonOptions& common);
 Command AddWatch(CLI::App& app, CommonOptions& common);
+Command AddVersion(CLI::App& app, CommonOptions& common);
 
 }  // namespace fabric::ctl

@@ -16,6 +16,7 @@
 #include "agent/fabricctl/render.h"
 #include "agent/policy/health/health.h"
 #include "agent/policy/select/env.h"
+#include "agent/policy/select/select.h"
 
 namespace fabric::ctl {
 namespace {
@@ -146,11 +147,69 @@ Command AddSelect(CLI::App& app, CommonOptions& common) {
   auto flags = std::make_shared<SourceFlags>(
       app, "select", "the RDMA port, GID index and reasons per GPU", &common);
   auto gpus = std::make_shared<std::string>();
+  auto brief = std::make_shared<bool>(false);
   AddGpusFlag(flags->cmd(), gpus.get());
-  return HostCommand(flags, [&common, gpus](HostSource& source) -> Outcome {
+  flags->cmd()->add_flag("--brief", *brief, "one line per GPU, without the reasons");
+  return HostCommand(flags, [&common, gpus, brief](HostSource& source) -> Outcome {
+    if (*brief && common.json) {
+      return absl::InvalidArgumentError("--brief is a table; --json prints everything");
+    }
     auto sel = source.Select(*gpus);
     if (!sel.ok()) return sel.status();
-    Print(common.json ? ToJson(*sel) : RenderSelection(*sel));
+    Print(common.json ? ToJson(*sel) : *brief ? RenderSelectionBrief(*sel) : RenderSelection(*sel));
+    return {};
+  });
+}
+
+namespace {
+
+struct PlaceOptions {
+  v1::PlaceRequest req;
+  std::string gpus;
+};
+
+}  // namespace
+
+Command AddPlace(CLI::App& app, CommonOptions& common) {
+  auto flags = std::make_shared<SourceFlags>(
+      app, "place", "the best sets of K GPUs on this host for a job, ranked, with their NICs",
+      &common);
+  auto opt = std::make_shared<PlaceOptions>();
+  CLI::App* cmd = flags->cmd();
+  v1::PlaceRequest* r = &opt->req;
+  cmd->add_option_function<uint32_t>(
+         "--count", [r](uint32_t k) { r->set_gpu_count(k); }, "GPUs per set (K)")
+      ->required()
+      ->check(CLI::Range(1u, 4096u));
+  cmd->add_option("--gpus", opt->gpus,
+                  "only these GPUs are candidates (as select --gpus; default: every GPU)");
+  cmd->add_flag_function(
+      "--same-numa", [r](int64_t n) { r->set_same_numa_node(n > 0); },
+      "every GPU of a set on one NUMA node");
+  cmd->add_flag_function(
+      "--one-nic-per-gpu", [r](int64_t n) { r->set_one_nic_per_gpu(n > 0); },
+      "no two GPUs of a set share an RDMA port");
+  cmd->add_option_function<std::string>(
+      "--vendor", [r](const std::string& v) { r->set_vendor(v); },
+      "only this vendor's accelerators: nvidia, amd, intel or a PCI vendor ID (0x10de)");
+  cmd->add_option_function<uint32_t>(
+         "--max", [r](uint32_t n) { r->set_max_results(n); }, "how many sets (default 5)")
+      ->check(CLI::Range(1u, 100u));
+  return HostCommand(flags, [&common, opt](HostSource& source) -> Outcome {
+    v1::PlaceRequest req = opt->req;
+    if (!opt->gpus.empty() && opt->gpus != "all") {
+      auto list = GpuList(v1::Host(), opt->gpus);
+      if (!list.ok()) return UsageError(list.status());
+      for (const std::string& g : *list) req.add_candidates(g);
+    }
+    auto placed = source.Place(req);
+    if (!placed.ok()) return placed.status();
+    Print(common.json ? ToJson(*placed) : RenderPlacements(*placed));
+    if (placed->placements().empty()) {
+      Outcome o(absl::NotFoundError("no GPU set meets the request"));
+      o.reported = true;  // The table said so, with the notes.
+      return o;
+    }
     return {};
   });
 }
@@ -248,12 +307,19 @@ Outcome RunHealth(HostSource& source, const CommonOptions& common, const HealthO
   } else {
     int counts[5] = {0, 0, 0, 0, 0};
     for (const v1::Finding& f : health.findings()) ++counts[f.severity() % 5];
+    // Every line printed below is counted here.
     std::string line = absl::StrCat("FABRIC ", SeverityName(health.verdict()), " - ",
                                     counts[v1::SEVERITY_CRITICAL], " critical, ",
                                     counts[v1::SEVERITY_WARNING], " warning");
+    if (counts[v1::SEVERITY_UNKNOWN] > 0) {
+      absl::StrAppend(&line, ", ", counts[v1::SEVERITY_UNKNOWN], " unknown");
+    }
+    if (const int other = counts[v1::SEVERITY_OK] + counts[v1::SEVERITY_UNSPECIFIED]; other > 0) {
+      absl::StrAppend(&line, ", ", other, " ok");
+    }
     if (r.host) {
       absl::StrAppend(&line, "; ", r.host->rdma_devices_size(), " RDMA devices, ",
-                      r.host->accelerators_size(), " accelerators");
+                      ComputeGpus(*r.host).size(), " accelerators");
     } else if (opt.liveness && health.verdict() == v1::SEVERITY_OK) {
       absl::StrAppend(&line, "; fabric-agent serving at ", common.target);
     }

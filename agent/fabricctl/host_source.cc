@@ -11,12 +11,17 @@
 
 namespace fabric::ctl {
 
-// "all" means every compute accelerator, in PCI order.
+// "all" means the GPUs NCCL/RCCL drive (CollectiveGpus), in PCI order.
 absl::StatusOr<std::vector<std::string>> GpuList(const v1::Host& host, const std::string& gpus) {
   std::vector<std::string> list;
   if (gpus == "all") {
-    list = ComputeGpus(host);
-    if (list.empty()) return absl::NotFoundError("--gpus=all: the host has no GPU or accelerator");
+    list = CollectiveGpus(host);
+    if (list.empty()) {
+      return absl::NotFoundError(ComputeGpus(host).empty()
+                                     ? "--gpus=all: the host has no GPU or accelerator"
+                                     : "--gpus=all: the host has no NVIDIA or AMD GPU (name other "
+                                       "accelerators by address)");
+    }
     return list;
   }
   for (absl::string_view g : absl::StrSplit(gpus, ',', absl::SkipWhitespace())) {

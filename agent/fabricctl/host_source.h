@@ -32,6 +32,8 @@ class HostSource {
   // `gpus`: --gpus, a comma-separated list of GPU names (gpu_names.h), "all", or "visible" (the
   // GPUs this process's NVIDIA_/CUDA_/ROCR_/HIP_VISIBLE_DEVICES make visible).
   virtual absl::StatusOr<v1::Selection> Select(const std::string& gpus) = 0;
+  // Ranked GPU sets (the Place API): the agent's answer, or the same policy run here.
+  virtual absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req) = 0;
   // Never fails: a source that cannot answer is itself a finding.
   virtual HealthReport Health() = 0;
   // Only whether the source answers and reports itself serving (liveness probes); an error when

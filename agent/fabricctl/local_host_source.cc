@@ -12,6 +12,7 @@
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/hostfs/host_fs.h"
 #include "agent/policy/health/health.h"
+#include "agent/policy/place/place.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/pairing.h"
 #include "agent/policy/select/select.h"
@@ -59,6 +60,14 @@ class LocalSource : public HostSource {
   }
 
   // What cannot be discovered is UNKNOWN: nothing is known to be wrong with the host.
+  absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req) override {
+    auto loaded = Load();
+    if (!loaded.ok()) return loaded.status();
+    auto placed = fabric::Place(loaded->host, req, loaded->config.selection());
+    if (placed.ok() || absl::IsInvalidArgument(placed.status())) return placed;
+    return absl::FailedPreconditionError(placed.status().message());
+  }
+
   HealthReport Health() override {
     HealthReport r;
     auto loaded = Load();

@@ -14,7 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/excerpt.h"
+#include "agent/common/version.h"
 #include "agent/fabricctl/args.h"
+#include "agent/fabricctl/completion.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/policy/health/health.h"
 
@@ -26,7 +28,7 @@ int Main(int argc, char** argv) {
       "fabricctl: RDMA NICs, GPUs and their topology on this host, and the NCCL/UCX "
       "environment for a set of GPUs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "fabricctl 0.1.0");
+  app.set_version_flag("--version", absl::StrCat("fabricctl ", kFabricVersion));
   // Flags shared by every subcommand; accepted before or after it.
   app.option_defaults()->always_capture_default();
   // Only one subcommand runs: they share the connection flags.
@@ -35,10 +37,11 @@ int Main(int argc, char** argv) {
     common.target = env;
   }
   const std::vector<Command> commands = {
-      AddInventory(app, common), AddTopo(app, common),          AddNeighbors(app, common),
-      AddSelect(app, common),    AddEnv(app, common),           AddHealth(app, common),
-      AddAnnounce(app, common),  AddAnnouncements(app, common), AddProbe(app, common),
-      AddProbes(app, common),    AddWatch(app, common)};
+      AddInventory(app, common), AddTopo(app, common),     AddNeighbors(app, common),
+      AddSelect(app, common),    AddPlace(app, common),    AddEnv(app, common),
+      AddHealth(app, common),    AddAnnounce(app, common), AddAnnouncements(app, common),
+      AddProbe(app, common),     AddProbes(app, common),   AddWatch(app, common),
+      AddVersion(app, common),   AddCompletion(app)};
   RefuseEmptyValues(app);
   const Command& health = *std::find_if(commands.begin(), commands.end(), [](const Command& c) {
     return c.cmd->get_name() == "health";
@@ -58,7 +61,7 @@ int Main(int argc, char** argv) {
     for (const Command& c : commands) names.push_back(c.cmd->get_name());
     if (std::find(names.begin(), names.end(), args[1]) == names.end()) {
       return Finish(absl::InvalidArgumentError(
-          absl::StrCat("unknown subcommand ", Excerpt(args[1], 40), "\" (",
+          absl::StrCat("unknown subcommand ", Excerpt(args[1], 40), " (",
                        absl::StrJoin(names, ", "), "; --help for more)")));
     }
   }

@@ -157,7 +157,13 @@ std::string RenderInventory(const Host& host) {
   }
   out += Table(rows, "  ");
 
-  absl::StrAppend(&out, "\nAccelerators (", host.accelerators_size(), ")\n");
+  // The count is of compute devices; a BMC's display is listed but not counted as one.
+  const int displays =
+      static_cast<int>(std::count_if(host.accelerators().begin(), host.accelerators().end(),
+                                     [](const Accelerator& a) { return a.management_display(); }));
+  absl::StrAppend(&out, "\nAccelerators (", host.accelerators_size() - displays,
+                  displays > 0 ? absl::StrCat(", and ", displays, " management display") : "",
+                  ")\n");
   rows.clear();
   if (!host.accelerators().empty()) {
     rows.push_back({"PCI", "VENDOR", "DEVICE", "KIND", "NUMA", "DRIVER", "PCIE LINK (MAX)", "INDEX",
@@ -297,6 +303,41 @@ std::string RenderSelection(const Selection& selection) {
     }
   }
   for (const std::string& n : selection.notes()) absl::StrAppend(&out, "note: ", n, "\n");
+  return out;
+}
+
+std::string RenderSelectionBrief(const Selection& selection) {
+  std::vector<std::vector<std::string>> rows = {
+      {"GPU", "PCI", "PORT", "NETDEV", "GID", "ADDRESS", "DIST", "NUMA"}};
+  for (const GpuAssignment& a : selection.assignments()) {
+    const std::string& addr = a.ipv4().empty() ? a.ipv6() : a.ipv4();
+    rows.push_back(
+        {Or(a.given(), a.gpu().c_str()), a.gpu(), absl::StrCat(a.rdma_device(), ":", a.port()),
+         Or(a.netdev()), a.has_gid_index() ? absl::StrCat(a.gid_index()) : "-", Or(addr),
+         DistanceName(a.distance()), a.has_numa_node() ? absl::StrCat(a.numa_node()) : "-"});
+  }
+  std::string out = Table(rows, "");
+  for (const std::string& n : selection.notes()) absl::StrAppend(&out, "note: ", n, "\n");
+  return out;
+}
+
+std::string RenderPlacements(const PlaceResponse& response) {
+  std::vector<std::vector<std::string>> rows = {
+      {"RANK", "GPUS", "WORST", "SUM", "NUMA", "SHARED", "PORTS"}};
+  int rank = 0;
+  for (const Placement& p : response.placements()) {
+    std::vector<std::string> ports;
+    for (const GpuAssignment& a : p.selection().assignments()) {
+      ports.push_back(absl::StrCat(a.rdma_device(), ":", a.port()));
+    }
+    rows.push_back({absl::StrCat(++rank), absl::StrJoin(p.gpus(), ","),
+                    DistanceName(p.worst_distance()), absl::StrCat(p.distance_sum()),
+                    absl::StrCat(p.numa_nodes()), absl::StrCat(p.shared_ports()),
+                    absl::StrJoin(ports, ",")});
+  }
+  std::string out =
+      response.placements().empty() ? "no GPU set meets the request\n" : Table(rows, "");
+  for (const std::string& n : response.notes()) absl::StrAppend(&out, "note: ", n, "\n");
   return out;
 }
 

@@ -15,6 +15,12 @@ std::string RenderInventory(const v1::Host& host);
 // A GPU x NIC matrix of distance classes, as `nvidia-smi topo -m` prints it.
 std::string RenderTopology(const v1::Host& host);
 std::string RenderSelection(const v1::Selection& selection);
+// One line per GPU under a header: the name as given, its PCI address, port, netdev, GID index,
+// the GID's address, distance class and NUMA node ("-" where unknown).
+std::string RenderSelectionBrief(const v1::Selection& selection);
+// Ranked GPU sets, best first: the GPUs, worst distance, distance sum, NUMA nodes spanned, GPUs
+// sharing a port, and the port per GPU; then the notes.
+std::string RenderPlacements(const v1::PlaceResponse& response);
 // One line per physical netdev: the switch and port at the other end of its cable (LLDP), its
 // TTL and since when it is heard (`now_unix_ms` the clock); "-" where nothing was heard.
 std::string RenderNeighbors(const v1::Host& host, int64_t now_unix_ms);

@@ -6,6 +6,8 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <regex>
@@ -148,6 +150,92 @@ TEST_F(CliTest, NoAgentIsSaidAtOnceForEveryCommand) {
     EXPECT_THAT(r.err, HasSubstr("fabric-agent is not running at " + sock)) << cmd;
     EXPECT_THAT(r.err, HasSubstr("use --sysfs=/sys")) << cmd;
     EXPECT_THAT(r.err, Not(HasSubstr("failed to connect to all addresses"))) << cmd;
+  }
+}
+
+TEST_F(CliTest, HealthCountsEveryLineItPrints) {
+  for (const std::string& name : testing::ExampleHostNames()) {
+    Result r = Run("health " + Host(name));
+    std::smatch m;
+    const std::string first = r.out.substr(0, r.out.find('\n'));
+    ASSERT_TRUE(std::regex_search(first, m, std::regex("(\\d+) critical, (\\d+) warning")))
+        << first;
+    int said = std::stoi(m[1]) + std::stoi(m[2]);
+    if (std::regex_search(first, m, std::regex("(\\d+) unknown"))) said += std::stoi(m[1]);
+    if (std::regex_search(first, m, std::regex("(\\d+) ok"))) said += std::stoi(m[1]);
+    const int lines = static_cast<int>(std::count(r.out.begin(), r.out.end(), '\n')) - 1;
+    EXPECT_EQ(said, lines) << name << "\n" << r.out;
+  }
+}
+
+TEST_F(CliTest, AllMeansTheGpusNcclAndRcclDrive) {
+  const std::string amd = Host("amd-mi300x-bnxt");
+  Result all = Run("select --gpus=all --brief " + amd);
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_THAT(all.out, HasSubstr("0000:"));
+  // The Tenstorrent card gets no NIC from "all" ...
+  EXPECT_THAT(all.out, Not(HasSubstr("0000:c6:00.0")));
+  // ... but can still be named.
+  Result named = Run("select --gpus=c6:00.0 " + amd);
+  EXPECT_NE(named.code, 2) << named.err;
+  // A BMC's display is listed, not counted as an accelerator.
+  Result inv = Run("inventory " + Host("roce-9port"));
+  EXPECT_THAT(inv.out, HasSubstr("Accelerators (8, and 1 management display)"));
+}
+
+TEST_F(CliTest, SelectBriefIsOneLinePerGpu) {
+  const std::string host = Host("roce-9port");
+  Result r = Run("select --gpus=all --brief " + host);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1 + 8);
+  EXPECT_THAT(r.out, HasSubstr("GPU"));
+  EXPECT_THAT(r.out, Not(HasSubstr("why:")));
+  EXPECT_EQ(Run("select --gpus=all --brief --json " + host).code, 2);
+}
+
+// The scripts are generated from the command tree: loaded into a real bash, they complete
+// subcommands and each one's own options.
+TEST_F(CliTest, CompletionLoadsInBashAndCompletes) {
+  Result bash = Run("completion bash");
+  ASSERT_EQ(bash.code, 0) << bash.err;
+  const std::string script = (tmp_ / "fabricctl.bash").string();
+  { std::ofstream(script) << bash.out; }
+  auto complete = [&](const std::string& words, int cword) {
+    const std::string cmd = absl::StrCat(
+        "bash -c 'source ", script, " && COMP_WORDS=(", words, ") && COMP_CWORD=", cword,
+        " && _fabricctl && echo \"${COMPREPLY[*]}\"' >", (tmp_ / "out").string(), " 2>&1");
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << words;
+    return Slurp(tmp_ / "out");
+  };
+  EXPECT_EQ(complete("fabricctl pl", 1), "place\n");
+  EXPECT_THAT(complete("fabricctl \"\"", 1), HasSubstr("inventory"));
+  EXPECT_THAT(complete("fabricctl select --g", 2), HasSubstr("--gpus"));
+  EXPECT_THAT(complete("fabricctl --json select --b", 3), HasSubstr("--brief"));
+  EXPECT_THAT(complete("fabricctl place --", 2), HasSubstr("--one-nic-per-gpu"));
+  EXPECT_THAT(complete("fabricctl place --", 2), Not(HasSubstr("--brief")));
+  // After an option that takes a path: file names.
+  EXPECT_THAT(
+      complete(absl::StrCat("fabricctl inventory --sysfs ", tmp_.string(), "/fabricctl.b"), 3),
+      HasSubstr("fabricctl.bash"));
+
+  Result zsh = Run("completion zsh");
+  EXPECT_THAT(zsh.out, HasSubstr("#compdef fabricctl"));
+  Result man = Run("completion man");
+  EXPECT_THAT(man.out, HasSubstr(".TH FABRICCTL 1"));
+  for (const char* sub : {"inventory", "select", "place", "version", "watch"}) {
+    EXPECT_THAT(man.out, HasSubstr(absl::StrCat(".SS ", sub, "\n"))) << sub;
+  }
+  EXPECT_THAT(man.out, HasSubstr("FABRICCTL_TARGET"));
+  // man(1) formats it without a warning, where man is installed.
+  if (std::system("command -v man >/dev/null 2>&1") == 0) {
+    const std::string page = (tmp_ / "fabricctl.1").string();
+    { std::ofstream(page) << man.out; }
+    const std::string cmd =
+        absl::StrCat("MANWIDTH=100 man --warnings -l ", page, " >", (tmp_ / "man.txt").string(),
+                     " 2>", (tmp_ / "man.err").string());
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    EXPECT_THAT(Slurp(tmp_ / "man.txt"), HasSubstr("EXIT STATUS"));
+    EXPECT_EQ(Slurp(tmp_ / "man.err"), "") << "troff warnings";
   }
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/version.h"
 #include "agent/fabric/probes/auth.h"
 #include "agent/fabric/probes/wire.h"
 
@@ -26,7 +27,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
       "fabric-probe: perftest-grade RDMA bandwidth and latency tests (RC write/send/read).\n"
       "Without HOST it serves one test (the responder) and exits; with HOST it runs the test "
       "against that responder. Exit codes: 0 ok, 1 runtime failure, 2 usage error."};
-  app.set_version_flag("--version", "fabric-probe 0.1.0");
+  app.set_version_flag("--version", absl::StrCat("fabric-probe ", kFabricVersion));
   std::string test_name, host, device, remote_device, transport = "auto", bind, sysfs = "/sys";
   int ib_port = 1, gid_index = -1;
   uint64_t size = 0, iters = 0;

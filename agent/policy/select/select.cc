@@ -257,6 +257,17 @@ std::vector<std::string> ComputeGpus(const Host& host) {
   return out;
 }
 
+std::vector<std::string> CollectiveGpus(const Host& host) {
+  std::vector<std::string> out;
+  for (const Accelerator& a : host.accelerators()) {
+    if (a.management_display()) continue;
+    if (a.vendor() == ACCELERATOR_VENDOR_NVIDIA || a.vendor() == ACCELERATOR_VENDOR_AMD) {
+      out.push_back(a.pci_address());
+    }
+  }
+  return out;
+}
+
 std::vector<BackendPort> BackendPorts(const Host& host, const SelectionPolicy& policy) {
   std::set<std::string> default_route(host.default_route_netdevs().begin(),
                                       host.default_route_netdevs().end());

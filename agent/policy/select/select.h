@@ -63,8 +63,12 @@ std::string DeniedBy(const v1::SelectionPolicy& policy, const v1::RdmaDevice& de
 std::vector<std::string> PhysicalNetdevs(const v1::Host& host);
 
 // PCI addresses of the host's compute accelerators (management displays left out), in the
-// model's order: what `--gpus=all` means, and what NFD and the metrics count.
+// model's order: what NFD and the metrics count.
 std::vector<std::string> ComputeGpus(const v1::Host& host);
+// The GPUs NCCL and RCCL drive (NVIDIA and AMD), in the model's order: what `--gpus=all` means.
+// Other accelerators (Intel Gaudi, Tenstorrent ...) are listed and can be named explicitly, but
+// "all" must not hand them a NIC that two GPUs then share.
+std::vector<std::string> CollectiveGpus(const v1::Host& host);
 
 // The ports a fabric job would use, in natural device order: ACTIVE, not on an SR-IOV VF, not
 // denied by `policy` and not front-end (their netdev, or a software device's parent, carries the
