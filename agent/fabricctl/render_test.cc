@@ -126,13 +126,33 @@ TEST(RenderSelection, EchoesTheNameGiven) {
   EXPECT_THAT(out, HasSubstr("GPU 0000:41:00.0 -> mlx5_3:1"));
 }
 
-TEST(ToJson, StandardMapping) {
+TEST(ToJson, TheContract) {
   v1::Host h;
   h.set_hostname("n1");
-  h.add_rdma_devices()->set_name("mlx5_0");
-  std::string json = ToJson(h);
-  EXPECT_THAT(json, HasSubstr("\"rdmaDevices\""));
+  v1::RdmaDevice* d = h.add_rdma_devices();
+  d->set_name("mlx5_0");
+  v1::Gid* gid = d->add_ports()->add_gids();
+  gid->set_index(0);
+  v1::Netdev* n = h.add_netdevs();
+  n->mutable_neighbor()->set_first_seen_unix_ms(1764150000123);
+  h.add_netdevs()->mutable_neighbor()->set_first_seen_unix_ms(int64_t{1} << 60);
+  const std::string json = ToJson(h);
+  EXPECT_THAT(json, HasSubstr("\"rdma_devices\""));    // The .proto's names.
+  EXPECT_THAT(json, HasSubstr("\"index\": 0"));        // A zero is printed ...
+  EXPECT_THAT(json, Not(HasSubstr("\"numa_node\"")));  // ... an unknown is absent.
+  EXPECT_THAT(json, HasSubstr("\"first_seen_unix_ms\": 1764150000123"));            // A number ...
+  EXPECT_THAT(json, HasSubstr("\"first_seen_unix_ms\": \"1152921504606846976\""));  // ... or not.
   EXPECT_EQ(json.back(), '\n');
+
+  // Maps print sorted, whatever order they were filled in.
+  v1::Selection sel;
+  for (const char* k : {"UCX_NET_DEVICES", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX"}) {
+    (*sel.mutable_env())[k] = "x";
+  }
+  const std::string env = ToJson(sel);
+  EXPECT_LT(env.find("NCCL_IB_GID_INDEX"), env.find("NCCL_IB_HCA"));
+  EXPECT_LT(env.find("NCCL_IB_HCA"), env.find("UCX_NET_DEVICES"));
+  EXPECT_EQ(ToJsonLine(sel).find('\n'), ToJsonLine(sel).size() - 1);  // One line.
 }
 
 }  // namespace

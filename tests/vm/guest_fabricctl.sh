@@ -61,7 +61,7 @@ if dev is not None:
         check(port.get("link_layer") == "LINK_LAYER_ETHERNET",
               f"ports[0].link_layer == LINK_LAYER_ETHERNET (got {port.get('link_layer')!r})")
         gids = port.get("gids", [])
-                by_index = {int(g["index"]): g for g in gids}  # fabricctl prints zeros
+        by_index = {int(g["index"]): g for g in gids}  # fabricctl prints zeros
         g0 = by_index.get(0, {})
         check(g0.get("type") == "GID_TYPE_ROCE_V2" and str(g0.get("gid", "")).startswith("fe80:"),
               f"gid 0 is a RoCE v2 link-local GID (got {g0})")
