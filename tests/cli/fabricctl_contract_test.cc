@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -39,8 +39,36 @@ std::string ParsesStrictly(const std::string& json) {
   return s.ok() ? "" : s.ToString();
 }
 
+// The first key of `json` that starts lowercase and has an uppercase letter ("rdmaDevices"),
+// or "". Map keys such as "NCCL_IB_HCA" start uppercase and are not field names.
+std::string CamelKey(const std::string& json) {
+  for (size_t end = json.find("\":"); end != std::string::npos; end = json.find("\":", end + 1)) {
+    const size_t begin = json.rfind('"', end - 1);
+    if (begin == std::string::npos) continue;
+    const std::string key = json.substr(begin + 1, end - begin - 1);
+    if (key.empty() || !(std::islower(static_cast<unsigned char>(key[0])) ||
+                         std::isdigit(static_cast<unsigned char>(key[0])))) {
+      continue;
+    }
+    if (std::any_of(key.begin(), key.end(),
+                    [](char c) { return std::isupper(static_cast<unsigned char>(c)); })) {
+      return key;
+    }
+  }
+  return "";
+}
+
+// N in "... N word" of a health summary line; -1 when the word is not there.
+int CountOf(const std::string& line, const std::string& word) {
+  const size_t at = line.find(" " + word);
+  if (at == std::string::npos) return -1;
+  size_t start = at;
+  while (start > 0 && std::isdigit(static_cast<unsigned char>(line[start - 1]))) --start;
+  if (start == at) return -1;
+  return std::stoi(line.substr(start, at - start));
+}
+
 TEST_F(CliTest, JsonIsTheSameBytesEveryRunAndFollowsTheProto) {
-  const std::regex camel_key("\"[a-z0-9]+[A-Z][A-Za-z0-9]*\":");
   for (const std::string& name : testing::ExampleHostNames()) {
     SCOPED_TRACE(name);
     const std::string host = Host(name);
@@ -66,7 +94,7 @@ TEST_F(CliTest, JsonIsTheSameBytesEveryRunAndFollowsTheProto) {
       }
       EXPECT_EQ(first.out, second.out) << "the same host printed different bytes";
       EXPECT_EQ(c.parse(first.out), "") << first.out.substr(0, 2000);
-      EXPECT_FALSE(std::regex_search(first.out, camel_key)) << "a lowerCamelCase key";
+      EXPECT_EQ(CamelKey(first.out), "") << "a lowerCamelCase key";
     }
     Result env1 = Run("env --gpus=all --format=json " + host);
     Result env2 = Run("env --gpus=all --format=json " + host);
@@ -156,13 +184,12 @@ TEST_F(CliTest, NoAgentIsSaidAtOnceForEveryCommand) {
 TEST_F(CliTest, HealthCountsEveryLineItPrints) {
   for (const std::string& name : testing::ExampleHostNames()) {
     Result r = Run("health " + Host(name));
-    std::smatch m;
     const std::string first = r.out.substr(0, r.out.find('\n'));
-    ASSERT_TRUE(std::regex_search(first, m, std::regex("(\\d+) critical, (\\d+) warning")))
-        << first;
-    int said = std::stoi(m[1]) + std::stoi(m[2]);
-    if (std::regex_search(first, m, std::regex("(\\d+) unknown"))) said += std::stoi(m[1]);
-    if (std::regex_search(first, m, std::regex("(\\d+) ok"))) said += std::stoi(m[1]);
+    const int critical = CountOf(first, "critical"), warning = CountOf(first, "warning");
+    ASSERT_GE(critical, 0) << first;
+    ASSERT_GE(warning, 0) << first;
+    const int said = critical + warning + std::max(0, CountOf(first, "unknown")) +
+                     std::max(0, CountOf(first, "ok"));
     const int lines = static_cast<int>(std::count(r.out.begin(), r.out.end(), '\n')) - 1;
     EXPECT_EQ(said, lines) << name << "\n" << r.out;
   }
