@@ -94,6 +94,8 @@ std::unique_ptr<grpc::ClientContext> AgentClient::Context(absl::Duration timeout
   return ctx;
 }
 
+namespace {
+
 absl::Status NotReachable(std::string_view target, std::string_view grpc_message) {
   // gRPC's text ends in the OS's reason: "...last error: UNKNOWN: unix:/p: No such file or
   // directory". Keep that reason only, short.
@@ -110,6 +112,8 @@ absl::Status NotReachable(std::string_view target, std::string_view grpc_message
       absl::StrCat("fabric-agent is not running at ", Av(target), " (", Av(reason),
                    "): start it, or use --sysfs=/sys to read this host directly"));
 }
+
+}  // namespace
 
 absl::Status AgentClient::FromGrpc(const grpc::Status& s) const {
   if (s.ok()) return absl::OkStatus();

@@ -59,7 +59,6 @@ class LocalSource : public HostSource {
     return absl::FailedPreconditionError(msg);
   }
 
-  // What cannot be discovered is UNKNOWN: nothing is known to be wrong with the host.
   absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req) override {
     auto loaded = Load();
     if (!loaded.ok()) return loaded.status();
@@ -68,6 +67,7 @@ class LocalSource : public HostSource {
     return absl::FailedPreconditionError(placed.status().message());
   }
 
+  // What cannot be discovered is UNKNOWN: nothing is known to be wrong with the host.
   HealthReport Health() override {
     HealthReport r;
     auto loaded = Load();
