@@ -32,6 +32,8 @@ packages=(
   lldpd
   # directed-route SMPs to the InfiniBand node behind a port (agent/fabric/neighbors)
   libibumad-dev
+  # vendor and device names from the PCI ID database (fabricctl's tables)
+  libpci-dev pci.ids
   # Soft-RoCE VM rig (tests/vm)
   qemu-system-x86 busybox-static cpio kmod
 )
