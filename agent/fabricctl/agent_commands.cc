@@ -196,7 +196,10 @@ Command AddProbes(CLI::App& app, CommonOptions& common) {
                   "only this local device: NAME or NAME:PORT, as DEVICE prints it (mlx5_1:1)");
   cmd->add_option("--test", opt->test, absl::StrCat("only this test: ", probes::TestNamesText()));
   cmd->add_option("--limit", opt->limit, "at most this many results (0: all kept)");
-  return {cmd, [&common, opt]() -> Outcome {
+  auto style = std::make_shared<TableStyle>();
+  AddTableFlags(cmd, style.get());
+  return {cmd, [&common, opt, style, cmd]() -> Outcome {
+            if (auto fit = TableFlagsFit(cmd, common.json); !fit.ok()) return fit;
             // Checked before asking: a typo is a usage error, not an empty table.
             absl::StatusOr<v1::ListProbeResultsRequest> req =
                 probes::ParseResultFilter(opt->peer, opt->device, opt->test);
@@ -206,7 +209,7 @@ Command AddProbes(CLI::App& app, CommonOptions& common) {
             if (!client.ok()) return client.status();
             auto resp = (*client)->ListProbeResults(*req);
             if (!resp.ok()) return resp.status();
-            Print(common.json ? ToJson(*resp) : RenderProbeResults(*resp));
+            Print(common.json ? ToJson(*resp) : RenderProbeResults(*resp, *style));
             return {};
           }};
 }

@@ -96,4 +96,20 @@ int Finish(const Outcome& o) {
 
 void Print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
+void AddTableFlags(CLI::App* cmd, TableStyle* style) {
+  cmd->add_flag("--wide", style->wide, "every column, nothing clipped");
+  cmd->add_flag_function(
+      "--no-headers", [style](int64_t n) { style->headers = n == 0; },
+      "rows only: no header line, legend or notes (for scripts)");
+}
+
+absl::Status TableFlagsFit(const CLI::App* cmd, bool json) {
+  for (const char* flag : {"--wide", "--no-headers"}) {
+    if (json && cmd->count(flag) > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, " shapes a table; --json prints all"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace fabric::ctl

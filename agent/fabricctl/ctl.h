@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/fabricctl/client.h"
+#include "agent/fabricctl/table.h"
 #include "fabric/v1/agent.pb.h"
 
 namespace fabric::ctl {
@@ -35,6 +36,12 @@ inline constexpr char kTargetHelp[] =
     "agent's socket)";
 // --target, --timeout, --tls-ca, --tls-cert, --tls-key.
 void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help);
+
+// --wide (every column, nothing clipped) and --no-headers (rows alone, for scripts), for
+// commands that print tables.
+void AddTableFlags(CLI::App* cmd, TableStyle* style);
+// Either with --json is a usage error: a flag that does not fit the format is refused.
+absl::Status TableFlagsFit(const CLI::App* cmd, bool json);
 
 // Every option that takes a value refuses an empty one ("--gpus ''" from an unset variable).
 void RefuseEmptyValues(CLI::App& app);

@@ -98,19 +98,27 @@ void AddGpusFlag(CLI::App* cmd, std::string* gpus) {
 Command AddInventory(CLI::App& app, CommonOptions& common) {
   auto flags = std::make_shared<SourceFlags>(app, "inventory", "everything discovered on this host",
                                              &common);
-  return HostCommand(flags, [&common](HostSource& source) -> Outcome {
+  auto style = std::make_shared<TableStyle>();
+  CLI::App* cmd = flags->cmd();
+  AddTableFlags(cmd, style.get());
+  return HostCommand(flags, [&common, style, cmd](HostSource& source) -> Outcome {
+    if (auto fit = TableFlagsFit(cmd, common.json); !fit.ok()) return fit;
     auto host = source.Inventory();
     if (!host.ok()) return host.status();
-    Print(common.json ? ToJson(*host) : RenderInventory(*host));
+    Print(common.json ? ToJson(*host) : RenderInventory(*host, *style));
     if (host->rdma_devices().empty()) return NoRdma(*host);
     return {};
   });
 }
 
 Command AddTopo(CLI::App& app, CommonOptions& common) {
-  auto flags = std::make_shared<SourceFlags>(app, "topo",
-                                             "GPU x NIC matrix of PCIe distance classes", &common);
-  return HostCommand(flags, [&common](HostSource& source) -> Outcome {
+  auto flags = std::make_shared<SourceFlags>(
+      app, "topo", "GPU x NIC matrix of PCIe distance classes (as nvidia-smi topo -m)", &common);
+  auto style = std::make_shared<TableStyle>();
+  CLI::App* cmd = flags->cmd();
+  AddTableFlags(cmd, style.get());
+  return HostCommand(flags, [&common, style, cmd](HostSource& source) -> Outcome {
+    if (auto fit = TableFlagsFit(cmd, common.json); !fit.ok()) return fit;
     auto host = source.Inventory();
     if (!host.ok()) return host.status();
     if (common.json) {
@@ -119,7 +127,7 @@ Command AddTopo(CLI::App& app, CommonOptions& common) {
       *topo.mutable_pairing() = host->pairing();
       Print(ToJson(topo));
     } else {
-      Print(RenderTopology(*host));
+      Print(RenderTopology(*host, *style));
     }
     if (host->rdma_devices().empty()) return NoRdma(*host);
     return {};
@@ -129,7 +137,11 @@ Command AddTopo(CLI::App& app, CommonOptions& common) {
 Command AddNeighbors(CLI::App& app, CommonOptions& common) {
   auto flags = std::make_shared<SourceFlags>(
       app, "neighbors", "the switch port at the other end of each netdev's cable (LLDP)", &common);
-  return HostCommand(flags, [&common](HostSource& source) -> Outcome {
+  auto style = std::make_shared<TableStyle>();
+  CLI::App* cmd = flags->cmd();
+  AddTableFlags(cmd, style.get());
+  return HostCommand(flags, [&common, style, cmd](HostSource& source) -> Outcome {
+    if (auto fit = TableFlagsFit(cmd, common.json); !fit.ok()) return fit;
     auto host = source.Inventory();
     if (!host.ok()) return host.status();
     if (common.json) {
@@ -137,7 +149,7 @@ Command AddNeighbors(CLI::App& app, CommonOptions& common) {
       *only.mutable_netdevs() = host->netdevs();
       Print(ToJson(only));
     } else {
-      Print(RenderNeighbors(*host, absl::ToUnixMillis(absl::Now())));
+      Print(RenderNeighbors(*host, absl::ToUnixMillis(absl::Now()), *style));
     }
     return {};
   });
@@ -149,14 +161,23 @@ Command AddSelect(CLI::App& app, CommonOptions& common) {
   auto gpus = std::make_shared<std::string>();
   auto brief = std::make_shared<bool>(false);
   AddGpusFlag(flags->cmd(), gpus.get());
-  flags->cmd()->add_flag("--brief", *brief, "one line per GPU, without the reasons");
-  return HostCommand(flags, [&common, gpus, brief](HostSource& source) -> Outcome {
+  auto style = std::make_shared<TableStyle>();
+  CLI::App* cmd = flags->cmd();
+  cmd->add_flag("--brief", *brief, "one line per GPU, without the reasons");
+  AddTableFlags(cmd, style.get());
+  return HostCommand(flags, [&common, gpus, brief, style, cmd](HostSource& source) -> Outcome {
     if (*brief && common.json) {
       return absl::InvalidArgumentError("--brief is a table; --json prints everything");
     }
+    if (auto fit = TableFlagsFit(cmd, common.json); !fit.ok()) return fit;
+    if (!*brief && cmd->count("--wide") + cmd->count("--no-headers") > 0) {
+      return absl::InvalidArgumentError("--wide and --no-headers shape the --brief table");
+    }
     auto sel = source.Select(*gpus);
     if (!sel.ok()) return sel.status();
-    Print(common.json ? ToJson(*sel) : *brief ? RenderSelectionBrief(*sel) : RenderSelection(*sel));
+    Print(common.json ? ToJson(*sel)
+          : *brief    ? RenderSelectionBrief(*sel, *style)
+                      : RenderSelection(*sel));
     return {};
   });
 }
@@ -195,7 +216,10 @@ Command AddPlace(CLI::App& app, CommonOptions& common) {
   cmd->add_option_function<uint32_t>(
          "--max", [r](uint32_t n) { r->set_max_results(n); }, "how many sets (default 5)")
       ->check(CLI::Range(1u, 100u));
-  return HostCommand(flags, [&common, opt](HostSource& source) -> Outcome {
+  auto style = std::make_shared<TableStyle>();
+  AddTableFlags(cmd, style.get());
+  return HostCommand(flags, [&common, opt, style, cmd](HostSource& source) -> Outcome {
+    if (auto fit = TableFlagsFit(cmd, common.json); !fit.ok()) return fit;
     v1::PlaceRequest req = opt->req;
     if (!opt->gpus.empty() && opt->gpus != "all") {
       auto list = GpuList(v1::Host(), opt->gpus);
@@ -204,7 +228,7 @@ Command AddPlace(CLI::App& app, CommonOptions& common) {
     }
     auto placed = source.Place(req);
     if (!placed.ok()) return placed.status();
-    Print(common.json ? ToJson(*placed) : RenderPlacements(*placed));
+    Print(common.json ? ToJson(*placed) : RenderPlacements(*placed, *style));
     if (placed->placements().empty()) {
       Outcome o(absl::NotFoundError("no GPU set meets the request"));
       o.reported = true;  // The table said so, with the notes.

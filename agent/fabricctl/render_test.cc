@@ -6,6 +6,8 @@
 
 #include <filesystem>
 
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
@@ -36,15 +38,28 @@ TEST(RenderInventory, ShowsEverySection) {
   std::string out = RenderInventory(h);
   EXPECT_THAT(out, HasSubstr("Host dgx-07"));
   EXPECT_THAT(out, HasSubstr("RDMA devices (16)"));
-  EXPECT_THAT(out, HasSubstr("PF 4/8 VFs"));
+  EXPECT_THAT(out, HasSubstr("PF 4/8"));
   EXPECT_THAT(out, HasSubstr("InfiniBand"));
   EXPECT_THAT(out, HasSubstr("GID tables"));
   EXPECT_THAT(out, HasSubstr("Accelerators (8)"));
-  // Each GPU's index (nvidia-smi order) and UUID.
-  EXPECT_THAT(out, HasSubstr("INDEX"));
-  EXPECT_THAT(
-      out, ::testing::ContainsRegex("0000:19:00.0 .* 0 +GPU-c15521b1-b3dc-a50a-9daa-37e51b591d75"));
-  EXPECT_THAT(out, ::testing::ContainsRegex("0000:dd:00.0 .* 7 +GPU-"));
+  // ibstat's facts: lanes and signalling with the rate, LID and SM LID; the model from pci.ids.
+  EXPECT_THAT(out, HasSubstr("4X NDR (400 Gb/s)"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("mlx5_0:1 +ACTIVE +LinkUp +4X NDR \\(400 Gb/s\\) +- +"
+                                            "InfiniBand +0x1/0x1"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("mlx5_0 +ConnectX-7 +0000:18:00.0"));
+  // Each GPU named as nvidia-smi numbers it; the UUID in the wide view.
+  EXPECT_THAT(out, ::testing::ContainsRegex("GPU0 +0000:19:00.0 +NVIDIA +H100 SXM5 80GB"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("GPU7 +0000:dd:00.0"));
+  EXPECT_THAT(out, Not(HasSubstr("GPU-c15521b1")));
+  const std::string wide = RenderInventory(h, {.wide = true});
+  EXPECT_THAT(wide, ::testing::ContainsRegex("GPU0 +0000:19:00.0 .* GPU-c15521b1-b3dc-a50a-9daa-"
+                                             "37e51b591d75"));
+  EXPECT_THAT(wide, HasSubstr("PORT GUID"));
+  EXPECT_THAT(wide, HasSubstr("0xa088c20300b21000"));  // mlx5_0's GID 0, its interface id.
+  // Every line of the default view fits 100 columns; the wide one does not need to.
+  for (const std::string& line : std::vector<std::string>(absl::StrSplit(out, '\n'))) {
+    EXPECT_LE(DisplayWidth(line), kDefaultWidth) << line;
+  }
   EXPECT_THAT(out, HasSubstr("dma_buf"));
   EXPECT_THAT(out, HasSubstr("Default route: eno1"));
   EXPECT_THAT(out, Not(HasSubstr("Problems")));
@@ -58,7 +73,10 @@ TEST(RenderInventory, ListsProblems) {
   p->set_field("fw_ver");
   p->set_path("class/infiniband/mlx5_7/fw_ver");
   p->set_reason("No such file or directory");
-  EXPECT_THAT(RenderInventory(h), HasSubstr("mlx5_7: fw_ver unknown: No such file or directory"));
+  // The line names the file: the reason does not.
+  EXPECT_THAT(RenderInventory(h),
+              HasSubstr("mlx5_7: fw_ver unknown (class/infiniband/mlx5_7/fw_ver): No such file or "
+                        "directory"));
 }
 
 TEST(RenderTopology, MatrixRowsAndLegend) {
@@ -68,6 +86,35 @@ TEST(RenderTopology, MatrixRowsAndLegend) {
   EXPECT_THAT(out, HasSubstr("GPU7"));
   EXPECT_THAT(out, Not(HasSubstr("GPU8")));
   EXPECT_THAT(out, Not(HasSubstr("ASPEED"))) << "management display must not appear";
+  EXPECT_THAT(out, HasSubstr("NIC1:  mlx5_1"));  // The legend names each NIC column.
+  const std::string bare = RenderTopology(h, {.headers = false});
+  EXPECT_THAT(bare, Not(HasSubstr("Legend")));
+  EXPECT_EQ(bare.substr(0, 4), "GPU0");
+}
+
+// A NIC matrix too wide for 100 columns becomes one line per GPU; --wide keeps the matrix.
+TEST(RenderTopology, ManyNicsFitAHundredColumns) {
+  v1::Host h;
+  auto* gpu = h.add_accelerators();
+  gpu->set_pci_address("0000:01:00.0");
+  gpu->set_vendor(v1::ACCELERATOR_VENDOR_NVIDIA);
+  gpu->set_index(0);
+  for (int i = 0; i < 32; ++i) {
+    auto* d = h.add_rdma_devices();
+    d->set_name(absl::StrCat("mlx5_", i));
+    d->mutable_pci()->set_address(absl::StrFormat("0000:%02x:00.0", i + 2));
+    auto* t = h.add_topology();
+    t->set_accelerator("0000:01:00.0");
+    t->set_rdma_device(d->name());
+    t->set_distance(i < 2 ? v1::DISTANCE_CLASS_PIX : v1::DISTANCE_CLASS_SYS);
+  }
+  const std::string out = RenderTopology(h);
+  for (const std::string& line : std::vector<std::string>(absl::StrSplit(out, '\n'))) {
+    EXPECT_LE(DisplayWidth(line), kDefaultWidth) << line;
+  }
+  EXPECT_THAT(out, ::testing::ContainsRegex("GPU0 +- +- +PIX: NIC0 NIC1 +30 SYS"));
+  EXPECT_THAT(out, HasSubstr("NIC31:  mlx5_31"));
+  EXPECT_THAT(RenderTopology(h, {.wide = true}), HasSubstr("NIC31  NUMA"));
 }
 
 TEST(RenderSelection, ReasonsAndRejections) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/rdma/mtu.h"
 #include "agent/rdma/test_gids.h"
 
 namespace fabric::rdma {
@@ -140,6 +141,23 @@ TEST(ParseGidKind, Table) {
   EXPECT_FALSE(ParseGidKind("RoCE v9\n").ok());
   EXPECT_FALSE(ParseGidKind("").ok());
   EXPECT_FALSE(ParseGidKind("roce v2").ok());
+}
+
+}  // namespace
+}  // namespace fabric::rdma
+
+namespace fabric::rdma {
+namespace {
+
+// iboe_get_mtu's table: the netdev MTU less 96 bytes of RoCE headers, rounded down to an IB MTU.
+TEST(RoceActiveMtu, TheKernelsRule) {
+  const struct {
+    uint32_t netdev;
+    std::optional<uint32_t> want;
+  } cases[] = {{9000, 4096}, {4192, 4096},        {4191, 2048},     {4150, 2048},
+               {1500, 1024}, {1120, 1024},        {1119, 512},      {608, 512},
+               {352, 256},   {351, std::nullopt}, {0, std::nullopt}};
+  for (const auto& c : cases) EXPECT_EQ(RoceActiveMtu(c.netdev), c.want) << c.netdev;
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ TEST_F(CliTest, InventoryHumanAndJson) {
   EXPECT_THAT(r.out, HasSubstr("roce-node-03"));
   EXPECT_THAT(r.out, HasSubstr("mlx5_8"));
   EXPECT_THAT(r.out, HasSubstr("25.11.128.18"));
-  EXPECT_THAT(r.out, HasSubstr("front-end (default route)"));
+  EXPECT_THAT(r.out, HasSubstr("default route"));
   EXPECT_THAT(r.out, HasSubstr("GPUDirect RDMA: available"));
   EXPECT_THAT(r.out, Not(HasSubstr("Problems")));
 
@@ -54,8 +54,9 @@ TEST_F(CliTest, TopoMatrix) {
   std::string header, gpu0;
   std::getline(lines, header);
   std::getline(lines, gpu0);
-  EXPECT_THAT(header, HasSubstr("mlx5_0"));
-  // GPU0's row: SYS-free, PIX under mlx5_1, and it names its PCI address.
+  EXPECT_THAT(header, HasSubstr("NIC0"));
+  EXPECT_THAT(r.out, HasSubstr("NIC0:  mlx5_0"));  // The NIC legend.
+  // GPU0's row: SYS-free, PIX under NIC1 (mlx5_1).
   std::istringstream cells(gpu0);
   std::vector<std::string> c;
   for (std::string w; cells >> w;) c.push_back(w);

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/discovery_internal.h"
 #include "agent/inventory/discovery/parse.h"
@@ -24,6 +25,7 @@ namespace {
 
 void ReadGids(const HostDir& pd, const std::string& dir, Port* port) {
   Problems* problems = port->mutable_problems();
+  port->clear_port_guid();
   // Every slot of a GID table is a file, most of them empty: the hot loop of discovery. Read
   // each relative to the open gids/ directory into a stack buffer.
   auto gids = pd.OpenDir("gids");
@@ -67,6 +69,11 @@ void ReadGids(const HostDir& pd, const std::string& dir, Port* port) {
     if (rdma::IsEmptyGidSlot(*gid)) continue;
     Gid* g = port->add_gids();
     g->set_index(i);
+    if (i == 0) {  // Its interface id is the port GUID.
+      uint64_t guid = 0;
+      for (size_t b = 8; b < 16; ++b) guid = guid << 8 | (*gid)[b];
+      port->set_port_guid(absl::StrFormat("0x%016x", guid));
+    }
     g->set_gid(absl::AsciiStrToLower(Av(Trim(text))));
     if (auto v4 = rdma::GidIpv4(*gid)) g->set_ipv4(*v4);
     if (auto v6 = rdma::GidIpv6(*gid)) g->set_ipv6(*v6);

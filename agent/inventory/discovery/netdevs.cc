@@ -14,6 +14,7 @@
 #include "agent/common/natural_order.h"
 #include "agent/inventory/discovery/discovery_internal.h"
 #include "agent/inventory/discovery/parse.h"
+#include "agent/rdma/mtu.h"
 
 namespace fabric::discovery_internal {
 
@@ -129,9 +130,13 @@ void ReadNetdevs(const HostFs& sys, const std::map<std::string, std::string>& de
         if (info->dev_port && *info->dev_port + 1 == port.number()) mine = info;
       }
       if (mine == nullptr && own.size() == 1) mine = own[0];
+      port.clear_active_mtu();
       if (mine != nullptr) {
         port.set_netdev(mine->nd.name());
         mine->nd.set_rdma_port(port.number());
+        if (port.link_layer() == LINK_LAYER_ETHERNET && mine->nd.has_mtu()) {
+          if (auto mtu = rdma::RoceActiveMtu(mine->nd.mtu())) port.set_active_mtu(*mtu);
+        }
       } else {
         for (const Gid& g : port.gids()) {
           if (g.index() == 0 && !g.netdev().empty()) port.set_netdev(g.netdev());

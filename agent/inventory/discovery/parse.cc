@@ -150,6 +150,26 @@ absl::StatusOr<double> ParseRateGbps(std::string_view s) {
   return v;
 }
 
+std::string RateLanes(std::string_view s) {
+  absl::string_view t = Av(Trim(s));
+  const size_t open = t.find('(');
+  if (open == absl::string_view::npos || t.back() != ')' || !absl::StrContains(t, "Gb/sec")) {
+    return "";
+  }
+  absl::string_view in = t.substr(open + 1, t.size() - open - 2);
+  // "4X NDR": a lane count, an X, a space, letters.
+  const size_t x = in.find("X ");
+  uint32_t lanes;
+  if (x == absl::string_view::npos || !absl::SimpleAtoi(in.substr(0, x), &lanes) ||
+      in.size() == x + 2 || in.size() > 16) {
+    return "";
+  }
+  for (char c : in.substr(x + 2)) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) return "";
+  }
+  return std::string(in);
+}
+
 // Indexed by the kernel's numbers, which the enums share.
 constexpr absl::string_view kPortStateWords[] = {"NOP",   "DOWN",   "INIT",
                                                  "ARMED", "ACTIVE", "ACTIVE_DEFER"};

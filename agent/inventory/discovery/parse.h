@@ -38,6 +38,9 @@ absl::StatusOr<std::string> ParsePciAddress(std::string_view s);
 
 // Port rate, e.g. "400 Gb/sec (4X NDR)" or "2.5 Gb/sec (1X SDR)" -> Gb/s.
 absl::StatusOr<double> ParseRateGbps(std::string_view s);
+// The lanes and signalling of a port rate, as ibstat prints them: "400 Gb/sec (4X NDR)" ->
+// "4X NDR"; "" when the kernel's text has none ("100 Gb/sec", "garbage").
+std::string RateLanes(std::string_view s);
 
 // "4: ACTIVE" -> PORT_STATE_ACTIVE. The number is authoritative; the word must match it.
 absl::StatusOr<PortState> ParsePortState(std::string_view s);

@@ -23,6 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 3:
       (void)ParseRateGbps(s);
+      (void)RateLanes(s);
       break;
     case 4:
       (void)ParsePortState(s);

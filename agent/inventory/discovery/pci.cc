@@ -13,6 +13,7 @@
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/discovery_internal.h"
 #include "agent/inventory/discovery/parse.h"
+#include "agent/inventory/discovery/pci_names.h"
 
 namespace fabric::discovery_internal {
 
@@ -179,6 +180,15 @@ const PciFunction& PciReader::Read(const std::string& dir) {
   };
   if (auto v = ReadField(fd, "vendor", "vendor_id", problems, hex4)) f.set_vendor_id(*v);
   if (auto v = ReadField(fd, "device", "device_id", problems, hex4)) f.set_device_id(*v);
+  // Names for the tables; the IDs were checked above (four hex digits).
+  uint32_t vendor = 0, device = 0;
+  if (absl::SimpleHexAtoi(f.vendor_id(), &vendor)) {
+    f.set_vendor_name(DefaultPciNames().Vendor(static_cast<uint16_t>(vendor)));
+    if (absl::SimpleHexAtoi(f.device_id(), &device)) {
+      f.set_device_name(
+          DefaultPciNames().Device(static_cast<uint16_t>(vendor), static_cast<uint16_t>(device)));
+    }
+  }
   if (auto v = ReadField(fd, "class", "class_code", problems, ParseHex)) {
     f.set_class_code(static_cast<uint32_t>(*v & 0xffffff));
   }

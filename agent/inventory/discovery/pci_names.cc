@@ -1,0 +1,80 @@
+#include "agent/inventory/discovery/pci_names.h"
+
+extern "C" {
+#include <pci/pci.h>
+}
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+namespace fabric {
+namespace {
+
+// libpci reports through callbacks. `error` must not return; libpci calls it only when memory
+// runs out (we never call pci_init, which would also call it when no access method works).
+[[noreturn]] void PciError(char* msg, ...) {
+  va_list ap;
+  va_start(ap, msg);
+  std::fputs("libpci: ", stderr);
+  std::vfprintf(stderr, msg, ap);
+  va_end(ap);
+  std::abort();
+}
+// A malformed pci.ids line is skipped by libpci; the names it has are still good.
+void PciQuiet(char*, ...) {}
+
+class LibPci final : public PciNames {
+ public:
+  explicit LibPci(const std::string& ids_file) : access_(pci_alloc()) {
+    access_->error = PciError;
+    access_->warning = PciQuiet;
+    access_->debug = PciQuiet;
+    access_->id_lookup_mode = 0;  // No cache file, no DNS.
+    if (!ids_file.empty()) pci_set_name_list_path(access_, const_cast<char*>(ids_file.c_str()), 0);
+  }
+  ~LibPci() override { pci_cleanup(access_); }
+  LibPci(const LibPci&) = delete;
+  LibPci& operator=(const LibPci&) = delete;
+
+  std::string Vendor(uint16_t vendor) const override {
+    return Lookup(PCI_LOOKUP_VENDOR, vendor, 0);
+  }
+  std::string Device(uint16_t vendor, uint16_t device) const override {
+    return Lookup(PCI_LOOKUP_DEVICE, vendor, device);
+  }
+
+ private:
+  std::string Lookup(int what, int vendor, int device) const {
+    char buf[256];
+    std::lock_guard<std::mutex> lock(mu_);  // libpci's name cache is not thread-safe.
+    const char* name =
+        pci_lookup_name(access_, buf, sizeof(buf),
+                        what | PCI_LOOKUP_NO_NUMBERS | PCI_LOOKUP_NO_HWDB, vendor, device);
+    return name == nullptr ? std::string() : std::string(name);
+  }
+
+  mutable std::mutex mu_;
+  pci_access* access_;
+};
+
+}  // namespace
+
+std::unique_ptr<PciNames> LibPciNames(const std::string& ids_file) {
+  return std::make_unique<LibPci>(ids_file);
+}
+
+const PciNames& DefaultPciNames() {
+  static const PciNames* names = LibPciNames().release();  // Lives as long as the process.
+  return *names;
+}
+
+std::string ShortPciName(const std::string& name) {
+  const size_t close = name.rfind(']');
+  const size_t open = close == std::string::npos ? std::string::npos : name.rfind('[', close);
+  if (open == std::string::npos || close == open + 1) return name;
+  return name.substr(open + 1, close - open - 1);
+}
+
+}  // namespace fabric

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Rewrites fabricctl's golden outputs (tests/cli/golden/<host>/<command>) from the current build,
+# for review in the diff: scripts/regen-golden.sh [BUILD_DIR, default build-werror].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-werror}
+cmake --build "$build" --target fabricctl_golden_test fabricctl
+rm -rf tests/cli/golden
+FABRIC_UPDATE_GOLDEN=1 "$build/tests/cli/fabricctl_golden_test"
+git status --short tests/cli/golden
