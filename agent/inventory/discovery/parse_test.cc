@@ -75,11 +75,16 @@ TEST(RateLanes, Table) {
     const char* in;
     const char* want;
   } cases[] = {
-      {"400 Gb/sec (4X NDR)\n", "4X NDR"}, {"2.5 Gb/sec (1X SDR)", "1X SDR"},
-      {"800 Gb/sec (8X XDR)", "8X XDR"},    {"100 Gb/sec", ""},
-      {"100 Gb/sec ()", ""},                {"100 Gb/sec (4X )", ""},
-      {"100 Gb/sec (X NDR)", ""},           {"100 Gb/sec (4X N-R)", ""},
-      {"(4X NDR)", ""},                     {"", ""},
+      {"400 Gb/sec (4X NDR)\n", "4X NDR"},
+      {"2.5 Gb/sec (1X SDR)", "1X SDR"},
+      {"800 Gb/sec (8X XDR)", "8X XDR"},
+      {"100 Gb/sec", ""},
+      {"100 Gb/sec ()", ""},
+      {"100 Gb/sec (4X )", ""},
+      {"100 Gb/sec (X NDR)", ""},
+      {"100 Gb/sec (4X N-R)", ""},
+      {"(4X NDR)", ""},
+      {"", ""},
       {"100 Gb/sec (4X NDR", ""},
   };
   for (const auto& c : cases) EXPECT_EQ(RateLanes(c.in), c.want) << c.in;
