@@ -110,3 +110,39 @@ function(fabric_fuzz name)
     fabric_add_to_unit_tests(${name})
   endif()
 endfunction()
+
+# fabric_cli_docs(BINARY SECTION [ARGS ...] [UNSET VAR ...]): BINARY's bash and zsh completion
+# scripts and its man page (section SECTION), written at build time by the binary itself from its
+# command line (agent/common/cli_docs.h) and installed where Debian's packages put them. The
+# binary prints each with `BINARY --generate=KIND`, or `BINARY ARGS KIND` when ARGS are given;
+# the UNSET variables (ones that change its defaults) are removed from its environment first.
+function(fabric_cli_docs binary section)
+  cmake_parse_arguments(ARG "" "" "UNSET" ${ARGN})
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/generated)
+  set(bash ${out}/${binary})
+  set(zsh ${out}/_${binary})
+  set(man ${out}/${binary}.${section})
+  set(run ${CMAKE_COMMAND} -E env)
+  foreach(var ${ARG_UNSET})
+    list(APPEND run --unset=${var})
+  endforeach()
+  list(APPEND run $<TARGET_FILE:${binary}>)
+  set(commands)
+  foreach(kind bash zsh man)
+    if(ARG_UNPARSED_ARGUMENTS)
+      set(asks ${ARG_UNPARSED_ARGUMENTS} ${kind})
+    else()
+      set(asks --generate=${kind})
+    endif()
+    list(APPEND commands COMMAND ${run} ${asks} > ${${kind}})
+  endforeach()
+  add_custom_command(OUTPUT ${bash} ${zsh} ${man}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${out}
+    ${commands}
+    DEPENDS ${binary}
+    COMMENT "${binary}: completion scripts and man page")
+  add_custom_target(${binary}_docs ALL DEPENDS ${bash} ${zsh} ${man})
+  install(FILES ${bash} DESTINATION share/bash-completion/completions)
+  install(FILES ${zsh} DESTINATION share/zsh/vendor-completions)
+  install(FILES ${man} DESTINATION share/man/man${section})
+endfunction()

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cni-hook/docs.h"
 #include "gtest/gtest.h"
 
 namespace fabric::cni {
@@ -625,6 +627,23 @@ TEST(PodInterfacesTest, RoutesGoToTheInterfaceOfTheirGateway) {
   EXPECT_FALSE(bad.ok());
   bad = PodInterfaces(Json::parse(R"({"routes":[{"dst":"10.0.0.0/8","gw":"fd00::1"}]})"), "1.0.0");
   EXPECT_FALSE(bad.ok());
+}
+
+// fabric-cni(8) documents exactly keys ParseConfig reads: each, given a value of no valid type,
+// fails with code 7 naming it (a key the parser does not read would be ignored).
+TEST(ManPageTest, EveryDocumentedKeyIsRead) {
+  ASSERT_GT(ConfigKeys().size(), 10u);
+  for (const ConfigKey& k : ConfigKeys()) {
+    Json conf = {{"cniVersion", "1.0.0"}, {"name", "n"}, {"type", "fabric-cni"}};
+    Json* at = &conf;
+    for (absl::string_view part : absl::StrSplit(k.key, '.')) at = &(*at)[std::string(part)];
+    *at = Json{{"not", "a valid value"}};
+    auto got = ParseConfig(conf.dump(), Command::kDel);
+    ASSERT_FALSE(got.ok()) << k.key;
+    EXPECT_EQ(CodeOf(got.status()), kInvalidConfig) << k.key;
+    EXPECT_EQ(got.status().message().substr(0, std::string(k.key).size() + 1),
+              absl::StrCat(k.key, ":"));
+  }
 }
 
 }  // namespace

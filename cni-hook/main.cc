@@ -5,12 +5,16 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "cni-hook/docs.h"
 #include "cni-hook/plugin.h"
 
 extern char** environ;
 
-int main() {
+int main(int argc, char** argv) {
+  // The runtime passes none; an operator's --version, --help or --generate.
+  if (argc > 1) return fabric::cni::RunCommandLine(std::vector<std::string>(argv, argv + argc));
   // The config is small; a bound keeps a runaway writer from exhausting memory. Reading one
   // buffer past the bound is enough for ParseConfig to name the reason.
   constexpr size_t kMaxStdin = fabric::cni::kMaxStdinBytes;

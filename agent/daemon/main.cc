@@ -4,13 +4,59 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "agent/common/cli_docs.h"
+#include "agent/common/cli_docs_cli11.h"
 #include "agent/common/log.h"
 #include "agent/common/version.h"
 #include "agent/daemon/agent.h"
 #include "agent/daemon/prober.h"
+#include "agent/fabric/announce/handoff.h"
 #include "agent/fabric/probes/access.h"
 #include "agent/fabric/probes/auth.h"
+
+namespace {
+
+// fabric-agent(8): a daemon, so section 8 as Debian places them. Options come from the tree.
+fabric::docs::Page Page(const CLI::App& app) {
+  fabric::docs::Page p = fabric::docs::PageOf(app, "fabric-agent", 8, "[OPTIONS]");
+  p.description = {
+      "fabric-agent discovers this host's RDMA NICs, GPUs and their PCIe topology from sysfs, "
+      "keeps that inventory live from netlink and uevents (with a full rescan every "
+      "--rescan-interval as a safety net), and serves it, with NIC selection, placement and "
+      "health, over gRPC: on a Unix socket, and with --listen on TCP. fabricctl(1) is its "
+      "client; fabric-cni(8) hands it the repeats of a pod's announcements.",
+      "SIGHUP reloads the --config file; SIGTERM or SIGINT stop the agent. Under systemd "
+      "(Type=notify) it reports readiness and sends watchdog pings."};
+  p.sections.push_back(
+      {"EXIT STATUS",
+       {},
+       {{absl::StrCat(fabric::kAgentOk), "", "stopped by SIGTERM or SIGINT"},
+        {absl::StrCat(fabric::kAgentFailed), "",
+         "start-up failed (the socket is taken, sysfs cannot be read)"},
+        {absl::StrCat(fabric::kAgentBadConfig), "",
+         "a bad option or config file, or a hand-off socket another process serves"}}});
+  p.sections.push_back(
+      {"ENVIRONMENT",
+       {},
+       {{"NOTIFY_SOCKET", "", "systemd's notification socket (readiness, status)"},
+        {"WATCHDOG_USEC", "", "systemd's watchdog interval; the agent pings at half of it"}}});
+  p.sections.push_back(
+      {"FILES",
+       {},
+       {{fabric::AgentOptions{}.socket, "", "the API socket (--socket)"},
+        {fabric::announce::kDefaultHandoffSocket, "",
+         "where fabric-cni hands over a pod's announcements (--announce-socket)"},
+        {"/etc/default/fabric-agent", "",
+         "FABRIC_AGENT_ARGS: the options the systemd unit starts the agent with"},
+        {"/etc/fabric-agent/config.json", "", "the config file those options name (--config)"}}});
+  p.see_also = {"fabricctl(1)", "fabric-probe(1)", "fabric-cni(8)", "systemd.service(5)"};
+  return p;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // gRPC serves on many threads; glibc would give each busy one its own arena and keep the
@@ -154,6 +200,10 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warning or error")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}))
       ->capture_default_str();
+  if (auto kind = fabric::docs::GenerateKind(std::vector<std::string>(argv, argv + argc))) {
+    return fabric::docs::PrintGenerated(*kind, Page(app),
+                                        fabric::docs::CompletionOf(app, "fabric-agent"));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,20 +7,57 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "agent/common/excerpt.h"
 #include "agent/common/strings.h"
 
 namespace fabric::ctl {
 namespace {
 
-bool In(std::string_view name, const std::string_view* begin, const std::string_view* end) {
-  return std::find(begin, end, name) != end;
+template <typename List>
+bool In(std::string_view name, const List& list) {
+  return std::find(std::begin(list), std::end(list), name) != std::end(list);
 }
-bool IsGlobalValueOption(std::string_view name) {
-  return In(name, std::begin(kGlobalValueOptions), std::end(kGlobalValueOptions));
-}
-bool IsGlobalFlag(std::string_view name) {
-  return In(name, std::begin(kGlobalFlags), std::end(kGlobalFlags));
+
+// Where the subcommand is: the first argument that is neither a global option nor its value.
+struct Split {
+  size_t subcommand = 0;  // args.size() when there is none
+  std::vector<std::string> before;
+  absl::Status status;  // the first option that cannot come before the subcommand
+  bool help = false;    // --help or --version before it: CLI11 answers those
+};
+
+Split SplitGlobal(const std::vector<std::string>& args) {
+  Split s;
+  size_t i = 1;
+  while (i < args.size() && absl::StartsWith(args[i], "-")) {
+    const std::string& a = args[i++];
+    if (a == "--help" || a == "-h" || a == "--version") {
+      s.help = s.help || s.status.ok();
+      continue;
+    }
+    const std::string name = a.substr(0, a.find('='));
+    if (In(name, kGlobalFlags) && name == a) {
+      s.before.push_back(a);
+    } else if (In(name, kGlobalValueOptions)) {
+      s.before.push_back(a);
+      if (name == a) {  // "--target X": the value is the next argument.
+        if (i >= args.size()) {
+          if (s.status.ok()) {
+            s.status = absl::InvalidArgumentError(absl::StrCat(a, " needs a value"));
+          }
+          break;
+        }
+        s.before.push_back(args[i++]);
+      }
+    } else if (s.status.ok()) {
+      s.status = absl::InvalidArgumentError(
+          absl::StrCat("unknown option ", Excerpt(a, 40), " before the subcommand (options there: ",
+                       absl::StrJoin(GlobalOptionNames(), ", "), ")"));
+    }
+  }
+  s.subcommand = i;
+  return s;
 }
 
 }  // namespace
@@ -35,38 +72,29 @@ absl::StatusOr<std::vector<std::string>> PrepareArgs(std::vector<std::string> ar
           a.substr(0, a.size() - 1), " is empty: give it a value, or leave the option out"));
     }
   }
-  // Options before the subcommand.
-  std::vector<std::string> before;
-  size_t i = 1;
-  while (i < args.size() && absl::StartsWith(args[i], "-")) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h" || a == "--version") return args;
-    const std::string name = a.substr(0, a.find('='));
-    if (IsGlobalFlag(name) && name == a) {
-      before.push_back(a);
-      ++i;
-    } else if (IsGlobalValueOption(name)) {
-      before.push_back(a);
-      ++i;
-      if (name == a) {  // "--target X": the value is the next argument.
-        if (i >= args.size()) return absl::InvalidArgumentError(absl::StrCat(a, " needs a value"));
-        before.push_back(args[i++]);
-      }
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown option ", Excerpt(a, 40),
-          " before the subcommand (options there: --target, --timeout, --tls-ca, --tls-cert, "
-          "--tls-key, --sysfs, --procfs, --config, --json)"));
-    }
-  }
-  if (before.empty()) return args;
+  Split split = SplitGlobal(args);
+  if (split.help) return args;
+  if (!split.status.ok()) return split.status;
+  if (split.before.empty()) return args;
+  const size_t i = split.subcommand;
   if (i >= args.size()) {
     return absl::InvalidArgumentError("options without a subcommand (--help lists them)");
   }
   std::vector<std::string> out = {args[0], args[i]};
-  out.insert(out.end(), before.begin(), before.end());
+  out.insert(out.end(), split.before.begin(), split.before.end());
   out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
   return out;
+}
+
+std::vector<std::string> GlobalOptionNames() {
+  std::vector<std::string> out(std::begin(kGlobalValueOptions), std::end(kGlobalValueOptions));
+  out.insert(out.end(), std::begin(kGlobalFlags), std::end(kGlobalFlags));
+  return out;
+}
+
+std::string SubcommandOf(const std::vector<std::string>& args) {
+  const size_t i = SplitGlobal(args).subcommand;
+  return i < args.size() ? args[i] : "";
 }
 
 absl::StatusOr<absl::Duration> ParseTimeout(std::string_view text) {

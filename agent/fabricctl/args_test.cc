@@ -67,6 +67,26 @@ TEST(PrepareArgs, RefusesWhatWouldBeMisread) {
   EXPECT_LT(huge.status().message().size(), 300u);
 }
 
+// health's usage errors exit UNKNOWN, so the subcommand must be found behind global options and
+// their values, also in a command line PrepareArgs refuses.
+TEST(SubcommandOf, SkipsGlobalOptionsAndTheirValues) {
+  const struct {
+    std::string in, want;
+  } cases[] = {
+      {"health --bogus", "health"},
+      {"--sysfs=X health --bogus", "health"},
+      {"--target /x health --nope", "health"},
+      {"--json health --bad", "health"},
+      {"--json --timeout 2s --tls-ca ca.pem health --gpus=", "health"},
+      {"--bogus health", "health"},
+      {"--help health", "health"},
+      {"--target", ""},
+      {"--json", ""},
+      {"", ""},
+  };
+  for (const auto& c : cases) EXPECT_EQ(SubcommandOf(Args(c.in)), c.want) << c.in;
+}
+
 TEST(ParseTimeout, SecondsOrAUnitWithinBounds) {
   const struct {
     std::string text;

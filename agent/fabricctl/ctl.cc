@@ -24,8 +24,10 @@ void AddJsonFlag(CLI::App* cmd, CommonOptions* common) {
 }
 
 void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help) {
-  cmd->add_option("--target", common->target, target_help)->capture_default_str();
-  cmd->add_option("--timeout", common->timeout_s,
+  // The names come from kAgentValueOptions; a flag added there fails to compile here.
+  const auto& [target, timeout, tls_ca, tls_cert, tls_key] = kAgentValueOptions;
+  cmd->add_option(std::string(target), common->target, target_help)->capture_default_str();
+  cmd->add_option(std::string(timeout), common->timeout_s,
                   "how long to wait for the agent: seconds, or 500ms, 2s, 1m (10ms to 1h)")
       ->transform(CLI::Validator(
           [](std::string& v) -> std::string {
@@ -36,9 +38,10 @@ void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help
           },
           "DURATION"))
       ->capture_default_str();
-  cmd->add_option("--tls-ca", common->tls.ca, "PEM CA of a TLS agent (HOST:PORT targets)");
-  cmd->add_option("--tls-cert", common->tls.cert, "PEM client certificate for a TLS agent");
-  cmd->add_option("--tls-key", common->tls.key, "PEM private key of --tls-cert");
+  cmd->add_option(std::string(tls_ca), common->tls.ca, "PEM CA of a TLS agent (HOST:PORT targets)");
+  cmd->add_option(std::string(tls_cert), common->tls.cert,
+                  "PEM client certificate for a TLS agent");
+  cmd->add_option(std::string(tls_key), common->tls.key, "PEM private key of --tls-cert");
 }
 
 void RefuseEmptyValues(CLI::App& app) {

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent/fabricctl/args.h"
 #include "agent/fabricctl/client.h"
 #include "agent/fabricctl/table.h"
 #include "fabric/v1/agent.pb.h"
@@ -34,7 +35,7 @@ void AddJsonFlag(CLI::App* cmd, CommonOptions* common);
 inline constexpr char kTargetHelp[] =
     "fabric-agent to ask: unix:///PATH, /PATH or HOST:PORT (default $FABRICCTL_TARGET, else the "
     "agent's socket)";
-// --target, --timeout, --tls-ca, --tls-cert, --tls-key.
+// kAgentValueOptions (args.h): --target, --timeout, --tls-ca, --tls-cert, --tls-key.
 void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help);
 
 // --wide (every column, nothing clipped) and --no-headers (rows alone, for scripts), for

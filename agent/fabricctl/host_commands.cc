@@ -45,10 +45,11 @@ class SourceFlags {
 
   absl::StatusOr<std::unique_ptr<HostSource>> Source() const {
     if (local()) {
-      for (const char* flag : {"--target", "--timeout", "--tls-ca", "--tls-cert", "--tls-key"}) {
-        if (cmd_->count(flag) > 0) {
+      for (std::string_view flag : kAgentValueOptions) {
+        if (cmd_->count(std::string(flag)) > 0) {
           return absl::InvalidArgumentError(absl::StrCat(
-              flag, " is for asking the agent; --sysfs/--procfs read this host here instead"));
+              std::string(flag),
+              " is for asking the agent; --sysfs/--procfs read this host here instead"));
         }
       }
       return LocalHostSource(local_);

@@ -43,15 +43,15 @@ int Main(int argc, char** argv) {
       AddProbe(app, common),     AddProbes(app, common),   AddWatch(app, common),
       AddVersion(app, common),   AddCompletion(app)};
   RefuseEmptyValues(app);
-  const Command& health = *std::find_if(commands.begin(), commands.end(), [](const Command& c) {
-    return c.cmd->get_name() == "health";
-  });
 
-  auto prepared = PrepareArgs(std::vector<std::string>(argv, argv + argc));
+  const std::vector<std::string> argv_copy(argv, argv + argc);
+  // For health a bad argument is UNKNOWN, as monitoring plugins report it; global options may
+  // come before the subcommand.
+  const bool is_health = SubcommandOf(argv_copy) == "health";
+  auto prepared = PrepareArgs(argv_copy);
   if (!prepared.ok()) {
     std::fprintf(stderr, "fabricctl: %s\nRun with --help for more information.\n",
                  std::string(prepared.status().message()).c_str());
-    const bool is_health = argc > 1 && std::string_view(argv[1]) == "health";
     return is_health ? HealthExitCode(v1::SEVERITY_UNKNOWN) : ExitCodeFor(prepared.status());
   }
   std::vector<std::string>& args = *prepared;
@@ -77,8 +77,7 @@ int Main(int argc, char** argv) {
     app.exit(e);
     Outcome usage(absl::InvalidArgumentError(e.what()));
     usage.reported = true;
-    // For health a bad argument is UNKNOWN, as monitoring plugins report it.
-    if (health.cmd->parsed()) usage.verdict = v1::SEVERITY_UNKNOWN;
+    if (is_health) usage.verdict = v1::SEVERITY_UNKNOWN;
     return ExitCodeFor(usage);
   }
   for (const Command& c : commands) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "fabric/v1/health.pb.h"
@@ -139,6 +141,14 @@ TEST_F(CliTest, BadArgumentsAreUsageErrorsThatSayWhy) {
       {"probes --sysfs=/sys", 2, "--sysfs"},
       {"select --gpus=" + std::string(5000, '9') + " " + host, 2, "999"},
       {"health --timeout=abc", 3, "--timeout"},  // UNKNOWN, as monitoring plugins report it.
+      // Also with global options before health, refused by CLI11 or before it.
+      {"--sysfs=" + tmp_.string() + " health --bogus", 3, "--bogus"},
+      {"--target=/x health --nope", 3, "--nope"},
+      {"--json health --bad", 3, "--bad"},
+      {"--json health --fail-on=", 3, "--fail-on is empty"},
+      {"--json --bogus health", 3, "unknown option"},
+      {"--json inventory --bogus", 2, "--bogus"},
+      {"--tls-key", 2, "--tls-key needs a value"},
   };
   for (const auto& c : cases) {
     Result r = Run(c.args);
@@ -220,6 +230,30 @@ TEST_F(CliTest, SelectBriefIsOneLinePerGpu) {
   EXPECT_EQ(Run("select --gpus=all --brief --json " + host).code, 2);
 }
 
+// COMPREPLY of `function` in the bash completion `script` for the words so far.
+std::string Complete(const std::filesystem::path& tmp, const std::string& script,
+                     const std::string& function, const std::string& words, int cword) {
+  const std::string cmd = absl::StrCat(
+      "bash -c 'source ", script, " && COMP_WORDS=(", words, ") && COMP_CWORD=", cword, " && ",
+      function, " && echo \"${COMPREPLY[*]}\"' >", (tmp / "out").string(), " 2>&1");
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << words;
+  return Slurp(tmp / "out");
+}
+
+// man(1) formats `page` without a warning, where man is installed.
+void ExpectCleanManPage(const std::filesystem::path& tmp, const std::string& name,
+                        const std::string& page) {
+  if (std::system("command -v man >/dev/null 2>&1") != 0) return;
+  const std::string file = (tmp / name).string();
+  { std::ofstream(file) << page; }
+  const std::string cmd =
+      absl::StrCat("MANWIDTH=100 man --warnings -l ", file, " >", (tmp / "man.txt").string(), " 2>",
+                   (tmp / "man.err").string());
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << name;
+  EXPECT_THAT(Slurp(tmp / "man.txt"), HasSubstr("EXIT STATUS")) << name;
+  EXPECT_EQ(Slurp(tmp / "man.err"), "") << name << ": troff warnings";
+}
+
 // The scripts are generated from the command tree: loaded into a real bash, they complete
 // subcommands and each one's own options.
 TEST_F(CliTest, CompletionLoadsInBashAndCompletes) {
@@ -228,16 +262,15 @@ TEST_F(CliTest, CompletionLoadsInBashAndCompletes) {
   const std::string script = (tmp_ / "fabricctl.bash").string();
   { std::ofstream(script) << bash.out; }
   auto complete = [&](const std::string& words, int cword) {
-    const std::string cmd = absl::StrCat(
-        "bash -c 'source ", script, " && COMP_WORDS=(", words, ") && COMP_CWORD=", cword,
-        " && _fabricctl && echo \"${COMPREPLY[*]}\"' >", (tmp_ / "out").string(), " 2>&1");
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << words;
-    return Slurp(tmp_ / "out");
+    return Complete(tmp_, script, "_fabricctl", words, cword);
   };
   EXPECT_EQ(complete("fabricctl pl", 1), "place\n");
   EXPECT_THAT(complete("fabricctl \"\"", 1), HasSubstr("inventory"));
+  EXPECT_THAT(complete("fabricctl --js", 1), HasSubstr("--json"));
   EXPECT_THAT(complete("fabricctl select --g", 2), HasSubstr("--gpus"));
   EXPECT_THAT(complete("fabricctl --json select --b", 3), HasSubstr("--brief"));
+  // A global option's value is not taken for the subcommand.
+  EXPECT_THAT(complete("fabricctl --target /x health --fa", 4), HasSubstr("--fail-on"));
   EXPECT_THAT(complete("fabricctl place --", 2), HasSubstr("--one-nic-per-gpu"));
   EXPECT_THAT(complete("fabricctl place --", 2), Not(HasSubstr("--brief")));
   // After an option that takes a path: file names.
@@ -253,16 +286,47 @@ TEST_F(CliTest, CompletionLoadsInBashAndCompletes) {
     EXPECT_THAT(man.out, HasSubstr(absl::StrCat(".SS ", sub, "\n"))) << sub;
   }
   EXPECT_THAT(man.out, HasSubstr("FABRICCTL_TARGET"));
-  // man(1) formats it without a warning, where man is installed.
-  if (std::system("command -v man >/dev/null 2>&1") == 0) {
-    const std::string page = (tmp_ / "fabricctl.1").string();
-    { std::ofstream(page) << man.out; }
-    const std::string cmd =
-        absl::StrCat("MANWIDTH=100 man --warnings -l ", page, " >", (tmp_ / "man.txt").string(),
-                     " 2>", (tmp_ / "man.err").string());
-    EXPECT_EQ(std::system(cmd.c_str()), 0);
-    EXPECT_THAT(Slurp(tmp_ / "man.txt"), HasSubstr("EXIT STATUS"));
-    EXPECT_EQ(Slurp(tmp_ / "man.err"), "") << "troff warnings";
+  ExpectCleanManPage(tmp_, "fabricctl.1", man.out);
+}
+
+// The other binaries print theirs with --generate=bash|zsh|man, from the same generator.
+TEST_F(CliTest, EveryBinaryGeneratesACompletionThatLoadsAndACleanManPage) {
+  const struct {
+    std::string binary, name, words;
+    int cword;
+    std::string completes, header, page_has;
+  } cases[] = {
+      {FABRIC_AGENT, "fabric-agent", "fabric-agent --rescan-i", 1, "--rescan-interval",
+       ".TH FABRIC-AGENT 8", "\\fB\\-\\-probe\\-listen\\fR \\fITEXT\\fR"},
+      {FABRIC_PROBE, "fabric-probe", "fabric-probe write_b", 1, "write_bw", ".TH FABRIC-PROBE 1",
+       "\\fB\\-d, \\-\\-ib\\-dev\\fR"},
+      {FABRIC_PROBE, "fabric-probe", "fabric-probe read_lat --secret-f", 2, "--secret-file",
+       ".TH FABRIC-PROBE 1", "\\fITEST\\fR"},
+      {FABRIC_CNI, "fabric-cni", "fabric-cni --vers", 1, "--version", ".TH FABRIC-CNI 8",
+       "\\fBpodRouting.tableRange\\fR"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.words);
+    auto run = [&](const std::string& kind, const std::string& file) {
+      const std::string cmd =
+          absl::StrCat(c.binary, " --generate=", kind, " >", file, " 2>", (tmp_ / "err").string());
+      return std::system(cmd.c_str());
+    };
+    const std::string script = (tmp_ / (c.name + ".bash")).string();
+    ASSERT_EQ(run("bash", script), 0) << Slurp(tmp_ / "err");
+    const std::string function = "_" + absl::StrReplaceAll(c.name, {{"-", "_"}});
+    EXPECT_THAT(Complete(tmp_, script, function, c.words, c.cword), HasSubstr(c.completes));
+    ASSERT_EQ(run("zsh", (tmp_ / "zsh").string()), 0);
+    EXPECT_THAT(Slurp(tmp_ / "zsh"), HasSubstr("#compdef " + c.name));
+    ASSERT_EQ(run("man", (tmp_ / "page").string()), 0);
+    const std::string page = Slurp(tmp_ / "page");
+    EXPECT_THAT(page, HasSubstr(c.header));
+    EXPECT_THAT(page, HasSubstr(c.page_has));
+    for (const char* section : {"NAME", "SYNOPSIS", "DESCRIPTION", "EXIT STATUS", "SEE ALSO"}) {
+      EXPECT_THAT(page, HasSubstr(absl::StrCat(".SH ", section, "\n")));
+    }
+    ExpectCleanManPage(tmp_, c.name, page);
+    EXPECT_EQ(WEXITSTATUS(run("nroff", (tmp_ / "x").string())), 2) << "an unknown kind: usage";
   }
 }
 

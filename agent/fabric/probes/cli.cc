@@ -2,9 +2,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/cli_docs.h"
+#include "agent/common/cli_docs_cli11.h"
 #include "agent/common/version.h"
 #include "agent/fabric/probes/auth.h"
 #include "agent/fabric/probes/wire.h"
@@ -18,6 +21,30 @@ CliParse Usage(std::string message) {
   r.exit_code = kExitUsage;
   r.output = absl::StrCat("fabric-probe: ", message, "\nRun with --help for more information.\n");
   return r;
+}
+
+// fabric-probe(1): options from the tree; the rest says what the help text cannot.
+docs::Page Page(const CLI::App& app) {
+  docs::Page p = docs::PageOf(app, "fabric-probe", 1, "[OPTIONS] TEST [HOST]");
+  p.description = {
+      "Without HOST fabric-probe is the responder: it serves one test (with --forever, every "
+      "test) on --port and exits. With HOST it runs TEST against the responder there (another "
+      "fabric-probe, or a fabric-agent started with --probe-listen) and prints the result, as "
+      "perftest does, or with --json as one JSON object.",
+      absl::StrCat("TEST is one of ", TestNamesText(),
+                   ". What the responder is given explicitly must match the client's test; the "
+                   "rest it takes from the client."),
+      "With --transport=auto (the default) a host without an RDMA device tests over TCP."};
+  p.sections.push_back(
+      {"EXIT STATUS",
+       {},
+       {{absl::StrCat(kExitOk), "", "the test ran (responder: every test it served ran)"},
+        {absl::StrCat(kExitFailure), "",
+         "a runtime failure: the device is missing, the peer is unreachable or gone or refused, "
+         "a step timed out"},
+        {absl::StrCat(kExitUsage), "", "a usage error"}}});
+  p.see_also = {"fabric-agent(8)", "fabricctl(1)"};
+  return p;
 }
 
 }  // namespace
@@ -106,6 +133,15 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   app.add_flag("--json", json, "print one JSON object per result");
   app.add_flag("--forever", forever, "server: keep serving tests");
 
+  if (std::optional<std::string> kind = docs::GenerateKind(args)) {
+    absl::StatusOr<std::string> text =
+        docs::Generate(*kind, Page(app), docs::CompletionOf(app, "fabric-probe", TestNames()));
+    if (!text.ok()) return Usage(std::string(text.status().message()));
+    CliParse r;
+    r.exit = true;
+    r.output = *std::move(text);
+    return r;
+  }
   std::vector<std::string> rev(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
   try {
     app.parse(rev);
