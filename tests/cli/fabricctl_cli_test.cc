@@ -250,11 +250,14 @@ TEST_F(CliTest, GpuNames) {
     EXPECT_EQ(r.code, c.code) << c.gpus << "\n" << r.out << r.err;
     EXPECT_THAT(c.code == 0 ? r.out : r.err, HasSubstr(c.want)) << c.gpus;
   }
-  // The inventory shows each GPU's index and UUID.
+  // The inventory names each GPU by its index; the wide view adds the UUID.
   Result inv = Run("inventory " + dgx);
   EXPECT_EQ(inv.code, 0);
-  EXPECT_THAT(inv.out, HasSubstr(gpu0));
-  EXPECT_THAT(inv.out, HasSubstr("INDEX"));
+  EXPECT_THAT(inv.out, HasSubstr("GPU0  0000:19:00.0"));
+  EXPECT_THAT(inv.out, Not(HasSubstr(gpu0)));
+  Result wide = Run("inventory --wide " + dgx);
+  EXPECT_EQ(wide.code, 0);
+  EXPECT_THAT(wide.out, HasSubstr(gpu0));
 
   const std::string amd = Host("amd-mi300x-bnxt");
   Result by_uuid = Run("select --gpus=GPU-5c54e05b42a9ba21 " + amd);
