@@ -174,6 +174,12 @@ absl::Status StepEvents(AgentState& st) {
     st.lldp = std::make_unique<LldpListener>();
     st.lldp->Sync(*st.store.Current()->host, absl::Now());
   }
+  if (st.opt.ib_neighbors) {
+    // Asked on a worker thread; a port without a umad device (RoCE, a container without
+    // /dev/infiniband/umad*) simply has no InfiniBand neighbour.
+    st.ib = std::make_unique<IbNeighbors>();
+    st.ib->Sync(*st.store.Current()->host, absl::Now());
+  }
   Publish(st, std::nullopt, false);  // Health reflects missing sources.
   return absl::OkStatus();
 }
@@ -408,13 +414,17 @@ void Loop(AgentState& st) {
     const absl::Time lldp_expiry = st.lldp != nullptr
                                        ? std::min(st.lldp->NextExpiry(), st.lldp->NextSilence(now))
                                        : absl::InfiniteFuture();
-    const absl::Time deadline = std::min({next_rescan, next_watchdog, dirty_at, reload_at,
-                                          st.stale_retry_at, st.trimmer.next(), lldp_expiry});
+    const absl::Time ib_due = st.ib != nullptr ? st.ib->NextQuery() : absl::InfiniteFuture();
+    const absl::Time deadline =
+        std::min({next_rescan, next_watchdog, dirty_at, reload_at, st.stale_retry_at,
+                  st.trimmer.next(), lldp_expiry, ib_due});
     std::vector<pollfd> fds;
     fds.push_back({st.signal_fd, POLLIN, 0});
     // The config watch (if any) is second, so the sources start at index 2.
     fds.push_back({st.config_watch != nullptr ? st.config_watch->fd() : -1, POLLIN, 0});
     for (const auto& s : st.sources) fds.push_back({s->fd(), POLLIN, 0});
+    const size_t sources_end = fds.size();
+    fds.push_back({st.ib != nullptr ? st.ib->fd() : -1, POLLIN, 0});
     const size_t lldp_fds = fds.size();  // LLDP sockets last.
     if (st.lldp != nullptr) st.lldp->AppendFds(&fds);
     int n = poll(fds.data(), fds.size(), PollMillis(now, deadline));
@@ -460,7 +470,13 @@ void Loop(AgentState& st) {
       st.counters.lldp_dropped.store(st.lldp->table().dropped());
       st.counters.lldp_listening.store(st.lldp->listening());
     }
-    for (size_t i = 2; n > 0 && i < lldp_fds; ++i) {
+    if (st.ib != nullptr) {
+      // SMP answers from the worker, and ports due to be asked again.
+      const bool answered = n > 0 && fds[sources_end].revents != 0 && st.ib->Collect();
+      if (now >= ib_due) st.ib->Sync(*st.store.Current()->host, now);
+      if (answered) Publish(st, std::nullopt, false);
+    }
+    for (size_t i = 2; n > 0 && i < sources_end; ++i) {
       if (fds[i].revents == 0) continue;
       EventSource& src = *st.sources[i - 2];
       auto d = src.Drain();

@@ -40,6 +40,9 @@ struct AgentOptions {
   // Listen for LLDP on every physical netdev (needs CAP_NET_RAW): which switch port each is
   // cabled to.
   bool lldp = true;
+  // Ask the node behind each active InfiniBand port with directed-route SMPs (needs
+  // /dev/infiniband/umad*): the InfiniBand counterpart of LLDP.
+  bool ib_neighbors = true;
   // The probe responder: "ADDR:PORT", "[V6]:PORT" or ":PORT"; empty: off. The schedule is the
   // config file's `probes` section.
   std::string probe_listen;

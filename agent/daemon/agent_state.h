@@ -16,6 +16,7 @@
 #include "agent/daemon/announcer.h"
 #include "agent/daemon/api_server.h"
 #include "agent/daemon/event_sources.h"
+#include "agent/daemon/ib_neighbors.h"
 #include "agent/daemon/lldp_listener.h"
 #include "agent/daemon/memory.h"
 #include "agent/daemon/prober.h"
@@ -64,6 +65,7 @@ struct AgentState {
   std::vector<std::unique_ptr<EventSource>> sources;
   std::unique_ptr<EventSource> config_watch;  // --config changes reload it, as SIGHUP does.
   std::unique_ptr<LldpListener> lldp;         // Null with --lldp=false.
+  std::unique_ptr<IbNeighbors> ib;            // Null with --ib-neighbors=false.
   std::unique_ptr<Announcer> announcer;
   std::unique_ptr<Prober> prober;
   CallerTable callers;

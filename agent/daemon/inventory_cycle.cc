@@ -40,6 +40,7 @@ std::vector<v1::Finding> AgentFindings(const AgentState& st) {
   }
   if (st.stale_finding) out.push_back(*st.stale_finding);
   if (st.lldp != nullptr) LldpFindings(*st.lldp, absl::Now(), &out);
+  if (st.ib != nullptr) IbNeighborFindings(*st.ib, &out);
   return out;
 }
 
@@ -135,12 +136,17 @@ void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_chan
   std::vector<v1::InventoryChange> changes;
   bool host_changed = cur == nullptr;
   const absl::Time now = absl::Now();
-  if (st.lldp != nullptr) {
-    // Neighbours are the agent's, not discovery's: laid onto every host it publishes, and a
-    // change of them alone is a new host sharing everything else.
-    if (!host && cur != nullptr && !st.lldp->Shows(*cur->host)) host = ShareHost(cur->host);
-    if (host) st.lldp->Lay(host->host.get());
+  // Neighbours are the agent's, not discovery's: laid onto every host it publishes, and a
+  // change of them alone is a new host sharing everything else. InfiniBand ports are followed
+  // on the host being published (those gone or down lose their neighbour now).
+  if (st.ib != nullptr && host) st.ib->Sync(*host->host, now);
+  if (!host && cur != nullptr &&
+      ((st.lldp != nullptr && !st.lldp->Shows(*cur->host)) ||
+       (st.ib != nullptr && !st.ib->Shows(*cur->host)))) {
+    host = ShareHost(cur->host);
   }
+  if (host && st.lldp != nullptr) st.lldp->Lay(host->host.get());
+  if (host && st.ib != nullptr) st.ib->Lay(host->host.get());
   if (cur != nullptr && host) {
     changes = DiffHosts(*cur->host, *host->host);
     host_changed = !changes.empty();

@@ -33,7 +33,19 @@ LldpListener::LldpListener(Opener open) : open_(std::move(open)) {
 }
 
 bool LldpListener::Sync(const v1::Host& host, absl::Time now) {
-  const std::vector<std::string> want = PhysicalNetdevs(host);
+  // InfiniBand ports carry no LLDP: their neighbours come from SMPs (IbNeighbors).
+  std::set<std::string> infiniband;
+  for (const v1::RdmaDevice& d : host.rdma_devices()) {
+    for (const v1::Port& p : d.ports()) {
+      if (p.link_layer() == v1::LINK_LAYER_INFINIBAND && !p.netdev().empty()) {
+        infiniband.insert(p.netdev());
+      }
+    }
+  }
+  std::vector<std::string> want;
+  for (std::string& n : PhysicalNetdevs(host)) {
+    if (!infiniband.count(n)) want.push_back(std::move(n));
+  }
   const std::set<std::string> wanted(want.begin(), want.end());
   bool lost = false;
   for (auto it = receivers_.begin(); it != receivers_.end();) {
@@ -205,7 +217,9 @@ void LldpListener::Lay(v1::Host* host) const {
     const v1::Netdev& nd = host->netdevs(i);
     std::optional<v1::Neighbor> want = Want(nd.name());
     if (!want) {
-      if (nd.has_neighbor()) MutableNetdev(host, i)->clear_neighbor();
+      if (nd.has_neighbor() && nd.neighbor().source() == v1::Neighbor::SOURCE_LLDP) {
+        MutableNetdev(host, i)->clear_neighbor();
+      }
       continue;
     }
     if (nd.has_neighbor() &&
@@ -219,7 +233,8 @@ void LldpListener::Lay(v1::Host* host) const {
 bool LldpListener::Shows(const v1::Host& host) const {
   for (const v1::Netdev& nd : host.netdevs()) {
     std::optional<v1::Neighbor> want = Want(nd.name());
-    if (want.has_value() != nd.has_neighbor()) return false;
+    const bool mine = nd.has_neighbor() && nd.neighbor().source() == v1::Neighbor::SOURCE_LLDP;
+    if (want.has_value() != mine) return false;
     if (want && !google::protobuf::util::MessageDifferencer::Equals(nd.neighbor(), *want)) {
       return false;
     }

@@ -151,6 +151,10 @@ int main(int argc, char** argv) {
                  "listen for LLDP on every physical netdev (CAP_NET_RAW): the switch port each "
                  "is cabled to, in the inventory, watch events and labels")
       ->capture_default_str();
+  app.add_option("--ib-neighbors", opt.ib_neighbors,
+                 "ask the node behind each active InfiniBand port with directed-route SMPs "
+                 "(/dev/infiniband/umad*): its leaf switch, as LLDP gives it on Ethernet")
+      ->capture_default_str();
   app.add_option("--probe-listen", opt.probe_listen,
                  "serve other hosts' bandwidth and latency probes (fabric-probe, other agents' "
                  "schedules) on ADDR:PORT, [V6]:PORT or :PORT (perftest's port is 18515); off by "
