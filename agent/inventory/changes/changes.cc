@@ -88,7 +88,8 @@ bool Same(const PciFunction& a, const PciFunction& b) {
          SameMsg(a.has_max_link(), a.max_link(), b.has_max_link(), b.max_link()) &&
          SameList(a.path(), b.path()) &&
          SameMsg(a.has_sriov(), a.sriov(), b.has_sriov(), b.sriov()) &&
-         SameList(a.problems(), b.problems());
+         SameList(a.problems(), b.problems()) && a.vendor_name() == b.vendor_name() &&
+         a.device_name() == b.device_name();
 }
 
 bool Same(const Gid& a, const Gid& b) {
@@ -142,7 +143,8 @@ bool SamePortRest(const Port& a, const Port& b, bool state_changed, bool rate_ch
   return (state_changed || a.phys_state() == b.phys_state()) &&
          (rate_changed || a.rate() == b.rate()) && a.link_layer() == b.link_layer() &&
          FABRIC_SAME_OPT(a, b, lid) && FABRIC_SAME_OPT(a, b, sm_lid) && a.netdev() == b.netdev() &&
-         SameList(a.problems(), b.problems());
+         SameList(a.problems(), b.problems()) && FABRIC_SAME_OPT(a, b, active_mtu) &&
+         a.port_guid() == b.port_guid();
 }
 
 // What KIND_NEIGHBOR names of a netdev's neighbour: its switch and port; "" when none.

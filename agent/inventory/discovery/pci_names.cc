@@ -4,6 +4,8 @@ extern "C" {
 #include <pci/pci.h>
 }
 
+#include <setjmp.h>
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -12,17 +14,24 @@ extern "C" {
 namespace fabric {
 namespace {
 
-// libpci reports through callbacks. `error` must not return; libpci calls it only when memory
-// runs out (we never call pci_init, which would also call it when no access method works).
+// libpci reports through callbacks, and `error` must not return. It is called when the database
+// has a line libpci cannot parse (the whole load fails then) or memory runs out; we never call
+// pci_init, which would also call it when no access method works. The lookup in progress set a
+// jump point: the database is marked unusable and lookups give no names from then on. Only C
+// frames of libpci lie between, so no destructor is skipped.
+thread_local sigjmp_buf* t_jump = nullptr;
+
 [[noreturn]] void PciError(char* msg, ...) {
   va_list ap;
   va_start(ap, msg);
-  std::fputs("libpci: ", stderr);
+  std::fputs("fabric: PCI ID database unusable: ", stderr);
   std::vfprintf(stderr, msg, ap);
+  std::fputc('\n', stderr);
   va_end(ap);
+  if (t_jump != nullptr) siglongjmp(*t_jump, 1);
   std::abort();
 }
-// A malformed pci.ids line is skipped by libpci; the names it has are still good.
+// Comments and warnings of libpci's parser: nothing to act on.
 void PciQuiet(char*, ...) {}
 
 class LibPci final : public PciNames {
@@ -49,13 +58,22 @@ class LibPci final : public PciNames {
   std::string Lookup(int what, int vendor, int device) const {
     char buf[256];
     std::lock_guard<std::mutex> lock(mu_);  // libpci's name cache is not thread-safe.
-    const char* name =
-        pci_lookup_name(access_, buf, sizeof(buf),
-                        what | PCI_LOOKUP_NO_NUMBERS | PCI_LOOKUP_NO_HWDB, vendor, device);
+    if (broken_) return "";
+    sigjmp_buf jump;
+    const char* volatile name = nullptr;  // Written between sigsetjmp and a possible longjmp.
+    if (sigsetjmp(jump, 0) == 0) {
+      t_jump = &jump;
+      name = pci_lookup_name(access_, buf, sizeof(buf),
+                             what | PCI_LOOKUP_NO_NUMBERS | PCI_LOOKUP_NO_HWDB, vendor, device);
+    } else {
+      broken_ = true;  // Its half-loaded tables are left to pci_cleanup.
+    }
+    t_jump = nullptr;
     return name == nullptr ? std::string() : std::string(name);
   }
 
   mutable std::mutex mu_;
+  mutable bool broken_ = false;  // The database failed to load: no names.
   pci_access* access_;
 };
 
