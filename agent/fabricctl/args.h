@@ -33,4 +33,7 @@ absl::StatusOr<std::vector<std::string>> PrepareArgs(std::vector<std::string> ar
 // one hour. The error quotes the text and names the accepted forms (the caller adds the flag).
 absl::StatusOr<absl::Duration> ParseTimeout(std::string_view text);
 
+// --interval (counters): as --timeout, or zero ("0", "0s": one reading, no rates).
+absl::StatusOr<absl::Duration> ParseInterval(std::string_view text);
+
 }  // namespace fabric::ctl

@@ -12,10 +12,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "agent/fabricctl/client.h"
 #include "fabric/v1/agent.pb.h"
 
@@ -35,6 +37,10 @@ inline constexpr char kTargetHelp[] =
     "agent's socket)";
 // --target, --timeout, --tls-ca, --tls-cert, --tls-key.
 void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help);
+
+// A duration flag's check: `parse` (args.h) accepts the text, which becomes its seconds for a
+// double option; the error is parse's message.
+CLI::Validator DurationSeconds(absl::StatusOr<absl::Duration> (*parse)(std::string_view));
 
 // Every option that takes a value refuses an empty one ("--gpus ''" from an unset variable).
 void RefuseEmptyValues(CLI::App& app);
@@ -83,6 +89,7 @@ Command AddSelect(CLI::App& app, CommonOptions& common);
 Command AddPlace(CLI::App& app, CommonOptions& common);
 Command AddEnv(CLI::App& app, CommonOptions& common);
 Command AddHealth(CLI::App& app, CommonOptions& common);
+Command AddCounters(CLI::App& app, CommonOptions& common);
 // announce_command.cc: packets sent from here, or through the agent.
 Command AddAnnounce(CLI::App& app, CommonOptions& common);
 // agent_commands.cc: through the agent only.

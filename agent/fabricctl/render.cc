@@ -71,8 +71,10 @@ std::string Link(const PciLink& l) {
 
 std::string Or(const std::string& s, const char* dflt = "-") { return s.empty() ? dflt : s; }
 
-// Renders rows as left-aligned columns two spaces apart.
-std::string Table(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
+}  // namespace
+
+std::string Table(const std::vector<std::vector<std::string>>& rows, const std::string& indent,
+                  const std::vector<bool>& right) {
   std::vector<size_t> width;
   for (const auto& row : rows) {
     if (width.size() < row.size()) width.resize(row.size(), 0);
@@ -82,16 +84,16 @@ std::string Table(const std::vector<std::vector<std::string>>& rows, const std::
   for (const auto& row : rows) {
     std::string line = indent;
     for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+      const std::string pad(width[i] - row[i].size(), ' ');
+      const bool r = i < right.size() && right[i];
+      line += r ? pad + row[i] : row[i];
+      if (i + 1 < row.size()) line += r ? "  " : pad + "  ";
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
   return out;
 }
-
-}  // namespace
 
 std::string RenderInventory(const Host& host) {
   std::string out = absl::StrCat(

@@ -11,6 +11,11 @@
 
 namespace fabric {
 
+// `rows` as columns two spaces apart, each line after `indent`, trailing blanks cut; columns are
+// left-aligned, those `right` marks right-aligned (numbers).
+std::string Table(const std::vector<std::vector<std::string>>& rows, const std::string& indent,
+                  const std::vector<bool>& right = {});
+
 std::string RenderInventory(const v1::Host& host);
 // A GPU x NIC matrix of distance classes, as `nvidia-smi topo -m` prints it.
 std::string RenderTopology(const v1::Host& host);
