@@ -130,6 +130,9 @@ TEST_F(AccessTest, ControlCallsNeedAnAllowedCallerReadsDoNot) {
   testing::RunResult read = Ctl({"inventory"}, kNobody);
   EXPECT_EQ(read.status, 0) << read.err;
   EXPECT_TRUE(absl::StrContains(read.out, "mlx5_1")) << read.out;
+  testing::RunResult counters = Ctl({"counters", "--interval=0"}, kNobody);
+  EXPECT_EQ(counters.status, 0) << counters.err;
+  EXPECT_TRUE(absl::StrContains(counters.out, "counters/port_rcv_data")) << counters.out;
   // A control call from nobody is refused, with what is missing, and nothing runs.
   testing::RunResult denied = Ctl({"announce", "--container=c0ffee"}, kNobody);
   EXPECT_NE(denied.status, 0);
@@ -165,6 +168,11 @@ TEST_F(AccessTest, PlaintextTcpServesReadsOnly) {
   v1::Inventory inv;
   auto ctx = Ctx();
   ASSERT_TRUE(tcp->GetInventory(ctx.get(), {}, &inv).ok());
+  v1::PortCountersResponse counters;
+  ctx = Ctx();
+  grpc::Status read = tcp->GetPortCounters(ctx.get(), {}, &counters);
+  EXPECT_TRUE(read.ok()) << read.error_message();
+  EXPECT_GT(counters.ports_size(), 0);
   v1::AnnounceRequest req;
   req.set_container_id("c0ffee");
   v1::AnnounceResponse resp;
@@ -283,7 +291,7 @@ TEST_F(AccessTest, UndecodableAndOversizeRequestsAreRefusedForEveryMethod) {
   grpc::Slice huge_slice(huge.data(), huge.size());
   const grpc::ByteBuffer oversize(&huge_slice, 1);
   for (const char* m : {"GetInventory", "SelectNics", "Place", "GetHealth", "Ping", "Announce",
-                        "ListAnnouncements", "RunProbe", "ListProbeResults"}) {
+                        "ListAnnouncements", "RunProbe", "ListProbeResults", "GetPortCounters"}) {
     const std::string path = absl::StrCat("/fabric.v1.FabricAgent/", m);
     grpc::internal::RpcMethod method(path.c_str(), grpc::internal::RpcMethod::NORMAL_RPC);
     grpc::ByteBuffer out;

@@ -254,6 +254,7 @@ absl::Status StepServe(AgentState& st) {
   so.max_watches_per_caller = st.opt.max_watches_per_caller;
   so.counters = &st.api_counters;
   so.max_blocking_calls = st.opt.max_threads;
+  so.sysfs = &st.sysfs;
   st.service =
       std::make_unique<FabricAgentService>(&st.store, st.announcer.get(), st.prober.get(), so);
   ApiServerOptions ao;

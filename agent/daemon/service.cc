@@ -12,6 +12,7 @@
 #include "agent/policy/place/place.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/select.h"
+#include "agent/publish/metrics/port_counters.h"
 
 namespace fabric {
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -290,6 +291,25 @@ FabricAgentService::Reactor* FabricAgentService::ListProbeResults(Ctx* ctx, cons
         *resp = prober_->List(req);
         return grpc::Status::OK;
       });
+}
+
+// A read: open to every caller the socket or TLS admits, like GetInventory.
+FabricAgentService::Reactor* FabricAgentService::GetPortCounters(Ctx* ctx, const Bytes* in,
+                                                                 Bytes* out) {
+  return Unary<v1::GetPortCountersRequest, v1::PortCountersResponse>(
+      ctx, in, out,
+      [this](const v1::GetPortCountersRequest& req, v1::PortCountersResponse* resp) {
+        if (opt_.sysfs == nullptr) {
+          return grpc::Status(grpc::StatusCode::UNAVAILABLE, "port counters are not served here");
+        }
+        auto s = Ready();
+        if (!s.ok()) return ToGrpc(s.status());
+        auto read = metrics::ReadHostPortCounters(*(*s)->host, *opt_.sysfs, req);
+        if (!read.ok()) return ToGrpc(read.status());
+        *resp = *std::move(read);
+        return grpc::Status::OK;
+      },
+      /*blocking=*/true);
 }
 
 }  // namespace fabric

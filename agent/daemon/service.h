@@ -19,6 +19,7 @@
 #include "agent/daemon/prober.h"
 #include "agent/daemon/snapshot.h"
 #include "agent/daemon/watch.h"
+#include "agent/inventory/hostfs/host_fs.h"
 #include "fabric/v1/agent.grpc.pb.h"
 
 namespace fabric {
@@ -28,8 +29,9 @@ grpc::Status ToGrpc(const absl::Status& s);
 
 // Every method is a raw callback method: the service decodes requests itself (agent/daemon/
 // raw_call.h), reads answer on the thread that read the request (no hand-off to a worker), watch
-// streams hold no thread (agent/daemon/watch.h), and the calls that block (Announce, RunProbe)
-// run on threads of their own, bounded in number.
+// streams hold no thread (agent/daemon/watch.h), and the calls that block (Announce, RunProbe,
+// and GetPortCounters: hw_counters/ reads query the device's firmware) run on threads of their
+// own, bounded in number.
 template <class B>
 using RawMethods = v1::FabricAgent::WithRawCallbackMethod_GetInventory<
     v1::FabricAgent::WithRawCallbackMethod_SelectNics<v1::FabricAgent::WithRawCallbackMethod_Place<
@@ -39,7 +41,9 @@ using RawMethods = v1::FabricAgent::WithRawCallbackMethod_GetInventory<
                     v1::FabricAgent::WithRawCallbackMethod_Announce<
                         v1::FabricAgent::WithRawCallbackMethod_ListAnnouncements<
                             v1::FabricAgent::WithRawCallbackMethod_RunProbe<
-                                v1::FabricAgent::WithRawCallbackMethod_ListProbeResults<B>>>>>>>>>>;
+                                v1::FabricAgent::WithRawCallbackMethod_ListProbeResults<
+                                    v1::FabricAgent::WithRawCallbackMethod_GetPortCounters<
+                                        B>>>>>>>>>>>;
 using FabricAgentBase = RawMethods<v1::FabricAgent::Service>;
 
 // Refusals of the API, for metrics: control calls denied, requests over a limit.
@@ -68,6 +72,8 @@ struct ServiceOptions {
   // Calls that block (Announce, RunProbe) each hold a thread while they run.
   size_t max_blocking_calls = 256;
   ApiCounters* counters = nullptr;  // Optional.
+  // Where GetPortCounters reads the counters; null: it answers UNAVAILABLE.
+  const HostFs* sysfs = nullptr;
 };
 
 class FabricAgentService final : public FabricAgentBase {
@@ -90,6 +96,7 @@ class FabricAgentService final : public FabricAgentBase {
   Reactor* ListAnnouncements(Ctx* ctx, const Bytes* req, Bytes* out) override;
   Reactor* RunProbe(Ctx* ctx, const Bytes* req, Bytes* out) override;
   Reactor* ListProbeResults(Ctx* ctx, const Bytes* req, Bytes* out) override;
+  Reactor* GetPortCounters(Ctx* ctx, const Bytes* req, Bytes* out) override;
 
  private:
   absl::StatusOr<std::shared_ptr<const Snapshot>> Ready() const;

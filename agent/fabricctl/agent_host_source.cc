@@ -58,6 +58,13 @@ class AgentSource : public HostSource {
     return (*client)->Place(req);
   }
 
+  absl::StatusOr<v1::PortCountersResponse> Counters(
+      const v1::GetPortCountersRequest& req) override {
+    auto client = Client();
+    if (!client.ok()) return client.status();
+    return (*client)->GetPortCounters(req);
+  }
+
   HealthReport Health() override {
     HealthReport r;
     auto client = Client();

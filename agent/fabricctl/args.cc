@@ -97,7 +97,10 @@ std::string SubcommandOf(const std::vector<std::string>& args) {
   return i < args.size() ? args[i] : "";
 }
 
-absl::StatusOr<absl::Duration> ParseTimeout(std::string_view text) {
+namespace {
+
+// Seconds or a duration with its unit, not yet range-checked.
+absl::StatusOr<absl::Duration> ParseDurationText(std::string_view text) {
   absl::Duration d;
   double seconds = 0;
   bool ok = false;
@@ -111,10 +114,29 @@ absl::StatusOr<absl::Duration> ParseTimeout(std::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat(
         Excerpt(text, 40), " is not a duration (seconds, or with a unit: 500ms, 2s, 1m)"));
   }
-  if (d < absl::Milliseconds(10) || d > absl::Hours(1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Excerpt(text, 40), " is out of range (10ms to 1h)"));
-  }
+  return d;
+}
+
+bool InRange(absl::Duration d) { return d >= absl::Milliseconds(10) && d <= absl::Hours(1); }
+
+absl::Status OutOfRange(std::string_view text, std::string_view range) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(Excerpt(text, 40), " is out of range (", Av(range), ")"));
+}
+
+}  // namespace
+
+absl::StatusOr<absl::Duration> ParseTimeout(std::string_view text) {
+  auto d = ParseDurationText(text);
+  if (!d.ok()) return d.status();
+  if (!InRange(*d)) return OutOfRange(text, "10ms to 1h");
+  return d;
+}
+
+absl::StatusOr<absl::Duration> ParseInterval(std::string_view text) {
+  auto d = ParseDurationText(text);
+  if (!d.ok()) return d.status();
+  if (*d != absl::ZeroDuration() && !InRange(*d)) return OutOfRange(text, "0, or 10ms to 1h");
   return d;
 }
 

@@ -51,4 +51,7 @@ std::string SubcommandOf(const std::vector<std::string>& args);
 // one hour. The error quotes the text and names the accepted forms (the caller adds the flag).
 absl::StatusOr<absl::Duration> ParseTimeout(std::string_view text);
 
+// --interval (counters): as --timeout, or zero ("0", "0s": one reading, no rates).
+absl::StatusOr<absl::Duration> ParseInterval(std::string_view text);
+
 }  // namespace fabric::ctl

@@ -111,5 +111,27 @@ TEST(ParseTimeout, SecondsOrAUnitWithinBounds) {
   EXPECT_THAT(ParseTimeout("2h").status().message(), HasSubstr("10ms to 1h"));
 }
 
+TEST(ParseInterval, ZeroOrATimeout) {
+  const struct {
+    std::string text;
+    absl::Duration want;
+  } ok[] = {{"0", absl::ZeroDuration()},
+            {"0s", absl::ZeroDuration()},
+            {"1", absl::Seconds(1)},
+            {"250ms", absl::Milliseconds(250)},
+            {"1h", absl::Hours(1)}};
+  for (const auto& c : ok) {
+    auto got = ParseInterval(c.text);
+    ASSERT_TRUE(got.ok()) << c.text << ": " << got.status();
+    EXPECT_EQ(*got, c.want) << c.text;
+  }
+  for (std::string bad : {"abc", "", "-1", "1ms", "2h", "nan", "1s500"}) {
+    auto got = ParseInterval(bad);
+    ASSERT_FALSE(got.ok()) << bad;
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_THAT(ParseInterval("5ms").status().message(), HasSubstr("0, or 10ms to 1h"));
+}
+
 }  // namespace
 }  // namespace fabric::ctl

@@ -159,6 +159,14 @@ absl::StatusOr<v1::PlaceResponse> AgentClient::Place(const v1::PlaceRequest& req
   return out;
 }
 
+absl::StatusOr<v1::PortCountersResponse> AgentClient::GetPortCounters(
+    const v1::GetPortCountersRequest& req) {
+  v1::PortCountersResponse out;
+  auto ctx = Context();
+  FABRIC_GRPC_OR_RETURN(stub_->GetPortCounters(ctx.get(), req, &out));
+  return out;
+}
+
 absl::StatusOr<v1::Health> AgentClient::GetHealth() {
   v1::Health out;
   auto ctx = Context();

@@ -46,6 +46,7 @@ class AgentClient {
                                            bool include_rejected,
                                            const v1::VisibleDevices* visible = nullptr);
   absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req);
+  absl::StatusOr<v1::PortCountersResponse> GetPortCounters(const v1::GetPortCountersRequest& req);
   absl::StatusOr<v1::Health> GetHealth();
   absl::StatusOr<v1::PingResponse> Ping();
   absl::StatusOr<v1::AnnounceResponse> Announce(const v1::AnnounceRequest& req);

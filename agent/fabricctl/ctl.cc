@@ -23,20 +23,24 @@ void AddJsonFlag(CLI::App* cmd, CommonOptions* common) {
   cmd->add_flag("--json", common->json, "print the proto3 JSON mapping of the result");
 }
 
+CLI::Validator DurationSeconds(absl::StatusOr<absl::Duration> (*parse)(std::string_view)) {
+  return CLI::Validator(
+      [parse](std::string& v) -> std::string {
+        auto d = parse(v);
+        if (!d.ok()) return std::string(d.status().message());
+        v = absl::StrCat(absl::ToDoubleSeconds(*d));
+        return "";
+      },
+      "DURATION");
+}
+
 void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help) {
   // The names come from kAgentValueOptions; a flag added there fails to compile here.
   const auto& [target, timeout, tls_ca, tls_cert, tls_key] = kAgentValueOptions;
   cmd->add_option(std::string(target), common->target, target_help)->capture_default_str();
   cmd->add_option(std::string(timeout), common->timeout_s,
                   "how long to wait for the agent: seconds, or 500ms, 2s, 1m (10ms to 1h)")
-      ->transform(CLI::Validator(
-          [](std::string& v) -> std::string {
-            auto d = ParseTimeout(v);
-            if (!d.ok()) return std::string(d.status().message());
-            v = absl::StrCat(absl::ToDoubleSeconds(*d));
-            return "";
-          },
-          "DURATION"))
+      ->transform(DurationSeconds(ParseTimeout))
       ->capture_default_str();
   cmd->add_option(std::string(tls_ca), common->tls.ca, "PEM CA of a TLS agent (HOST:PORT targets)");
   cmd->add_option(std::string(tls_cert), common->tls.cert,

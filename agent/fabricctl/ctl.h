@@ -12,11 +12,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/fabricctl/args.h"
+#include "absl/time/time.h"
 #include "agent/fabricctl/client.h"
 #include "agent/fabricctl/table.h"
 #include "fabric/v1/agent.pb.h"
@@ -43,6 +45,9 @@ void AddAgentFlags(CLI::App* cmd, CommonOptions* common, const char* target_help
 void AddTableFlags(CLI::App* cmd, TableStyle* style);
 // Either with --json is a usage error: a flag that does not fit the format is refused.
 absl::Status TableFlagsFit(const CLI::App* cmd, bool json);
+// A duration flag's check: `parse` (args.h) accepts the text, which becomes its seconds for a
+// double option; the error is parse's message.
+CLI::Validator DurationSeconds(absl::StatusOr<absl::Duration> (*parse)(std::string_view));
 
 // Every option that takes a value refuses an empty one ("--gpus ''" from an unset variable).
 void RefuseEmptyValues(CLI::App& app);
@@ -91,6 +96,7 @@ Command AddSelect(CLI::App& app, CommonOptions& common);
 Command AddPlace(CLI::App& app, CommonOptions& common);
 Command AddEnv(CLI::App& app, CommonOptions& common);
 Command AddHealth(CLI::App& app, CommonOptions& common);
+Command AddCounters(CLI::App& app, CommonOptions& common);
 // announce_command.cc: packets sent from here, or through the agent.
 Command AddAnnounce(CLI::App& app, CommonOptions& common);
 // agent_commands.cc: through the agent only.

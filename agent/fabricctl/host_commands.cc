@@ -1,5 +1,5 @@
-// fabricctl inventory, topo, select, env and health: each written once against HostSource, so
-// the same code runs here (--sysfs/--procfs) and through the agent.
+// fabricctl inventory, topo, select, env, health and counters: each written once against
+// HostSource, so the same code runs here (--sysfs/--procfs) and through the agent.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "agent/fabric/probes/filter.h"
+#include "agent/fabricctl/args.h"
+#include "agent/fabricctl/counters_view.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/host_source.h"
 #include "agent/fabricctl/render.h"
@@ -380,6 +383,68 @@ Command AddHealth(CLI::App& app, CommonOptions& common) {
                 "only check that fabric-agent answers and is serving (liveness probes)");
   return HostCommand(
       flags, [&common, opt](HostSource& source) { return RunHealth(source, common, *opt); });
+}
+
+namespace {
+
+struct CountersOptions {
+  std::string device;
+  double interval_s = 1;
+  bool all = false;
+};
+
+// Two readings --interval apart (one with 0); the rates are computed here, whichever the source.
+Outcome RunCounters(HostSource& source, const CommonOptions& common, const CountersOptions& opt) {
+  if (opt.all && common.json) {
+    return absl::InvalidArgumentError("--all is for the table; --json prints every counter");
+  }
+  v1::GetPortCountersRequest req;
+  if (!opt.device.empty()) {
+    auto port = probes::ParseDevicePort(opt.device);
+    if (!port.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--device: ", port.status().message()));
+    req.set_device(port->device);
+    req.set_port(port->port);
+  }
+  auto first = source.Counters(req);
+  if (!first.ok()) return first.status();
+  v1::PortCountersResponse shown = *first;
+  const absl::Duration interval = absl::Seconds(opt.interval_s);
+  if (interval > absl::ZeroDuration()) {
+    absl::SleepFor(interval);
+    auto second = source.Counters(req);
+    if (!second.ok()) return second.status();
+    shown = WithRates(*first, *second, interval);
+  }
+  Print(common.json ? ToJson(shown) : RenderCounters(shown, opt.all));
+  if (shown.ports().empty()) {
+    return absl::NotFoundError(
+        req.device().empty() ? "no RDMA port found (is the RDMA driver loaded?)"
+                             : absl::StrCat(opt.device, ": gone since the inventory was taken"));
+  }
+  return {};
+}
+
+}  // namespace
+
+Command AddCounters(CLI::App& app, CommonOptions& common) {
+  auto flags = std::make_shared<SourceFlags>(
+      app, "counters",
+      "per RDMA port: counters/ and hw_counters/ with rates over an interval (as rdma statistic)",
+      &common);
+  auto opt = std::make_shared<CountersOptions>();
+  CLI::App* cmd = flags->cmd();
+  cmd->add_option("--device", opt->device,
+                  "only this RDMA device or port: NAME or NAME:PORT, as the tables print it "
+                  "(mlx5_1:1)");
+  cmd->add_option("--interval", opt->interval_s,
+                  "time between the two readings the rates come from: seconds, or 500ms, 2s, 1m "
+                  "(10ms to 1h; 0: one reading, no rates)")
+      ->transform(DurationSeconds(ParseInterval))
+      ->capture_default_str();
+  cmd->add_flag("--all", opt->all, "also the counters that are zero and did not change");
+  return HostCommand(
+      flags, [&common, opt](HostSource& source) { return RunCounters(source, common, *opt); });
 }
 
 }  // namespace fabric::ctl

@@ -1,6 +1,6 @@
-// Where fabricctl's host commands (inventory, topo, select, env, health) get the host: discovered
-// here from a sysfs/procfs root and a config file, or asked of the node's fabric-agent. Each
-// command is written once against HostSource; errors come back as absl::Status classified for
+// Where fabricctl's host commands (inventory, topo, select, env, health, counters) get the host:
+// discovered here from a sysfs/procfs root and a config file, or asked of the node's fabric-agent.
+// Each command is written once against HostSource; errors come back as absl::Status classified for
 // ExitCodeFor (ctl.h).
 #pragma once
 
@@ -34,6 +34,10 @@ class HostSource {
   virtual absl::StatusOr<v1::Selection> Select(const std::string& gpus) = 0;
   // Ranked GPU sets (the Place API): the agent's answer, or the same policy run here.
   virtual absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req) = 0;
+  // One reading of the port counters `req` asks for (GetPortCounters), no rates. NotFound for a
+  // device or port the host does not have.
+  virtual absl::StatusOr<v1::PortCountersResponse> Counters(
+      const v1::GetPortCountersRequest& req) = 0;
   // Never fails: a source that cannot answer is itself a finding.
   virtual HealthReport Health() = 0;
   // Only whether the source answers and reports itself serving (liveness probes); an error when

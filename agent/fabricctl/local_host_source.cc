@@ -1,6 +1,7 @@
 // HostSource by discovery here: the sysfs/procfs roots and the agent config file, read as the
 // agent reads them (--sysfs/--procfs).
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -16,6 +17,7 @@
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/pairing.h"
 #include "agent/policy/select/select.h"
+#include "agent/publish/metrics/port_counters.h"
 
 namespace fabric::ctl {
 namespace {
@@ -67,6 +69,18 @@ class LocalSource : public HostSource {
     return absl::FailedPreconditionError(placed.status().message());
   }
 
+  // Discovery once per command: the second reading reads the same ports' files again.
+  absl::StatusOr<v1::PortCountersResponse> Counters(
+      const v1::GetPortCountersRequest& req) override {
+    if (!counters_host_) {
+      auto loaded = Load();
+      if (!loaded.ok()) return loaded.status();
+      counters_host_ = std::move(loaded->host);
+    }
+    HostFsImpl sysfs(opt_.sysfs);
+    return metrics::ReadHostPortCounters(*counters_host_, sysfs, req);
+  }
+
   // What cannot be discovered is UNKNOWN: nothing is known to be wrong with the host.
   HealthReport Health() override {
     HealthReport r;
@@ -114,6 +128,7 @@ class LocalSource : public HostSource {
   }
 
   LocalOptions opt_;
+  std::optional<v1::Host> counters_host_;
 };
 
 }  // namespace

@@ -9,7 +9,8 @@ size_t DisplayWidth(std::string_view s) {
       s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
 }
 
-std::string Table(const Rows& rows, bool headers, std::string_view indent) {
+std::string Table(const Rows& rows, bool headers, std::string_view indent,
+                  const std::vector<bool>& right) {
   const size_t first = headers ? 0 : 1;
   std::vector<size_t> width;
   for (size_t r = first; r < rows.size(); ++r) {
@@ -22,8 +23,10 @@ std::string Table(const Rows& rows, bool headers, std::string_view indent) {
     const auto& row = rows[r];
     std::string line(indent);
     for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - DisplayWidth(row[i]) + 2, ' ');
+      const std::string pad(width[i] - DisplayWidth(row[i]), ' ');
+      const bool to_right = i < right.size() && right[i];
+      line += to_right ? pad + row[i] : row[i];
+      if (i + 1 < row.size()) line += to_right ? "  " : pad + "  ";
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";

@@ -20,9 +20,11 @@ inline constexpr size_t kDefaultWidth = 100;
 
 using Rows = std::vector<std::vector<std::string>>;
 
-// `rows` as left-aligned columns two spaces apart, each line after `indent`, trailing spaces
-// trimmed. The first row is the header: left out when `headers` is false.
-std::string Table(const Rows& rows, bool headers = true, std::string_view indent = "");
+// `rows` as columns two spaces apart, each line after `indent`, trailing spaces trimmed; columns
+// are left-aligned, those `right` marks right-aligned (numbers). The first row is the header:
+// left out when `headers` is false.
+std::string Table(const Rows& rows, bool headers = true, std::string_view indent = "",
+                  const std::vector<bool>& right = {});
 
 // Characters on screen: UTF-8 code points (the tables hold ASCII and "…").
 size_t DisplayWidth(std::string_view s);

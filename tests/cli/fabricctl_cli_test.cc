@@ -11,8 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fabric/v1/agent.pb.h"
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
@@ -321,6 +324,90 @@ TEST_F(CliTest, HostWithoutRdma) {
   Result env = Run("env --gpus=all " + host);
   EXPECT_EQ(env.code, 1);
   EXPECT_THAT(env.err, HasSubstr("no RDMA device"));
+  Result counters = Run("counters --interval=0 " + host);
+  EXPECT_EQ(counters.code, 1);
+  EXPECT_THAT(counters.out, HasSubstr("0 ports"));
+  EXPECT_THAT(counters.err, HasSubstr("no RDMA port found"));
+}
+
+std::vector<std::string> LinesOf(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST_F(CliTest, CountersPerPortFromTheSysfsTree) {
+  const std::string host = Host("roce-9port");
+  Result all_ports = Run("counters --interval=0 " + host);
+  ASSERT_EQ(all_ports.code, 0) << all_ports.err;
+  EXPECT_THAT(all_ports.out, HasSubstr("9 ports; one reading, no rates; hidden:"));
+  EXPECT_THAT(all_ports.out, HasSubstr("\nmlx5_0:1  netdev eth0  ("));
+  EXPECT_THAT(all_ports.out, HasSubstr("\n  COUNTER  "));
+  EXPECT_THAT(all_ports.out, HasSubstr("\n  counters/port_rcv_data  "));
+  EXPECT_THAT(all_ports.out, HasSubstr("\n  hw_counters/np_cnp_sent  "));
+  // Zero error counters and the lifespan setting are hidden by default; --all shows them.
+  EXPECT_THAT(all_ports.out, Not(HasSubstr("symbol_error")));
+  EXPECT_THAT(all_ports.out, Not(HasSubstr("lifespan")));
+  Result every = Run("counters --interval=0 --all " + host);
+  EXPECT_EQ(every.code, 0);
+  EXPECT_THAT(every.out, HasSubstr("\n  counters/symbol_error  "));
+  EXPECT_THAT(every.out, HasSubstr("\n  hw_counters/lifespan  "));
+  for (const std::string& line : LinesOf(all_ports.out)) EXPECT_LE(line.size(), 100u) << line;
+
+  // The port as the tables spell it, or the device.
+  for (const char* device : {"mlx5_3:1", "mlx5_3"}) {
+    Result one = Run(absl::StrCat("counters --interval=0 --device=", device, " ", host));
+    EXPECT_EQ(one.code, 0) << one.err;
+    EXPECT_THAT(one.out, HasSubstr("1 port; one reading"));
+    EXPECT_THAT(one.out, HasSubstr("\nmlx5_3:1  netdev "));
+    EXPECT_THAT(one.out, Not(HasSubstr("mlx5_0:1")));
+  }
+
+  // Two readings: a rate column and the header's Gb/s (the tree does not change: zero).
+  Result rates = Run("counters --interval=50ms --device=mlx5_0 " + host);
+  EXPECT_EQ(rates.code, 0) << rates.err;
+  EXPECT_THAT(rates.out, HasSubstr("1 port; rates over 0.0"));
+  EXPECT_THAT(rates.out, HasSubstr("mlx5_0:1  netdev eth0  rx 0.00 Gb/s  tx 0.00 Gb/s"));
+  EXPECT_THAT(rates.out, HasSubstr("VALUE  PER-SECOND\n"));
+
+  Result json = Run("counters --interval=0 --json --device=mlx5_0:1 " + host);
+  ASSERT_EQ(json.code, 0) << json.err;
+  v1::PortCountersResponse parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &parsed).ok()) << json.out;
+  ASSERT_EQ(parsed.ports_size(), 1);
+  EXPECT_EQ(parsed.ports(0).netdev(), "eth0");
+  EXPECT_GE(parsed.ports(0).counters_size(), 20);  // Zeros too: JSON has every counter.
+  EXPECT_THAT(json.out, HasSubstr("\"hw_counters\": ["));
+  EXPECT_THAT(json.out, HasSubstr("\"interval_seconds\": 0"));
+}
+
+TEST_F(CliTest, CountersBadArguments) {
+  const std::string host = Host("roce-9port");
+  const struct {
+    std::string args;
+    int code;
+    std::string err;
+  } cases[] = {
+      {"--device=nope", 1, "no RDMA device \"nope\" on this host (devices: mlx5_0, mlx5_1,"},
+      {"--device=mlx5_1:9", 1, "mlx5_1 has no port 9 (ports: 1)"},
+      {"--device=mlx5_1:0", 2, "--device: \"mlx5_1:0\" is not DEVICE or DEVICE:PORT"},
+      {"--device=a/b", 2, "is not DEVICE or DEVICE:PORT"},
+      {"--device=", 2, "--device is empty"},
+      {"--interval=abc", 2, "--interval: \"abc\" is not a duration"},
+      {"--interval=2h", 2, "out of range (0, or 10ms to 1h)"},
+      {"--interval=-1", 2, "out of range"},
+      {"--all --json", 2, "--all is for the table"},
+      {"--target=/x.sock", 2, "--target is for asking the agent"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    // Each is refused before the first reading, so the default 1 s interval costs nothing.
+    Result r = Run(absl::StrCat("counters ", c.args, " ", host));
+    EXPECT_EQ(r.code, c.code) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.err));
+    EXPECT_EQ(r.out, "");
+  }
 }
 
 TEST_F(CliTest, HealthExitCodesFollowTheMonitoringPluginConvention) {

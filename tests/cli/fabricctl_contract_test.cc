@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "fabric/v1/agent.pb.h"
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
@@ -97,6 +98,16 @@ TEST_F(CliTest, JsonIsTheSameBytesEveryRunAndFollowsTheProto) {
       EXPECT_EQ(first.out, second.out) << "the same host printed different bytes";
       EXPECT_EQ(c.parse(first.out), "") << first.out.substr(0, 2000);
       EXPECT_EQ(CamelKey(first.out), "") << "a lowerCamelCase key";
+    }
+    // counters: its read_at differs from run to run; the rest of the contract holds.
+    Result counters = Run("counters --interval=0 --json " + host);
+    if (counters.code == 0) {
+      EXPECT_EQ(ParsesStrictly<v1::PortCountersResponse>(counters.out), "")
+          << counters.out.substr(0, 2000);
+      EXPECT_EQ(CamelKey(counters.out), "") << "a lowerCamelCase key";
+      EXPECT_THAT(counters.out, HasSubstr("\"read_at\": \""));
+    } else {
+      EXPECT_THAT(counters.err, HasSubstr("no RDMA port")) << counters.err;
     }
     Result env1 = Run("env --gpus=all --format=json " + host);
     Result env2 = Run("env --gpus=all --format=json " + host);

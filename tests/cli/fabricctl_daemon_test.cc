@@ -13,8 +13,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "fabric/v1/agent.pb.h"
 #include "fabric/v1/select.pb.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/binaries.h"
@@ -322,6 +326,91 @@ TEST_F(DaemonCliTest, ProbeRefusedFailsFastUnlessRetried) {
   EXPECT_GE(absl::Now() - start, absl::Seconds(2));
   EXPECT_THAT(r.err, HasSubstr("still, when the retries ran out"));
   EXPECT_EQ(Ctl({"probe", "--peer=127.0.0.1:1", "--retry=0"}).status, 2);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+void WriteAll(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+// fabricctl counters through the agent: the agent reads its sysfs when asked (the same tables as
+// local discovery), and rates come from two readings around a change of the files.
+TEST_F(DaemonCliTest, CountersReadNowByTheAgentWithRates) {
+  Start("roce-9port");
+  for (const std::vector<std::string>& cmd :
+       {std::vector<std::string>{"counters", "--interval=0"},
+        {"counters", "--interval=0", "--all", "--device=mlx5_4"}}) {
+    RunResult remote = Ctl(cmd);
+    RunResult local = Local(cmd);
+    EXPECT_EQ(remote.status, 0) << remote.err;
+    EXPECT_EQ(remote.out, local.out);
+  }
+  RunResult unknown = Ctl({"counters", "--device=nope"});
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("no RDMA device \"nope\" on this host (devices: mlx5_0"));
+  EXPECT_EQ(Ctl({"counters", "--device=mlx5_0:7"}).status, 1);
+  EXPECT_EQ(Ctl({"counters", "--interval=abc"}).status, 2);
+
+  const std::string counters = dir_ + "/roce-9port/sys/class/infiniband/mlx5_0/ports/1/counters/";
+  const uint64_t rcv = std::stoull(ReadAll(counters + "port_rcv_data"));
+  const uint64_t xmit_packets = std::stoull(ReadAll(counters + "port_xmit_packets"));
+  // The first reading is taken at once, the second 3 s later; the files change in between.
+  auto ctl = Subprocess::Start({kCtl, "counters", "--target=unix://" + socket_, "--interval=3s",
+                                "--device=mlx5_0:1", "--json"});
+  ASSERT_TRUE(ctl.ok());
+  absl::SleepFor(absl::Milliseconds(1200));
+  const uint64_t words = 12'500'000'000;  // 100 Gb/s over 4 s, in 4-octet words.
+  WriteAll(counters + "port_rcv_data", absl::StrCat(rcv + words, "\n"));
+  WriteAll(counters + "port_xmit_packets", "5\n");  // A reset.
+  ASSERT_EQ((*ctl)->Wait(absl::Seconds(20)), 0) << (*ctl)->Stderr();
+  v1::PortCountersResponse r;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage((*ctl)->Stdout(), &r).ok())
+      << (*ctl)->Stdout();
+  ASSERT_EQ(r.ports_size(), 1);
+  EXPECT_GE(r.interval_seconds(), 3.0);
+  EXPECT_LT(r.interval_seconds(), 5.0);
+  bool seen_rcv = false, seen_reset = false;
+  for (const v1::CounterValue& c : r.ports(0).counters()) {
+    if (c.name() == "port_rcv_data") {
+      seen_rcv = true;
+      EXPECT_EQ(c.value(), rcv + words);
+      ASSERT_TRUE(c.has_per_second());
+      EXPECT_NEAR(c.per_second(), words / r.interval_seconds(), 1);
+    } else if (c.name() == "port_xmit_packets") {
+      seen_reset = true;
+      EXPECT_EQ(c.value(), 5u);
+      EXPECT_FALSE(c.has_per_second());
+    } else if (c.has_per_second()) {
+      EXPECT_EQ(c.per_second(), 0) << c.name() << " did not change";
+    }
+  }
+  EXPECT_TRUE(seen_rcv);
+  EXPECT_TRUE(seen_reset);
+  ASSERT_EQ(r.notes_size(), 1);
+  EXPECT_THAT(r.notes(0), HasSubstr(absl::StrCat("mlx5_0:1 counters/port_xmit_packets went "
+                                                 "backwards (",
+                                                 xmit_packets, " -> 5)")));
+
+  // The table of the same: the Gb/s in the header, the rate in its column.
+  auto table = Subprocess::Start(
+      {kCtl, "counters", "--target=unix://" + socket_, "--interval=2s", "--device=mlx5_0"});
+  ASSERT_TRUE(table.ok());
+  absl::SleepFor(absl::Milliseconds(1000));
+  WriteAll(counters + "port_rcv_data", absl::StrCat(rcv + 2 * words, "\n"));
+  ASSERT_EQ((*table)->Wait(absl::Seconds(20)), 0) << (*table)->Stderr();
+  const std::string out = (*table)->Stdout();
+  EXPECT_THAT(out, HasSubstr("1 port; rates over 2."));
+  EXPECT_THAT(out, HasSubstr("mlx5_0:1  netdev eth0  rx "));
+  EXPECT_THAT(out, Not(HasSubstr("rx 0.00 Gb/s")));
+  EXPECT_THAT(out, HasSubstr("tx 0.00 Gb/s"));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("  counters/port_rcv_data  ")));
+  EXPECT_THAT(out, HasSubstr("VALUE  PER-SECOND"));
 }
 
 }  // namespace

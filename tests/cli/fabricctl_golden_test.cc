@@ -27,6 +27,7 @@ const std::vector<std::pair<std::string, std::string>>& Commands() {
       {"place.txt", "place --count=2"},
       {"env.txt", "env --gpus=all"},
       {"health.txt", "health"},
+      {"counters.txt", "counters --interval=0"},
       {"topo.json", "topo --json"},
       {"select.json", "select --gpus=all --json"},
       {"place.json", "place --count=2 --json"},

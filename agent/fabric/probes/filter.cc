@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agent/config/probes_section.h"
@@ -12,6 +13,24 @@
 #include "agent/fabric/probes/wire.h"
 
 namespace fabric::probes {
+
+absl::StatusOr<DevicePort> ParseDevicePort(absl::string_view text) {
+  absl::string_view name = text;
+  uint32_t port = 0;
+  if (const size_t colon = text.rfind(':'); colon != absl::string_view::npos) {
+    name = text.substr(0, colon);
+    if (!absl::SimpleAtoi(text.substr(colon + 1), &port) || port < 1 || port > 254) {
+      name = {};  // rejected below
+    }
+  }
+  // "-" is the tables' mark for no device (a TCP probe), not a name.
+  if (name == "-" || !wire::IsValidDeviceName(std::string_view(name.data(), name.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", absl::CHexEscape(text.substr(0, 64)),
+                     "\" is not DEVICE or DEVICE:PORT (e.g. mlx5_1 or mlx5_1:1, port 1..254)"));
+  }
+  return DevicePort{std::string(name), port};
+}
 
 absl::StatusOr<v1::ListProbeResultsRequest> ParseResultFilter(absl::string_view peer,
                                                               absl::string_view device,
@@ -29,24 +48,14 @@ absl::StatusOr<v1::ListProbeResultsRequest> ParseResultFilter(absl::string_view 
     req.set_peer(std::string(peer));
   }
   if (!device.empty()) {
-    absl::string_view name = device;
-    uint32_t port = 0;
-    if (const size_t colon = device.rfind(':'); colon != absl::string_view::npos) {
-      name = device.substr(0, colon);
-      if (!absl::SimpleAtoi(device.substr(colon + 1), &port) || port < 1 || port > 254) {
-        port = 0;
-        name = {};  // rejected below
-      }
+    auto parsed = ParseDevicePort(device);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--device: ", parsed.status().message(),
+                       ", as the DEVICE column prints it; TCP results have no device"));
     }
-    // "-" is the column's mark for no device (TCP), not a name to match.
-    if (name == "-" || !wire::IsValidDeviceName(std::string_view(name.data(), name.size()))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--device: \"", device,
-          "\" is not DEVICE or DEVICE:PORT as the DEVICE column prints it (e.g. mlx5_1:1, port "
-          "1..254); TCP results have no device"));
-    }
-    req.set_device(std::string(name));
-    req.set_port(port);
+    req.set_device(parsed->device);
+    req.set_port(parsed->port);
   }
   if (!test.empty()) {
     if (!ParseTestName(std::string_view(test.data(), test.size()))) {

@@ -70,14 +70,6 @@ constexpr NamedCounter kNamedCounters[] = {
      1},
 };
 
-// hw_counters/ entries that are not counters. lifespan is the age in milliseconds after which
-// the driver refreshes the cached hw_counters values (a writable setting); bnxt_re's active_*
-// are current resource counts and its watermark_* their highest levels, which go down again.
-bool IsHwSetting(std::string_view name) { return name == "lifespan"; }
-bool IsHwLevel(std::string_view name) {
-  return absl::StartsWith(Av(name), "active_") || absl::StartsWith(Av(name), "watermark_");
-}
-
 // The states with a series each (PortStateWord gives their words).
 constexpr v1::PortState kPortStates[] = {v1::PORT_STATE_DOWN, v1::PORT_STATE_INIT,
                                          v1::PORT_STATE_ARMED, v1::PORT_STATE_ACTIVE,
@@ -224,11 +216,7 @@ void AppendPcieLink(const PciFunction& f, std::string_view role, Exposition* out
 
 void AppendHostMetrics(const Host& host, const HostFs& sysfs, Exposition* out) {
   // Devices still present: a device removed since the inventory was taken is left out.
-  std::vector<std::pair<const RdmaDevice*, std::unique_ptr<HostDir>>> devices;
-  for (const RdmaDevice& dev : host.rdma_devices()) {
-    auto dir = OpenRdmaDeviceDir(sysfs, dev.name());
-    if (dir.ok()) devices.emplace_back(&dev, std::move(*dir));
-  }
+  const std::vector<PresentDevice> devices = PresentRdmaDevices(host, sysfs);
   std::vector<const v1::Accelerator*> accelerators;
   for (const v1::Accelerator& a : host.accelerators()) {
     if (a.management_display()) continue;
@@ -242,11 +230,11 @@ void AppendHostMetrics(const Host& host, const HostFs& sysfs, Exposition* out) {
   out->Gauge("fabric_accelerators",
              "GPUs and other accelerators, servers' management displays excepted.", {},
              accelerators.size());
-  for (const auto& [dev, dir] : devices) {
-    for (const Port& port : dev->ports()) AppendPort(*dev, port, *dir, out);
+  for (const PresentDevice& d : devices) {
+    for (const Port& port : d.device->ports()) AppendPort(*d.device, port, *d.dir, out);
   }
-  for (const auto& [dev, dir] : devices) {
-    if (!dev->pci().address().empty()) AppendPcieLink(dev->pci(), "nic", out);
+  for (const PresentDevice& d : devices) {
+    if (!d.device->pci().address().empty()) AppendPcieLink(d.device->pci(), "nic", out);
   }
   for (const v1::Accelerator* a : accelerators) AppendPcieLink(a->pci(), "accelerator", out);
   for (const v1::Netdev& nd : host.netdevs()) {

@@ -4,7 +4,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "agent/common/strings.h"
 
 namespace fabric::metrics {
@@ -104,6 +108,116 @@ absl::StatusOr<PortCounters> ReadPortCounters(const HostFs& sysfs, std::string_v
   auto port_dir = (*dev)->OpenDir(absl::StrCat("ports/", port));
   if (!port_dir.ok()) return port_dir.status();
   return ReadPortCounters(**port_dir);
+}
+
+std::vector<PresentDevice> PresentRdmaDevices(const v1::Host& host, const HostFs& sysfs,
+                                              std::string_view only) {
+  std::vector<PresentDevice> out;
+  for (const v1::RdmaDevice& dev : host.rdma_devices()) {
+    if (!only.empty() && dev.name() != only) continue;
+    auto dir = OpenRdmaDeviceDir(sysfs, dev.name());
+    if (dir.ok()) out.push_back({&dev, *std::move(dir)});
+  }
+  return out;
+}
+
+bool IsHwSetting(std::string_view name) { return name == "lifespan"; }
+bool IsHwLevel(std::string_view name) {
+  return absl::StartsWith(Av(name), "active_") || absl::StartsWith(Av(name), "watermark_");
+}
+
+namespace {
+
+// Names in an error message: the first few, then how many more (a host may have 500 VFs).
+template <typename Range, typename Fn>
+std::string FewOf(const Range& items, Fn name) {
+  constexpr int kShown = 8;
+  std::vector<std::string> names;
+  int more = 0;
+  for (const auto& item : items) {
+    if (static_cast<int>(names.size()) < kShown) {
+      names.push_back(name(item));
+    } else {
+      ++more;
+    }
+  }
+  if (names.empty()) return "none";
+  std::string out = absl::StrJoin(names, ", ");
+  if (more > 0) absl::StrAppend(&out, " and ", more, " more");
+  return out;
+}
+
+void AddValues(const std::vector<Counter>& from,
+               google::protobuf::RepeatedPtrField<v1::CounterValue>* to) {
+  for (const Counter& c : from) {
+    v1::CounterValue* v = to->Add();
+    v->set_name(c.name);
+    v->set_value(c.value);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<v1::PortCountersResponse> ReadHostPortCounters(
+    const v1::Host& host, const HostFs& sysfs, const v1::GetPortCountersRequest& req) {
+  // The request is checked against the inventory before sysfs is touched: a name that is no
+  // device of the host never becomes a path.
+  if (req.port() != 0 && req.device().empty()) {
+    return absl::InvalidArgumentError("a port needs its device (DEVICE:PORT, e.g. mlx5_1:1)");
+  }
+  if (!req.device().empty()) {
+    const v1::RdmaDevice* found = nullptr;
+    for (const v1::RdmaDevice& d : host.rdma_devices()) {
+      if (d.name() == req.device()) found = &d;
+    }
+    if (found == nullptr) {
+      return absl::NotFoundError(absl::StrCat(
+          "no RDMA device \"", absl::CHexEscape(req.device().substr(0, 64)),
+          "\" on this host (devices: ",
+          FewOf(host.rdma_devices(), [](const v1::RdmaDevice& d) { return d.name(); }), ")"));
+    }
+    if (req.port() != 0) {
+      bool has = false;
+      for (const v1::Port& p : found->ports()) has = has || p.number() == req.port();
+      if (!has) {
+        return absl::NotFoundError(absl::StrCat(
+            req.device(), " has no port ", req.port(), " (ports: ",
+            FewOf(found->ports(), [](const v1::Port& p) { return absl::StrCat(p.number()); }),
+            ")"));
+      }
+    }
+  }
+  v1::PortCountersResponse out;
+  const int64_t now_ns = absl::ToUnixNanos(absl::Now());
+  out.mutable_read_at()->set_seconds(now_ns / 1000000000);
+  out.mutable_read_at()->set_nanos(static_cast<int32_t>(now_ns % 1000000000));
+  const std::vector<PresentDevice> present = PresentRdmaDevices(host, sysfs, req.device());
+  for (const v1::RdmaDevice& d : host.rdma_devices()) {
+    if (!req.device().empty() && d.name() != req.device()) continue;
+    bool there = false;
+    for (const PresentDevice& p : present) there = there || p.device == &d;
+    if (!there) out.add_notes(absl::StrCat(d.name(), ": gone since the inventory was taken"));
+  }
+  for (const PresentDevice& d : present) {
+    for (const v1::Port& port : d.device->ports()) {
+      if (req.port() != 0 && port.number() != req.port()) continue;
+      auto port_dir = d.dir->OpenDir(absl::StrCat("ports/", port.number()));
+      if (!port_dir.ok()) {
+        out.add_notes(absl::StrCat(d.device->name(), ":", port.number(),
+                                   ": gone since the inventory was taken"));
+        continue;
+      }
+      const PortCounters read = ReadPortCounters(**port_dir);
+      v1::PortCounterSet* set = out.add_ports();
+      set->set_device(d.device->name());
+      set->set_port(port.number());
+      set->set_netdev(port.netdev());
+      AddValues(read.counters, set->mutable_counters());
+      AddValues(read.hw_counters, set->mutable_hw_counters());
+      for (const v1::FieldProblem& p : read.problems) *set->add_problems() = p;
+    }
+  }
+  return out;
 }
 
 }  // namespace fabric::metrics

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/inventory/hostfs/host_fs.h"
+#include "fabric/v1/agent.pb.h"
 #include "fabric/v1/host.pb.h"
 
 namespace fabric::metrics {
@@ -56,5 +57,29 @@ absl::StatusOr<PortCounters> ReadPortCounters(const HostFs& sysfs, std::string_v
 // device is gone.
 absl::StatusOr<std::unique_ptr<HostDir>> OpenRdmaDeviceDir(const HostFs& sysfs,
                                                            std::string_view device);
+
+// The RDMA devices of `host` whose sysfs directory is still there, each with it open, in inventory
+// order; with `only`, only the device of that name. A device removed since the inventory was
+// taken is left out.
+struct PresentDevice {
+  const v1::RdmaDevice* device;
+  std::unique_ptr<HostDir> dir;
+};
+std::vector<PresentDevice> PresentRdmaDevices(const v1::Host& host, const HostFs& sysfs,
+                                              std::string_view only = {});
+
+// hw_counters/ entries that are not counts. lifespan is the age in milliseconds after which the
+// driver refreshes the cached hw_counters values (a writable setting); bnxt_re's active_* are
+// current resource counts and its watermark_* their highest levels, which go down again.
+bool IsHwSetting(std::string_view name);
+bool IsHwLevel(std::string_view name);
+
+// The counters of the ports of `host` (the inventory) that `req` asks for, read now below
+// `sysfs`: the GetPortCounters RPC, and `fabricctl counters` with --sysfs. A device gone since the
+// inventory was taken is left out with a note; unreadable files are the port's problems. Only
+// the request is an error: NotFound for a device the host does not have (the message lists those
+// it has) or a port the device does not have; InvalidArgument for a port without a device.
+absl::StatusOr<v1::PortCountersResponse> ReadHostPortCounters(
+    const v1::Host& host, const HostFs& sysfs, const v1::GetPortCountersRequest& req);
 
 }  // namespace fabric::metrics

@@ -228,5 +228,92 @@ TEST_F(ExampleHostTest, GoneDeviceOrPortIsNotFound) {
   EXPECT_TRUE(ReadPortCounters(sys, "mlx5_2", 1).ok());
 }
 
+// The inventory as ReadHostPortCounters sees it: names and ports only (the files are read).
+v1::Host Inventory(const std::vector<std::pair<std::string, std::vector<uint32_t>>>& devices) {
+  v1::Host host;
+  for (const auto& [name, ports] : devices) {
+    v1::RdmaDevice* d = host.add_rdma_devices();
+    d->set_name(name);
+    for (uint32_t n : ports) {
+      v1::Port* p = d->add_ports();
+      p->set_number(n);
+      p->set_netdev(name + "_eth");
+    }
+  }
+  return host;
+}
+
+TEST_F(ExampleHostTest, HostPortCountersFollowTheInventoryAndTheFilter) {
+  HostFsImpl sys(Sys());
+  // mlx5_77 is in the inventory but not below sysfs (removed since): left out, with a note.
+  const v1::Host host = Inventory({{"mlx5_1", {1}}, {"mlx5_2", {1}}, {"mlx5_77", {1}}});
+  auto all = ReadHostPortCounters(host, sys, {});
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->ports_size(), 2);
+  EXPECT_EQ(all->ports(0).device(), "mlx5_1");
+  EXPECT_EQ(all->ports(0).port(), 1u);
+  EXPECT_EQ(all->ports(0).netdev(), "mlx5_1_eth");
+  ASSERT_EQ(all->ports(0).counters_size(), 2);
+  EXPECT_EQ(all->ports(0).counters(1).name(), "port_rcv_data");
+  EXPECT_EQ(all->ports(0).counters(1).value(), 1000u);
+  EXPECT_FALSE(all->ports(0).counters(1).has_per_second());  // Rates are the client's.
+  ASSERT_EQ(all->ports(0).hw_counters_size(), 1);
+  EXPECT_EQ(all->ports(0).hw_counters(0).value(), 3u);
+  EXPECT_EQ(all->ports(1).device(), "mlx5_2");
+  EXPECT_THAT(all->notes(), ElementsAre("mlx5_77: gone since the inventory was taken"));
+  EXPECT_GT(all->read_at().seconds(), 1'600'000'000);
+
+  const struct {
+    std::string device;
+    uint32_t port;
+    absl::StatusCode code;
+    std::string message;  // Part of the error, or of the one port's device.
+  } cases[] = {
+      {"mlx5_2", 0, absl::StatusCode::kOk, "mlx5_2"},
+      {"mlx5_2", 1, absl::StatusCode::kOk, "mlx5_2"},
+      {"mlx5_2", 2, absl::StatusCode::kNotFound, "mlx5_2 has no port 2 (ports: 1)"},
+      {"nope", 0, absl::StatusCode::kNotFound,
+       "no RDMA device \"nope\" on this host (devices: mlx5_1, mlx5_2, mlx5_77)"},
+      {"../../etc", 0, absl::StatusCode::kNotFound, "no RDMA device \"../../etc\""},
+      {"", 1, absl::StatusCode::kInvalidArgument, "a port needs its device"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.device + ":" + std::to_string(c.port));
+    v1::GetPortCountersRequest req;
+    req.set_device(c.device);
+    req.set_port(c.port);
+    auto got = ReadHostPortCounters(host, sys, req);
+    EXPECT_EQ(got.status().code(), c.code) << got.status();
+    if (got.ok()) {
+      ASSERT_EQ(got->ports_size(), 1);
+      EXPECT_EQ(got->ports(0).device(), c.message);
+      EXPECT_THAT(got->notes(), IsEmpty());
+    } else {
+      EXPECT_THAT(got.status().message(), HasSubstr(c.message));
+    }
+  }
+}
+
+TEST_F(ExampleHostTest, HostPortCountersListAFewDevicesWhenTheNameIsUnknown) {
+  HostFsImpl sys(Sys());
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> many;
+  for (int i = 0; i < 500; ++i) many.push_back({"vf" + std::to_string(i), {1}});
+  v1::GetPortCountersRequest req;
+  req.set_device("mlx5_1");
+  auto got = ReadHostPortCounters(Inventory(many), sys, req);
+  ASSERT_TRUE(absl::IsNotFound(got.status())) << got.status();
+  EXPECT_THAT(got.status().message(), HasSubstr("vf7 and 492 more)"));
+  EXPECT_LT(got.status().message().size(), 200u);
+}
+
+TEST_F(ExampleHostTest, HostPortCountersOfAPortGoneWithItsDirectory) {
+  HostFsImpl sys(Sys());
+  // The inventory has port 2 of mlx5_1; the tree does not (the device's ports changed).
+  auto got = ReadHostPortCounters(Inventory({{"mlx5_1", {1, 2}}}), sys, {});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->ports_size(), 1);
+  EXPECT_THAT(got->notes(), ElementsAre("mlx5_1:2: gone since the inventory was taken"));
+}
+
 }  // namespace
 }  // namespace fabric::metrics
