@@ -17,8 +17,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/fabricctl/args.h"
 #include "absl/time/time.h"
+#include "agent/fabricctl/args.h"
 #include "agent/fabricctl/client.h"
 #include "agent/fabricctl/table.h"
 #include "fabric/v1/agent.pb.h"
