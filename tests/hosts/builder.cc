@@ -383,8 +383,13 @@ absl::StatusOr<Index> BuildIndex(const HostSpec& spec) {
       return Invalid(absl::StrCat("netdev ", n.name, ": ifindex ", ifindex, " already used"));
     }
     ix.ifindex[n.name] = ifindex;
-    ix.netdev_dir[n.name] = n.pci.empty() ? absl::StrCat("devices/virtual/net/", n.name)
-                                          : absl::StrCat(ix.pci_dir[n.pci], "/net/", n.name);
+    if (!n.virtio.empty() && n.pci.empty()) {
+      return Invalid(absl::StrCat("netdev ", n.name, ": virtio device without a PCI function"));
+    }
+    ix.netdev_dir[n.name] = n.pci.empty()
+                                ? absl::StrCat("devices/virtual/net/", n.name)
+                                : absl::StrCat(ix.pci_dir[n.pci], n.virtio.empty() ? "" : "/",
+                                               n.virtio, "/net/", n.name);
   }
   for (const NetdevSpec& n : spec.netdevs) {
     if (n.lower.empty()) continue;
@@ -823,7 +828,9 @@ class HostWriter {
       FABRIC_RETURN_IF_ERROR(sys_.Attr(absl::StrCat(d, "/statistics/", name), absl::StrCat(value)));
     }
     if (!n.pci.empty()) {
-      FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/device", ix_.pci_dir.at(n.pci)));
+      std::string device = ix_.pci_dir.at(n.pci);
+      if (!n.virtio.empty()) absl::StrAppend(&device, "/", n.virtio);
+      FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/device", device));
     }
     FABRIC_RETURN_IF_ERROR(sys_.Link(d + "/subsystem", "class/net"));
     if (!n.lower.empty()) {

@@ -80,10 +80,12 @@ struct PciFunctionSpec {
   std::vector<std::pair<std::string, std::string>> attributes;
 };
 
-// A network interface: <pci function>/net/<name>, or devices/virtual/net/<name> without one.
+// A network interface: <pci function>/net/<name> (<pci function>/<virtio>/net/<name> for
+// virtio-net), or devices/virtual/net/<name> without one.
 struct NetdevSpec {
   std::string name;
   std::string pci;        // BDF of the function it sits on; empty: a virtual netdev.
+  std::string virtio;     // virtio-net: the virtio device between function and netdev ("virtio2").
   std::string mac;        // `address`: 6 bytes for Ethernet, 20 for IPoIB.
   std::string broadcast;  // Empty: the usual one for `type`.
   int mtu = 1500;

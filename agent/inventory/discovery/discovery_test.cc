@@ -678,6 +678,41 @@ TEST_F(DiscoveryTest, HostWithoutRdma) {
   EXPECT_EQ(h.accelerators_size(), 9);
 }
 
+// Soft-RoCE on virtio-net, as in a VM: the netdev sits on the virtio bus device below the PCI
+// function (<bdf>/virtio2/net/ens4), and still belongs to that function (the agent listens for
+// LLDP on netdevs of a PCI function).
+TEST_F(DiscoveryTest, RxeOnVirtioNetBelongsToItsPciFunction) {
+  auto spec = testing::ExampleHost("roce-9port");
+  ASSERT_TRUE(spec.ok());
+  testing::PciFunctionSpec fn;
+  fn.bdf = "0000:00:04.0";
+  fn.parent = spec->root_complexes.front().name;
+  fn.vendor = 0x1af4;
+  fn.device = 0x1041;
+  fn.class_code = 0x020000;
+  fn.driver = "virtio-pci";
+  spec->pci.push_back(fn);
+  testing::NetdevSpec nd;
+  nd.name = "ens4";
+  nd.pci = fn.bdf;
+  nd.virtio = "virtio2";
+  nd.mac = "52:54:00:4e:78:01";
+  spec->netdevs.push_back(nd);
+  testing::RdmaDeviceSpec rxe;
+  rxe.name = "rxe0";
+  rxe.parent = "ens4";
+  rxe.node_guid = "5054:00ff:fe4e:7801";
+  rxe.ports.emplace_back();
+  spec->rdma.push_back(rxe);
+  Host h = Discovered(*spec);
+  const Netdev* ens4 = Net(h, "ens4");
+  ASSERT_NE(ens4, nullptr);
+  EXPECT_EQ(ens4->pci_address(), "0000:00:04.0");
+  EXPECT_EQ(ens4->rdma_device(), "rxe0");
+  EXPECT_EQ(ens4->rdma_port(), 1u);
+  EXPECT_FALSE(ens4->upper());
+}
+
 // HostFsImpl that fails chosen paths with a chosen errno, as HostFsImpl itself would report it
 // (ErrnoStatus): a path fails when it is a rule's path or ends with "/" and it, for every call
 // that names it, directly or relative to an open directory.

@@ -22,6 +22,14 @@ using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
 
 namespace {
 
+// "virtio<N>": a device on the virtio bus, below the PCI function of virtio-pci.
+bool IsVirtioDevice(std::string_view name) {
+  constexpr std::string_view kPrefix = "virtio";
+  if (name.size() <= kPrefix.size() || name.substr(0, kPrefix.size()) != kPrefix) return false;
+  return std::all_of(name.begin() + kPrefix.size(), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
 struct NetdevInfo {
   Netdev nd;
   std::optional<int64_t> dev_port;
@@ -83,8 +91,10 @@ class NetdevReader {
       return nullptr;
     }
     NetdevInfo& info = ReadNetdev(name, *real);
-    // .../<BDF>/net/<name>: the PCI function it belongs to.
+    // .../<BDF>/net/<name>: the PCI function it belongs to; virtio-net has the virtio bus
+    // device in between (.../<BDF>/virtio<N>/net/<name>), as in a VM.
     std::string parent = Dirname(Dirname(*real));
+    if (IsVirtioDevice(Basename(parent))) parent = Dirname(parent);
     if (auto a = ParsePciAddress(Basename(parent)); a.ok()) info.nd.set_pci_address(*a);
     return &info;
   }
