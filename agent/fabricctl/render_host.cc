@@ -297,7 +297,7 @@ std::string RenderNeighbors(const Host& host, int64_t now_unix_ms, const TableSt
     const Neighbor& nb = n.neighbor();
     const int64_t age_s = std::max<int64_t>(0, (now_unix_ms - nb.first_seen_unix_ms()) / 1000);
     rows.push_back({n.name(), port, Clip(nb.switch_label(), 24, style),
-                    Clip(nb.port_id(), 16, style), Clip(Or(nb.port_description()), 16, style),
+                    Clip(nb.port_id(), 17, style), Clip(Or(nb.port_description()), 16, style),
                     nb.source() == Neighbor::SOURCE_LLDP ? absl::StrCat(nb.ttl_seconds(), "s")
                                                          : "-",  // SMP answers have no TTL.
                     absl::StrCat(age_s, "s ago")});
