@@ -184,6 +184,8 @@ void IbNeighbors::Lay(v1::Host* host) const {
   for (int i = 0; i < host->netdevs_size(); ++i) {
     const v1::Netdev& nd = host->netdevs(i);
     std::optional<Neighbor> want = Want(nd);
+    // The rail is the policy's view, laid after (LayRails): kept, not compared.
+    if (want && nd.has_neighbor()) want->set_rail(nd.neighbor().rail());
     if (!want) {
       if (nd.has_neighbor() && nd.neighbor().source() == Neighbor::SOURCE_IB_SMP) {
         MutableNetdev(host, i)->clear_neighbor();
@@ -198,6 +200,8 @@ void IbNeighbors::Lay(v1::Host* host) const {
 bool IbNeighbors::Shows(const v1::Host& host) const {
   for (const v1::Netdev& nd : host.netdevs()) {
     std::optional<Neighbor> want = Want(nd);
+    // The rail is the policy's view, laid after (LayRails): kept, not compared.
+    if (want && nd.has_neighbor()) want->set_rail(nd.neighbor().rail());
     if (!want) {
       if (nd.has_neighbor() && nd.neighbor().source() == Neighbor::SOURCE_IB_SMP) return false;
       continue;

@@ -12,6 +12,7 @@
 #include "agent/daemon/scan_trust.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/policy/health/health.h"
+#include "agent/policy/rails/rails.h"
 #include "agent/policy/select/pairing.h"
 #include "agent/publish/nfd/nfd.h"
 
@@ -118,6 +119,14 @@ bool SameRanking(const Snapshot* cur, bool host_changed, bool policy_changed,
   return RankingInputs(*cur->host, cur->policy, subjects) == RankingInputs(*next, policy, subjects);
 }
 
+// Each neighbour names the configured rail it is heard on (or none): a view of the policy laid
+// with the neighbours, so that the API and `fabricctl neighbors` show it.
+void LayRails(v1::Host* host, const v1::SelectionPolicy& policy) {
+  for (const auto& [i, rail] : RailChanges(*host, policy)) {
+    MutableNetdev(host, i)->mutable_neighbor()->set_rail(rail);
+  }
+}
+
 }  // namespace
 
 void CountSources(AgentState& st) {
@@ -147,6 +156,7 @@ void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_chan
   }
   if (host && st.lldp != nullptr) st.lldp->Lay(host->host.get());
   if (host && st.ib != nullptr) st.ib->Lay(host->host.get());
+  if (host) LayRails(host->host.get(), st.config.selection());
   if (cur != nullptr && host) {
     changes = DiffHosts(*cur->host, *host->host);
     host_changed = !changes.empty();
@@ -179,6 +189,7 @@ void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_chan
     if (policy_changed) {
       auto h = std::make_shared<v1::Host>(*cur->host);
       *h->mutable_pairing() = PairGpus(*h, snap->policy);
+      LayRails(h.get(), snap->policy);
       snap->host = std::move(h);
     } else {
       snap->host = cur->host;  // The very same host: nothing in it changed.

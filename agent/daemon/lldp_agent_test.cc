@@ -64,10 +64,12 @@ class LldpAgentTest : public ::testing::Test {
     fs::create_directories(dir_ + "/nfd");
     ASSERT_TRUE(r.ok() && r->status == 0);
     socket_ = dir_ + "/agent.sock";
+    std::ofstream(dir_ + "/config.json") << "{}\n";  // No rails until the test adds them.
     auto p = Subprocess::Start({kIp, "netns", "exec", pair_->pod(), testing::kAgentBinary,
-                                "--socket=" + socket_, "--sysfs=" + dir_ + "/host/sys",
-                                "--procfs=" + dir_ + "/host/proc", "--rescan-interval=3600",
-                                "--log-level=debug", "--nfd-features-dir=" + dir_ + "/nfd"});
+                                "--socket=" + socket_, "--config=" + dir_ + "/config.json",
+                                "--sysfs=" + dir_ + "/host/sys", "--procfs=" + dir_ + "/host/proc",
+                                "--rescan-interval=3600", "--log-level=debug",
+                                "--nfd-features-dir=" + dir_ + "/nfd"});
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = std::move(*p);
     ASSERT_TRUE(testing::WaitForSocket(*agent_, socket_)) << agent_->Stderr();
@@ -171,12 +173,34 @@ TEST_F(LldpAgentTest, NeighbourAppearsIsRenamedAndGoes) {
   auto ctl = testing::Run({testing::kFabricctlBinary, "neighbors", "--target=" + socket_});
   ASSERT_TRUE(ctl.ok() && ctl->status == 0) << (ctl.ok() ? ctl->err : ctl.status().ToString());
   EXPECT_THAT(ctl->out, ::testing::ContainsRegex("\neth1 +mlx5_1:1 +leaf-07 +02:00:00:00:0b:07 +"
-                                                 "to gpu-node eth1 +4s +[0-9]+s ago\n"))
+                                                 "to gpu-node eth1 +- +4s +[0-9]+s ago\n"))
       << ctl->out;
   EXPECT_THAT(ctl->out, ::testing::ContainsRegex("\neth2 +mlx5_2:1 +- +-")) << ctl->out;
   ctl = testing::Run({testing::kFabricctlBinary, "neighbors", "--json", "--target=" + socket_});
   ASSERT_TRUE(ctl.ok() && ctl->status == 0);
   EXPECT_THAT(ctl->out, ::testing::HasSubstr("\"switch_label\": \"leaf-07\""));
+
+  // Rails configured (the file reloaded): the neighbour names the rail its switch serves.
+  std::ofstream(dir_ + "/config.json")
+      << R"({"selection": {"rails": [{"name": "r1", "switchPattern": "leaf-0*", "ports": ["mlx5_1"]}]}})"
+      << "\n";
+  agent_->Signal(SIGHUP);
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        ctl = testing::Run({testing::kFabricctlBinary, "neighbors", "--target=" + socket_});
+        return ctl.ok() && ctl->status == 0 &&
+               absl::StrContains(ctl->out, "to gpu-node eth1  r1  ");
+      },
+      absl::Seconds(10)))
+      << (ctl.ok() ? ctl->out + ctl->err : ctl.status().ToString()) << agent_->Stderr();
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        std::ifstream in(dir_ + "/nfd/fabric-agent");
+        labels.assign(std::istreambuf_iterator<char>(in), {});
+        return absl::StrContains(labels, "rdma.fabric.io/leaf.r1=leaf-07\n");
+      },
+      absl::Seconds(10)))
+      << labels;
 
   // A full rescan (SIGHUP) reads sysfs, which knows nothing of neighbours: it stays.
   agent_->Signal(SIGHUP);

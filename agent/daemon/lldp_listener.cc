@@ -216,6 +216,8 @@ void LldpListener::Lay(v1::Host* host) const {
   for (int i = 0; i < host->netdevs_size(); ++i) {
     const v1::Netdev& nd = host->netdevs(i);
     std::optional<v1::Neighbor> want = Want(nd.name());
+    // The rail is the policy's view, laid after (LayRails): kept, not compared.
+    if (want && nd.has_neighbor()) want->set_rail(nd.neighbor().rail());
     if (!want) {
       if (nd.has_neighbor() && nd.neighbor().source() == v1::Neighbor::SOURCE_LLDP) {
         MutableNetdev(host, i)->clear_neighbor();
@@ -233,6 +235,8 @@ void LldpListener::Lay(v1::Host* host) const {
 bool LldpListener::Shows(const v1::Host& host) const {
   for (const v1::Netdev& nd : host.netdevs()) {
     std::optional<v1::Neighbor> want = Want(nd.name());
+    // The rail is the policy's view, laid after (LayRails): kept, not compared.
+    if (want && nd.has_neighbor()) want->set_rail(nd.neighbor().rail());
     const bool mine = nd.has_neighbor() && nd.neighbor().source() == v1::Neighbor::SOURCE_LLDP;
     if (want.has_value() != mine) return false;
     if (want && !google::protobuf::util::MessageDifferencer::Equals(nd.neighbor(), *want)) {

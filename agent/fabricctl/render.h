@@ -26,8 +26,9 @@ std::string RenderSelectionBrief(const v1::Selection& selection, const TableStyl
 // Ranked GPU sets, best first: the GPUs, worst distance, distance sum, NUMA nodes spanned, GPUs
 // sharing a port, and the port per GPU; then the notes.
 std::string RenderPlacements(const v1::PlaceResponse& response, const TableStyle& style = {});
-// One line per physical netdev: the switch and port at the other end of its cable (LLDP), its
-// TTL and since when it is heard (`now_unix_ms` the clock); "-" where nothing was heard.
+// One line per physical netdev: the switch and port at the other end of its cable (LLDP, or SMPs
+// on InfiniBand), the configured rail it serves, its TTL and since when it is heard
+// (`now_unix_ms` the clock); "-" where nothing was heard.
 std::string RenderNeighbors(const v1::Host& host, int64_t now_unix_ms,
                             const TableStyle& style = {});
 // One block per interface: addresses, frames sent, gateway reachability, conflicts.

@@ -278,7 +278,8 @@ std::string RenderInventory(const Host& host, const TableStyle& style) {
 }
 
 std::string RenderNeighbors(const Host& host, int64_t now_unix_ms, const TableStyle& style) {
-  Rows rows = {{"NETDEV", "RDMA PORT", "SWITCH", "SWITCH PORT", "DESCRIPTION", "TTL", "SINCE"}};
+  Rows rows = {
+      {"NETDEV", "RDMA PORT", "SWITCH", "SWITCH PORT", "DESCRIPTION", "RAIL", "TTL", "SINCE"}};
   int heard = 0;
   const std::vector<std::string> physical = PhysicalNetdevs(host);  // What the agent listens on.
   const std::set<std::string> listed(physical.begin(), physical.end());
@@ -290,7 +291,7 @@ std::string RenderNeighbors(const Host& host, int64_t now_unix_ms, const TableSt
             : absl::StrCat(n.rdma_device(),
                            n.has_rdma_port() ? absl::StrCat(":", n.rdma_port()) : "");
     if (!n.has_neighbor()) {
-      rows.push_back({n.name(), port, "-", "-", "-", "-", "-"});
+      rows.push_back({n.name(), port, "-", "-", "-", "-", "-", "-"});
       continue;
     }
     ++heard;
@@ -298,6 +299,7 @@ std::string RenderNeighbors(const Host& host, int64_t now_unix_ms, const TableSt
     const int64_t age_s = std::max<int64_t>(0, (now_unix_ms - nb.first_seen_unix_ms()) / 1000);
     rows.push_back({n.name(), port, Clip(nb.switch_label(), 24, style),
                     Clip(nb.port_id(), 17, style), Clip(Or(nb.port_description()), 16, style),
+                    Clip(Or(nb.rail()), 12, style),
                     nb.source() == Neighbor::SOURCE_LLDP ? absl::StrCat(nb.ttl_seconds(), "s")
                                                          : "-",  // SMP answers have no TTL.
                     absl::StrCat(age_s, "s ago")});

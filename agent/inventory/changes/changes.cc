@@ -150,7 +150,8 @@ bool SamePortRest(const Port& a, const Port& b, bool state_changed, bool rate_ch
 // What KIND_NEIGHBOR names of a netdev's neighbour: its switch and port; "" when none.
 std::string NeighborText(const Netdev& n) {
   if (!n.has_neighbor()) return "";
-  return absl::StrCat(n.neighbor().switch_label(), " ", n.neighbor().port_id());
+  return absl::StrCat(n.neighbor().switch_label(), " ", n.neighbor().port_id(),
+                      n.neighbor().rail().empty() ? "" : " rail ", n.neighbor().rail());
 }
 
 // A netdev's fields but name (the key), ipv4_subnets (KIND_NETDEV_ADDRESSES) and neighbor

@@ -40,4 +40,23 @@ std::vector<PortRail> PortRails(const v1::Host& host, const v1::SelectionPolicy&
   return out;
 }
 
+std::vector<std::pair<int, std::string>> RailChanges(const v1::Host& host,
+                                                     const v1::SelectionPolicy& policy) {
+  std::map<std::string, std::string> heard;  // Netdev -> rail.
+  if (!policy.rails().empty()) {
+    for (const PortRail& r : PortRails(host, policy)) {
+      if (r.netdev != nullptr && r.heard != nullptr) heard[r.netdev->name()] = r.heard->name();
+    }
+  }
+  std::vector<std::pair<int, std::string>> out;
+  for (int i = 0; i < host.netdevs_size(); ++i) {
+    const v1::Netdev& n = host.netdevs(i);
+    if (!n.has_neighbor()) continue;
+    auto it = heard.find(n.name());
+    const std::string want = it == heard.end() ? "" : it->second;
+    if (n.neighbor().rail() != want) out.emplace_back(i, want);
+  }
+  return out;
+}
+
 }  // namespace fabric

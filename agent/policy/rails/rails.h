@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fabric/v1/host.pb.h"
@@ -22,6 +23,12 @@ struct PortRail {
 
 // Every back-end port (BackendPorts), in its order.
 std::vector<PortRail> PortRails(const v1::Host& host, const v1::SelectionPolicy& policy);
+
+// The netdevs of `host` whose neighbour's `rail` differs from the rail it is heard on (the
+// first rail whose pattern it matches, for a back-end port; "" otherwise): index into
+// host.netdevs() and the rail it should name. The agent applies them to each host it publishes.
+std::vector<std::pair<int, std::string>> RailChanges(const v1::Host& host,
+                                                     const v1::SelectionPolicy& policy);
 
 // Whether the neighbour's name (system name, else switch label) matches the rail's pattern.
 bool MatchesRail(const v1::Rail& rail, const v1::Neighbor& n);

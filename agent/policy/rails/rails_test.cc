@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "tests/hosts/discovered.h"
 
@@ -80,6 +82,28 @@ TEST(PortRails, PatternsMatchTheSystemNameElseTheLabel) {
   rail.set_switch_pattern("c-*");
   EXPECT_TRUE(MatchesRail(rail, n)) << "no system name: the chassis hash label";
   EXPECT_FALSE(MatchesRail(rail, v1::Neighbor())) << "nothing to match";
+}
+
+TEST(RailChanges, EachNeighbourNamesTheRailItIsHeardOn) {
+  std::vector<std::string> names;
+  for (int k = 1; k <= 8; ++k) names.push_back(absl::StrCat("leaf-r", k, "-07"));
+  names[2] = "leaf-r5-07";  // eth3 cabled to rail 5's leaf: it is heard on r5.
+  names[6] = "spine-1";     // eth7 hears a switch of no rail.
+  v1::Host h = Heard(names);
+  const std::vector<std::pair<int, std::string>> changes = RailChanges(h, EightRails());
+  std::map<std::string, std::string> by_netdev;
+  for (const auto& [i, rail] : changes) by_netdev[h.netdevs(i).name()] = rail;
+  EXPECT_EQ(by_netdev.size(), 7u);  // eth7's rail is already "".
+  EXPECT_EQ(by_netdev["eth1"], "r1");
+  EXPECT_EQ(by_netdev["eth3"], "r5");
+  EXPECT_EQ(by_netdev["eth8"], "r8");
+  EXPECT_EQ(by_netdev.count("eth7"), 0u);
+  for (const auto& [i, rail] : changes) h.mutable_netdevs(i)->mutable_neighbor()->set_rail(rail);
+  EXPECT_TRUE(RailChanges(h, EightRails()).empty());  // Applied: nothing more to change.
+  // Without rails configured, every rail is cleared.
+  const std::vector<std::pair<int, std::string>> cleared = RailChanges(h, v1::SelectionPolicy());
+  EXPECT_EQ(cleared.size(), 7u);
+  for (const auto& [i, rail] : cleared) EXPECT_EQ(rail, "");
 }
 
 }  // namespace
