@@ -67,13 +67,12 @@ std::string Link(const PciLink& l) {
                       l.has_width() ? absl::StrCat(l.width()) : "?");
 }
 
-// The current link; the maximum beside it in the wide view, or where the link runs below it
-// (a card trained down is worth a glance).
+// The current link; the maximum beside it in the wide view, or in brackets where the link runs
+// below it (a card trained down is worth a glance): "16GT/s x8 (32GT/s x16)".
 std::string PcieLink(const PciFunction& f, const TableStyle& style) {
   const std::string cur = Link(f.current_link()), max = Link(f.max_link());
-  if (cur != "-" && max != "-" && (style.wide || cur != max))
-    return absl::StrCat(cur, " (max ", max, ")");
-  return cur;
+  if (cur == "-" || max == "-" || (!style.wide && cur == max)) return cur;
+  return absl::StrCat(cur, style.wide ? " (max " : " (", max, ")");
 }
 
 // The model: the PCI ID database's short name ("ConnectX-7"), else the kernel's HCA type, else
