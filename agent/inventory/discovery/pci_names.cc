@@ -36,12 +36,14 @@ void PciQuiet(char*, ...) {}
 
 class LibPci final : public PciNames {
  public:
-  explicit LibPci(const std::string& ids_file) : access_(pci_alloc()) {
+  explicit LibPci(const std::string& ids_file) : ids_file_(ids_file), access_(pci_alloc()) {
     access_->error = PciError;
     access_->warning = PciQuiet;
     access_->debug = PciQuiet;
     access_->id_lookup_mode = 0;  // No cache file, no DNS.
-    if (!ids_file.empty()) pci_set_name_list_path(access_, const_cast<char*>(ids_file.c_str()), 0);
+    // libpci keeps the pointer (to_be_freed 0): the string lives as long as this object.
+    if (!ids_file_.empty())
+      pci_set_name_list_path(access_, const_cast<char*>(ids_file_.c_str()), 0);
   }
   ~LibPci() override { pci_cleanup(access_); }
   LibPci(const LibPci&) = delete;
@@ -74,6 +76,7 @@ class LibPci final : public PciNames {
 
   mutable std::mutex mu_;
   mutable bool broken_ = false;  // The database failed to load: no names.
+  const std::string ids_file_;
   pci_access* access_;
 };
 
