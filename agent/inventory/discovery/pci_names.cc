@@ -21,7 +21,8 @@ namespace {
 // frames of libpci lie between, so no destructor is skipped.
 thread_local sigjmp_buf* t_jump = nullptr;
 
-[[noreturn]] void PciError(char* msg, ...) {
+// GNU attributes, not [[noreturn]]: libpci's pointer type carries noreturn, which clang checks.
+__attribute__((noreturn, format(printf, 1, 2))) void PciError(char* msg, ...) {
   va_list ap;
   va_start(ap, msg);
   std::fputs("fabric: PCI ID database unusable: ", stderr);
