@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/k8s_label.h"
+#include "agent/daemon/neighbor_lay.h"
 #include "agent/fabric/neighbors/smp_umad.h"
 #include "agent/inventory/discovery/refresh.h"
 
@@ -181,34 +182,12 @@ std::optional<Neighbor> IbNeighbors::Want(const v1::Netdev& nd) const {
 }
 
 void IbNeighbors::Lay(v1::Host* host) const {
-  for (int i = 0; i < host->netdevs_size(); ++i) {
-    const v1::Netdev& nd = host->netdevs(i);
-    std::optional<Neighbor> want = Want(nd);
-    // The rail is the policy's view, laid after (LayRails): kept, not compared.
-    if (want && nd.has_neighbor()) want->set_rail(nd.neighbor().rail());
-    if (!want) {
-      if (nd.has_neighbor() && nd.neighbor().source() == Neighbor::SOURCE_IB_SMP) {
-        MutableNetdev(host, i)->clear_neighbor();
-      }
-      continue;
-    }
-    if (nd.has_neighbor() && SameNeighbor(nd.neighbor(), *want)) continue;
-    *MutableNetdev(host, i)->mutable_neighbor() = std::move(*want);
-  }
+  LayNeighbors(host, Neighbor::SOURCE_IB_SMP, [this](const v1::Netdev& nd) { return Want(nd); });
 }
 
 bool IbNeighbors::Shows(const v1::Host& host) const {
-  for (const v1::Netdev& nd : host.netdevs()) {
-    std::optional<Neighbor> want = Want(nd);
-    // The rail is the policy's view, laid after (LayRails): kept, not compared.
-    if (want && nd.has_neighbor()) want->set_rail(nd.neighbor().rail());
-    if (!want) {
-      if (nd.has_neighbor() && nd.neighbor().source() == Neighbor::SOURCE_IB_SMP) return false;
-      continue;
-    }
-    if (!nd.has_neighbor() || !SameNeighbor(nd.neighbor(), *want)) return false;
-  }
-  return true;
+  return ShowsNeighbors(host, Neighbor::SOURCE_IB_SMP,
+                        [this](const v1::Netdev& nd) { return Want(nd); });
 }
 
 void IbNeighborFindings(const IbNeighbors& ib, std::vector<v1::Finding>* out) {

@@ -1,6 +1,5 @@
 #include "agent/daemon/lldp_listener.h"
 
-#include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
 #include <set>
@@ -8,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
+#include "agent/daemon/neighbor_lay.h"
 #include "agent/fabric/neighbors/lldp.h"
 #include "agent/inventory/discovery/refresh.h"
 #include "agent/policy/select/select.h"
@@ -213,37 +213,13 @@ std::optional<v1::Neighbor> LldpListener::Want(const std::string& netdev) const 
 }
 
 void LldpListener::Lay(v1::Host* host) const {
-  for (int i = 0; i < host->netdevs_size(); ++i) {
-    const v1::Netdev& nd = host->netdevs(i);
-    std::optional<v1::Neighbor> want = Want(nd.name());
-    // The rail is the policy's view, laid after (LayRails): kept, not compared.
-    if (want && nd.has_neighbor()) want->set_rail(nd.neighbor().rail());
-    if (!want) {
-      if (nd.has_neighbor() && nd.neighbor().source() == v1::Neighbor::SOURCE_LLDP) {
-        MutableNetdev(host, i)->clear_neighbor();
-      }
-      continue;
-    }
-    if (nd.has_neighbor() &&
-        google::protobuf::util::MessageDifferencer::Equals(nd.neighbor(), *want)) {
-      continue;
-    }
-    *MutableNetdev(host, i)->mutable_neighbor() = std::move(*want);
-  }
+  LayNeighbors(host, v1::Neighbor::SOURCE_LLDP,
+               [this](const v1::Netdev& nd) { return Want(nd.name()); });
 }
 
 bool LldpListener::Shows(const v1::Host& host) const {
-  for (const v1::Netdev& nd : host.netdevs()) {
-    std::optional<v1::Neighbor> want = Want(nd.name());
-    // The rail is the policy's view, laid after (LayRails): kept, not compared.
-    if (want && nd.has_neighbor()) want->set_rail(nd.neighbor().rail());
-    const bool mine = nd.has_neighbor() && nd.neighbor().source() == v1::Neighbor::SOURCE_LLDP;
-    if (want.has_value() != mine) return false;
-    if (want && !google::protobuf::util::MessageDifferencer::Equals(nd.neighbor(), *want)) {
-      return false;
-    }
-  }
-  return true;
+  return ShowsNeighbors(host, v1::Neighbor::SOURCE_LLDP,
+                        [this](const v1::Netdev& nd) { return Want(nd.name()); });
 }
 
 }  // namespace fabric
