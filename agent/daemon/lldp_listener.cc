@@ -1,6 +1,5 @@
 #include "agent/daemon/lldp_listener.h"
 
-
 #include <algorithm>
 #include <set>
 #include <utility>
