@@ -197,10 +197,15 @@ void Publish(AgentState& st, std::optional<RefreshedHost> host, bool policy_chan
     snap->changes_since = cur->changes_since;
     snap->changes = cur->changes;
   }
-  snap->health = EvaluateHealth(*snap->host, snap->policy);
-  for (v1::Finding& f : GidChangeFindings(*st.start_host, *snap->host)) {
-    AddFinding(&snap->health, std::move(f));
+  if (cur != nullptr && !policy_changed && snap->host == cur->host) {
+    snap->host_health = cur->host_health;  // Only the agent's findings changed.
+  } else {
+    snap->host_health = EvaluateHealth(*snap->host, snap->policy);
+    for (v1::Finding& f : GidChangeFindings(*st.start_host, *snap->host)) {
+      AddFinding(&snap->host_health, std::move(f));
+    }
   }
+  snap->health = snap->host_health;
   for (v1::Finding& f : agent) AddFinding(&snap->health, std::move(f));
   snap->events = st.events;
   snap->event_window = st.opt.event_window;

@@ -13,7 +13,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "agent/inventory/changes/event_log.h"
 #include "fabric/v1/agent.pb.h"
@@ -49,6 +48,9 @@ struct Snapshot {
   std::shared_ptr<const v1::Host> host = std::make_shared<const v1::Host>();
   v1::SelectionPolicy policy;
   v1::Health health;  // Evaluated when the snapshot was built.
+  // `health` without the agent's own findings: evaluated again only when the host or the policy
+  // changed.
+  v1::Health host_health;
   // Flaps, GID changes and absent devices since the agent started; their health findings depend
   // on the time of the question, so readers evaluate them (EventLog::Findings).
   EventLog events;
@@ -59,10 +61,10 @@ struct Snapshot {
   uint64_t changes_since = 0;
   std::vector<v1::InventoryChange> changes;
   // The first watch event built for this snapshot, kept with where its host's bytes and each
-  // RDMA device's, netdev's and topology pair's bytes lie in it. Other streams' events copy the
+  // RDMA device's, netdev's and topology pair's field lie in it. Other streams' events copy the
   // host's bytes whole; the next snapshot's event copies the bytes of the objects it shares with
-  // this one (RefreshedHost) instead of serializing them again. Keys are objects of `host`, alive
-  // as long as this snapshot.
+  // this one (RefreshedHost), in runs, instead of serializing them again. `objects` are objects
+  // of `host`, alive as long as this snapshot.
   struct ElementBytes {
     struct Span {
       size_t offset = 0;
@@ -71,7 +73,10 @@ struct Snapshot {
     std::mutex mu;
     std::shared_ptr<const std::string> event;  // Null until the first event is built.
     Span host;
-    absl::flat_hash_map<const void*, Span> spans;
+    // The devices, netdevs and topology pairs in the order the event holds them, and where each
+    // one's field (tag, length, bytes) starts in `event`; `starts` ends with the last one's end.
+    std::vector<const void*> objects;
+    std::vector<size_t> starts;
   };
   mutable ElementBytes element_bytes;
 };

@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "agent/common/log.h"
@@ -36,10 +38,47 @@ size_t FieldSize(uint32_t number, size_t bytes) {
   return VarintSize((uint64_t{number} << 3) | 2) + VarintSize(bytes) + bytes;
 }
 
+// Where the objects of the last snapshot's event lie: `Find` gives an object's position in it.
+// A refresh keeps the shared objects in their order, so the next one is almost always at the
+// position after the last found (or one further, past a replaced object); only an object found
+// nowhere near builds the index, once.
+class PrevElements {
+ public:
+  // `prev` is locked by the caller, or null.
+  explicit PrevElements(const Snapshot::ElementBytes* prev)
+      : objects_(prev != nullptr && prev->event != nullptr ? &prev->objects : nullptr) {}
+  std::optional<size_t> Find(const void* object) {
+    if (objects_ == nullptr) return std::nullopt;
+    const std::vector<const void*>& objs = *objects_;
+    for (size_t i = next_; i < objs.size() && i < next_ + 2; ++i) {
+      if (objs[i] == object) {
+        next_ = i + 1;
+        return i;
+      }
+    }
+    if (!indexed_) {
+      index_.reserve(objs.size());
+      for (size_t i = 0; i < objs.size(); ++i) index_.emplace(objs[i], i);
+      indexed_ = true;
+    }
+    auto it = index_.find(object);
+    if (it == index_.end()) return std::nullopt;
+    next_ = it->second + 1;
+    return it->second;
+  }
+
+ private:
+  const std::vector<const void*>* objects_;
+  size_t next_ = 0;
+  bool indexed_ = false;
+  absl::flat_hash_map<const void*, size_t> index_;
+};
+
 // The host's wire bytes, in an order other than the generated code's (parsers accept fields in
 // any order): its other fields first, then each RDMA device, netdev and topology pair as a field
-// of its own, copied from `prev` (the last snapshot's event) when it is the very object that
-// snapshot had, else serialized now. Where each piece lands is recorded for the snapshot's cache.
+// of its own. Runs of objects that the last snapshot's event (`prev`) held in the same order are
+// copied from it as one block of bytes; the others are serialized now. Where each object lands is
+// recorded for the snapshot's cache.
 class HostPieces {
  public:
   // `prev` is locked by the caller, or null.
@@ -64,49 +103,73 @@ class HostPieces {
     }
     rest_ = rest->SerializeAsString();
     size_ = rest_.size();
-    const std::string_view old = prev != nullptr && prev->event != nullptr
-                                     ? std::string_view(*prev->event)
-                                     : std::string_view();
-    // Reserved: views into `fresh_` must not move.
-    fresh_.reserve(
+    PrevElements found(prev);
+    if (prev != nullptr && prev->event != nullptr) {
+      old_ = *prev->event;
+      old_starts_ = &prev->starts;
+    }
+    objects_.reserve(
         static_cast<size_t>(host.rdma_devices_size() + host.netdevs_size() + host.topology_size()));
-    pieces_.reserve(fresh_.capacity());
     auto add = [&](uint32_t number, const google::protobuf::MessageLite& m) {
-      std::string_view bytes;
-      bool found = false;
-      if (!old.empty()) {
-        if (auto it = prev->spans.find(&m); it != prev->spans.end()) {
-          bytes = old.substr(it->second.offset, it->second.size);
-          found = true;
+      objects_.push_back(&m);
+      if (std::optional<size_t> i = found.Find(&m)) {
+        if (!pieces_.empty() && pieces_.back().copied() && pieces_.back().end == *i) {
+          ++pieces_.back().end;  // The run goes on.
+        } else {
+          Piece run;
+          run.first = *i;
+          run.end = *i + 1;
+          pieces_.push_back(std::move(run));
         }
+        return;
       }
-      if (!found) bytes = fresh_.emplace_back(m.SerializeAsString());
-      pieces_.push_back({number, &m, bytes});
-      size_ += FieldSize(number, bytes.size());
+      Piece p;
+      p.number = number;
+      p.bytes = m.SerializeAsString();
+      size_ += FieldSize(number, p.bytes.size());
+      pieces_.push_back(std::move(p));
     };
     for (const v1::RdmaDevice& d : host.rdma_devices()) add(v1::Host::kRdmaDevicesFieldNumber, d);
     for (const v1::Netdev& n : host.netdevs()) add(v1::Host::kNetdevsFieldNumber, n);
     for (const v1::TopologyPair& p : host.topology()) add(v1::Host::kTopologyFieldNumber, p);
+    for (const Piece& p : pieces_) {
+      if (p.copied()) size_ += (*old_starts_)[p.end] - (*old_starts_)[p.first];
+    }
   }
   size_t size() const { return size_; }
-  // Appends the bytes and records each piece's span in `out` in `spans`.
-  void AppendTo(std::string* out,
-                absl::flat_hash_map<const void*, Snapshot::ElementBytes::Span>* spans) const {
+  // Appends the bytes, and records in `cache` the objects and where each one's field starts.
+  void AppendTo(std::string* out, Snapshot::ElementBytes* cache) {
     out->append(rest_);
-    spans->reserve(pieces_.size());
+    std::vector<size_t>& starts = cache->starts;
+    starts.clear();
+    starts.reserve(objects_.size() + 1);
     for (const Piece& p : pieces_) {
-      AppendVarint((uint64_t{p.number} << 3) | 2, out);
-      AppendVarint(p.bytes.size(), out);
-      (*spans)[p.object] = {out->size(), p.bytes.size()};
-      out->append(p.bytes);
+      if (p.copied()) {
+        const std::vector<size_t>& old = *old_starts_;
+        const size_t from = old[p.first];
+        const size_t at = out->size();
+        for (size_t k = p.first; k < p.end; ++k) starts.push_back(at + (old[k] - from));
+        out->append(old_.substr(from, old[p.end] - from));
+      } else {
+        starts.push_back(out->size());
+        AppendVarint((uint64_t{p.number} << 3) | 2, out);
+        AppendVarint(p.bytes.size(), out);
+        out->append(p.bytes);
+      }
     }
+    starts.push_back(out->size());
+    cache->objects = std::move(objects_);
   }
 
  private:
+  // Objects [first, end) of the previous event, copied as they lie there; or one object
+  // serialized now (`bytes`, field `number`).
   struct Piece {
-    uint32_t number;
-    const void* object;
-    std::string_view bytes;
+    size_t first = 0;
+    size_t end = 0;
+    uint32_t number = 0;
+    std::string bytes;
+    bool copied() const { return end > first; }
   };
   template <typename Msg>
   static void Share(const google::protobuf::RepeatedPtrField<Msg>& from,
@@ -116,7 +179,9 @@ class HostPieces {
 
   google::protobuf::Arena arena_;
   std::string rest_;
-  std::vector<std::string> fresh_;
+  std::string_view old_;
+  const std::vector<size_t>* old_starts_ = nullptr;
+  std::vector<const void*> objects_;
   std::vector<Piece> pieces_;
   size_t size_ = 0;
 };
@@ -176,10 +241,10 @@ std::shared_ptr<const std::string> WatchEventBytes(const Snapshot* last, const S
     out->append(*cache.event, cache.host.offset, cache.host.size);
     return out;
   }
-  const HostPieces host(*next.host, prev);
+  HostPieces host(*next.host, prev);
   auto out = append_head(host.size());
   cache.host = {out->size(), host.size()};
-  host.AppendTo(out.get(), &cache.spans);
+  host.AppendTo(out.get(), &cache);
   cache.event = out;
   return out;
 }

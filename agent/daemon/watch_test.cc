@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "agent/inventory/changes/changes.h"
@@ -67,9 +68,11 @@ TEST(WatchEventBytes, ParsesToTheInventoryAndTheChanges) {
 
 // A host that is `base` but for device `name` (a copy with its first port DOWN) and its netdevs
 // (copies, down): the other devices, netdevs and topology pairs are the very objects of `base`,
-// on an arena, as a targeted refresh builds it.
-std::shared_ptr<const v1::Host> SharedWith(std::shared_ptr<const v1::Host> base,
-                                           const std::string& name) {
+// on an arena, as a targeted refresh builds it. "-name" drops the device and its netdevs instead;
+// "+name" keeps it and adds a copy named "<name>b" after it.
+std::shared_ptr<const v1::Host> SharedWith(std::shared_ptr<const v1::Host> base, std::string name) {
+  const char op = name[0] == '-' || name[0] == '+' ? name[0] : ' ';
+  if (op != ' ') name = name.substr(1);
   struct Owner {
     google::protobuf::Arena arena;
     std::shared_ptr<const v1::Host> base;
@@ -80,28 +83,31 @@ std::shared_ptr<const v1::Host> SharedWith(std::shared_ptr<const v1::Host> base,
   *h = *base;
   h->clear_rdma_devices();
   h->clear_topology();
+  auto share = [](const auto& m, auto* field) {
+    field->UnsafeArenaAddAllocated(const_cast<std::remove_cvref_t<decltype(m)>*>(&m));
+  };
   for (const v1::RdmaDevice& d : base->rdma_devices()) {
-    if (d.name() == name) {
-      v1::RdmaDevice* copy = h->add_rdma_devices();
-      *copy = d;
-      copy->mutable_ports(0)->set_state(v1::PORT_STATE_DOWN);
+    if (d.name() != name || op == '+') share(d, h->mutable_rdma_devices());
+    if (d.name() != name || op == '-') continue;
+    v1::RdmaDevice* copy = h->add_rdma_devices();
+    *copy = d;
+    if (op == '+') {
+      copy->set_name(name + "b");
     } else {
-      h->mutable_rdma_devices()->UnsafeArenaAddAllocated(const_cast<v1::RdmaDevice*>(&d));
+      copy->mutable_ports(0)->set_state(v1::PORT_STATE_DOWN);
     }
   }
   h->clear_netdevs();
   for (const v1::Netdev& n : base->netdevs()) {
-    if (n.rdma_device() == name) {
+    if (n.rdma_device() != name || op == '+') {
+      share(n, h->mutable_netdevs());
+    } else if (op == ' ') {
       v1::Netdev* copy = h->add_netdevs();
       *copy = n;
       copy->set_operstate("down");
-    } else {
-      h->mutable_netdevs()->UnsafeArenaAddAllocated(const_cast<v1::Netdev*>(&n));
     }
   }
-  for (const v1::TopologyPair& p : base->topology()) {
-    h->mutable_topology()->UnsafeArenaAddAllocated(const_cast<v1::TopologyPair*>(&p));
-  }
+  for (const v1::TopologyPair& p : base->topology()) share(p, h->mutable_topology());
   return std::shared_ptr<const v1::Host>(owner, h);
 }
 
@@ -114,9 +120,21 @@ TEST(WatchEventBytes, SharedDevicesGiveTheSameEvent) {
   ASSERT_TRUE(first->has_gpudirect());
   std::vector<std::shared_ptr<Snapshot>> snaps;
   std::shared_ptr<const v1::Host> host = first;
-  for (const char* dev : {"", "mlx5_2", "mlx5_3", "mlx5_2"}) {
+  // Replaced, dropped and added devices, alone and side by side: the event copies the runs
+  // around them.
+  const std::vector<std::vector<std::string>> steps = {{},
+                                                       {"mlx5_2"},
+                                                       {"mlx5_3"},
+                                                       {"mlx5_2"},
+                                                       {"-mlx5_4"},
+                                                       {"+mlx5_0"},
+                                                       {"+mlx5_6"},
+                                                       {"-mlx5_1", "-mlx5_2"},
+                                                       {"mlx5_6", "mlx5_7"},
+                                                       {"mlx5_5", "+mlx5_3"}};
+  for (const std::vector<std::string>& step : steps) {
     auto s = std::make_shared<Snapshot>();
-    if (*dev != '\0') host = SharedWith(host, dev);
+    for (const std::string& dev : step) host = SharedWith(host, dev);
     s->host = host;
     s->generation = snaps.size() + 1;
     snaps.push_back(s);
@@ -136,9 +154,11 @@ TEST(WatchEventBytes, SharedDevicesGiveTheSameEvent) {
     SCOPED_TRACE(i);
     check(snaps[i - 1].get(), *snaps[i]);
     check(snaps[0].get(), *snaps[i]);  // A stream that skipped some.
-    EXPECT_EQ(snaps[i]->element_bytes.spans.size(),
-              static_cast<size_t>(host->rdma_devices_size() + host->netdevs_size() +
-                                  host->topology_size()));
+    const Snapshot::ElementBytes& cache = snaps[i]->element_bytes;
+    const auto& h = *snaps[i]->host;
+    EXPECT_EQ(cache.objects.size(),
+              static_cast<size_t>(h.rdma_devices_size() + h.netdevs_size() + h.topology_size()));
+    EXPECT_EQ(cache.starts.size(), cache.objects.size() + 1);
   }
 }
 

@@ -125,7 +125,8 @@ struct Bench {
                "configure", "system", "hostname", name});
   }
 
-  // CPU of the agent per second of wall time over `idle`: ticks and schedstat.
+  // CPU of the agent per second of wall time over `idle`: its CPU clock and the live threads'
+  // schedstat.
   std::pair<double, double> Idle(absl::Duration idle) {
     const pid_t pid = AgentPid();
     const testing::ProcStats a = testing::ReadProcStats(pid);

@@ -18,13 +18,12 @@
 //   device     the last VF's RDMA device removed from the tree (device directory and class link)
 //              and its netdev, a veth named like the tree's, deleted; then both back;
 //   full       a port state flipped in the tree, then SIGHUP (a config reload: a full rescan).
-// Prints the agent's CPU per change (utime + stime from /proc/<pid>/stat over the scenario,
-// less the idle rate measured over --idle seconds; clock ticks, so +-10 ms over a scenario, and
-// beside it the same from the live threads' schedstat, to the nanosecond but without threads
-// that have exited, such as a full rescan's GID readers) and, for changes that reach watchers, the
-// time from the netlink message (the `ip` command has returned, so the kernel has sent it; for
-// `full`, the signal) to the watch event: p50 and max. rdma-addr writes the GIDs right after
-// the address, as the kernel does.
+// Prints the agent's CPU per change (utime + stime over the scenario, from the process's CPU
+// clock: to the nanosecond, threads that have exited included, such as a full rescan's GID
+// readers; less the idle rate measured over --idle seconds) and, for changes that reach
+// watchers, the time from the netlink message (the `ip` command has returned, so the kernel has
+// sent it; for `full`, the signal) to the watch event: p50 and max. rdma-addr writes the GIDs
+// right after the address, as the kernel does.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 #include <signal.h>
@@ -211,7 +210,6 @@ struct Netns {
 struct Row {
   std::string what;
   double cpu_ms_per_change = 0;
-  double live_ms_per_change = 0;  // From the live threads' schedstat (ns precision).
   std::vector<double> latency_ms;
   int expected = 0;  // changes that must reach watchers
 };
@@ -309,26 +307,24 @@ class HostRun {
         slots += static_cast<size_t>(p.gid_table_size);
       }
     }
-    // Start-up's trailing work settles: wait (up to a minute) for half a second without CPU.
-    for (int i = 0; i < 120 && CpuMs(0.5) > 0; ++i) {
+    // Start-up's trailing work settles: wait (up to a minute) for half a second with under a
+    // millisecond of CPU.
+    for (int i = 0; i < 120 && CpuMs(0.5) >= 1; ++i) {
     }
-    const double live_idle0 = Live();
     const double idle_ms_per_s = CpuMs(f_.idle) / f_.idle;
-    const double live_idle_ms_per_s = (Live() - live_idle0) * 1000 / f_.idle;
     std::printf(
         "\nhost %s: %zu RDMA devices, %zu netdevs, %zu GID slots; first watch event %.2f s after "
         "start; idle %.3f ms CPU/s over %.1f s\n",
         name_.c_str(), spec_.rdma.size(), spec_.netdevs.size(), slots,
         absl::ToDoubleSeconds(started_), idle_ms_per_s, f_.idle);
     (void)gid_ports;
-    std::printf("  %-58s %12s %12s %19s %10s %8s\n", "change", "CPU/change", "(schedstat)",
-                "netlink->watch p50", "max", "events");
+    std::printf("  %-58s %12s %19s %10s %8s\n", "change", "CPU/change", "netlink->watch p50", "max",
+                "events");
     for (const std::string& s : f_.scenarios) {
       Row row;
       bool ok = true;
       const absl::Time t0 = absl::Now();
       const double cpu0 = Cpu();
-      const double live0 = Live();
       for (int i = 0; i < f_.changes && ok; ++i) {
         const absl::Time next = absl::Now() + absl::Seconds(f_.gap);
         ok = Change(s, i, &row);
@@ -337,7 +333,6 @@ class HostRun {
       absl::SleepFor(absl::Seconds(f_.gap));  // The last change's rescan is done.
       const double wall = absl::ToDoubleSeconds(absl::Now() - t0);
       row.cpu_ms_per_change = ((Cpu() - cpu0) * 1000 - idle_ms_per_s * wall) / f_.changes;
-      row.live_ms_per_change = ((Live() - live0) * 1000 - live_idle_ms_per_s * wall) / f_.changes;
       if (!ok || !agent_->running()) {
         std::fprintf(stderr, "rescan_bench: %s on %s failed\n%s\n", s.c_str(), name_.c_str(),
                      agent_->Stderr().c_str());
@@ -347,9 +342,8 @@ class HostRun {
           row.expected == 0 ? "-" : absl::StrFormat("%.1f ms", Pct(row.latency_ms, 0.5));
       const std::string max =
           row.expected == 0 ? "-" : absl::StrFormat("%.1f ms", Pct(row.latency_ms, 1.0));
-      std::printf("  %-58s %9.2f ms %9.2f ms %19s %10s %4zu/%-3d\n", row.what.c_str(),
-                  row.cpu_ms_per_change, row.live_ms_per_change, p50.c_str(), max.c_str(),
-                  row.latency_ms.size(), row.expected);
+      std::printf("  %-58s %9.3f ms %19s %10s %4zu/%-3d\n", row.what.c_str(), row.cpu_ms_per_change,
+                  p50.c_str(), max.c_str(), row.latency_ms.size(), row.expected);
       std::fflush(stdout);
       if (static_cast<int>(row.latency_ms.size()) != row.expected) {
         std::fprintf(stderr, "rescan_bench: %s: %d changes did not reach the watch stream\n",
@@ -375,7 +369,6 @@ class HostRun {
   }
 
   double Cpu() const { return testing::ReadProcStats(agent_->pid()).cpu_s; }
-  double Live() const { return testing::ReadProcStats(agent_->pid()).live_threads_cpu_s; }
   double CpuMs(double seconds) const {
     const double c0 = Cpu();
     absl::SleepFor(absl::Seconds(seconds));

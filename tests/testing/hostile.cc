@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -48,6 +49,11 @@ ProcStats ReadProcStats(pid_t pid) {
     if (f.size() > 12 && absl::SimpleAtoi(f[11], &ut) && absl::SimpleAtoi(f[12], &stime)) {
       st.cpu_s = static_cast<double>(ut + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
     }
+  }
+  clockid_t clock;
+  timespec ts{};
+  if (clock_getcpuclockid(pid, &clock) == 0 && clock_gettime(clock, &ts) == 0) {
+    st.cpu_s = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
   }
   double run_ns = 0;
   bool any = false;

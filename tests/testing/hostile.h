@@ -17,7 +17,9 @@ struct ProcStats {
   int64_t hwm_kb = -1;  // VmHWM: the peak RSS so far
   int threads = -1;
   int fds = -1;
-  double cpu_s = -1;  // user + system (clock ticks: 10 ms steps)
+  // user + system: the process's CPU clock (clock_getcpuclockid: nanoseconds, threads that have
+  // exited included), or /proc/<pid>/stat's clock ticks (10 ms steps) where it is not readable.
+  double cpu_s = -1;
   // Time on CPU of the live threads (task/*/schedstat, nanoseconds): precise, but threads that
   // have exited are no longer in it.
   double live_threads_cpu_s = -1;

@@ -257,6 +257,12 @@ AddressMap GidAddresses(const Host& host) {
   return out;
 }
 
+const std::vector<std::string_view>& GidAddressesOf(const AddressMap& m, std::string_view netdev) {
+  static const std::vector<std::string_view> kNone;
+  auto it = m.find(netdev);
+  return it == m.end() ? kNone : it->second;
+}
+
 std::string Addresses(const Netdev& n, const AddressMap* gid_addresses) {
   std::vector<std::string_view> all(n.ipv4_subnets().begin(), n.ipv4_subnets().end());
   if (gid_addresses != nullptr) {
@@ -365,18 +371,26 @@ std::vector<InventoryChange> DiffHosts(const Host& before, const Host& after) {
   }
   std::optional<AddressMap> addr_before, addr_after;  // Built only when GID tables changed.
   for (const auto& [a, b] : nds.both) {
-    if (!SameNetdevRest(*a, *b)) other_netdevs = true;
-    if (std::string na = NeighborText(*a), nb = NeighborText(*b); na != nb) {
+    // The very object (RefreshedHost shares those it did not read) differs at most in the
+    // addresses of the GID entries that name it.
+    if (a != b && !SameNetdevRest(*a, *b)) other_netdevs = true;
+    if (a == b) {
+    } else if (std::string na = NeighborText(*a), nb = NeighborText(*b); na != nb) {
       nd_neighbors.push_back(
           Change(InventoryChange::KIND_NEIGHBOR, b->name(), std::move(na), std::move(nb)));
     } else if (a->has_neighbor() != b->has_neighbor() ||
                a->neighbor().SerializeAsString() != b->neighbor().SerializeAsString()) {
       other_netdevs = true;  // The same switch port saying something else (a description).
     }
-    if (!gids_changed && SameList(a->ipv4_subnets(), b->ipv4_subnets())) continue;
+    const bool same_subnets = a == b || SameList(a->ipv4_subnets(), b->ipv4_subnets());
+    if (!gids_changed && same_subnets) continue;
     if (gids_changed && !addr_before) {
       addr_before = GidAddresses(before);
       addr_after = GidAddresses(after);
+    }
+    if (same_subnets &&
+        GidAddressesOf(*addr_before, a->name()) == GidAddressesOf(*addr_after, b->name())) {
+      continue;
     }
     std::string va = Addresses(*a, addr_before ? &*addr_before : nullptr);
     std::string vb = Addresses(*b, addr_after ? &*addr_after : nullptr);

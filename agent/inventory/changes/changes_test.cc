@@ -395,6 +395,47 @@ TEST(DiffHosts, ExampleHostsAgainstThemselvesAndEachOther) {
                   "OTHER  ->sysfs_root,procfs_root,rdma_devices,accelerators,topology,problems"));
 }
 
+// A targeted refresh shares the netdevs it did not read with the host before (the very
+// objects). Their addresses come partly from the GID entries of devices that were read again:
+// DiffHosts must see those changes as it does between copies.
+TEST(DiffHosts, SharedNetdevsDiffAsCopiesDo) {
+  const Host& before = Discovered("roce-9port");
+  int checked = 0;
+  for (const RdmaDevice& d : before.rdma_devices()) {
+    for (bool drop : {false, true}) {
+      google::protobuf::Arena arena;
+      Host* after = google::protobuf::Arena::CreateMessage<Host>(&arena);
+      *after = before;
+      after->clear_rdma_devices();
+      after->clear_netdevs();
+      for (const RdmaDevice& e : before.rdma_devices()) {
+        if (&e != &d) {
+          after->mutable_rdma_devices()->UnsafeArenaAddAllocated(const_cast<RdmaDevice*>(&e));
+          continue;
+        }
+        RdmaDevice* copy = after->add_rdma_devices();
+        *copy = e;
+        for (Port& p : *copy->mutable_ports()) {
+          if (drop) p.clear_gids();
+          for (Gid& g : *p.mutable_gids()) {
+            if (!g.ipv4().empty()) g.set_ipv4("10.250.0.1");
+          }
+        }
+      }
+      for (const Netdev& n : before.netdevs()) {
+        after->mutable_netdevs()->UnsafeArenaAddAllocated(const_cast<Netdev*>(&n));
+      }
+      const Host copied = *after;
+      const std::vector<std::string> got = Diff(before, *after);
+      EXPECT_EQ(got, Diff(before, copied)) << d.name() << (drop ? " GIDs dropped" : "");
+      checked += std::count_if(got.begin(), got.end(), [](const std::string& c) {
+        return c.rfind("NETDEV_ADDRESSES ", 0) == 0;
+      });
+    }
+  }
+  EXPECT_GE(checked, 9);  // Each RoCE port's netdev, at least once.
+}
+
 // DiffHosts compares through generated accessors, field by field. Here every field of the model
 // (at every depth, on the first element of repeated fields) is changed in turn: each change must
 // show. A field added to host.proto and not compared by DiffHosts fails this test.

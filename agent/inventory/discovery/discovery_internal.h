@@ -100,8 +100,9 @@ class PciReader {
  public:
   explicit PciReader(const HostFs& sys) : sys_(sys) {}
   const v1::PciFunction& Read(const std::string& dir);
-  // Answers Read for the function at f.address() with `f` instead of reading it (refresh.cc:
-  // netdev events change no PCI facts, and a PF's SR-IOV set is dozens of reads).
+  // Answers Read for the function at f.address() with `f` itself instead of reading it, so `f`
+  // must outlive the reader (refresh.cc: netdev events change no PCI facts, and a PF's SR-IOV
+  // set is dozens of reads).
   void Reuse(const v1::PciFunction& f) { reuse_[f.address()] = &f; }
 
  private:

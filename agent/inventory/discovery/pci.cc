@@ -146,9 +146,9 @@ void ReadSriov(const HostFs& sys, const std::string& dir, const HostDir& fd, Pci
 const PciFunction& PciReader::Read(const std::string& dir) {
   auto it = cache_.find(dir);
   if (it != cache_.end()) return it->second;
-  PciFunction& f = cache_[dir];
   const std::string base = Basename(dir);
-  if (auto r = reuse_.find(base); r != reuse_.end()) return f = *r->second;
+  if (auto r = reuse_.find(base); r != reuse_.end()) return *r->second;  // Lives as long as we do.
+  PciFunction& f = cache_[dir];
   Problems* problems = f.mutable_problems();
   if (auto addr = ParsePciAddress(base); addr.ok()) {
     f.set_address(*addr);

@@ -491,11 +491,11 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
     }
     const int kept = netdevs.size();
     for (v1::Netdev& nd : *part.mutable_netdevs()) netdevs.UnsafeArenaAddAllocated(&nd);
-    std::set<std::string> have;
-    for (const v1::Netdev& nd : netdevs) have.insert(nd.name());
     Host alone;
     for (const std::string& n : host.default_route_netdevs()) {
-      if (!have.count(n)) alone.add_default_route_netdevs(n);
+      bool have = false;
+      for (const v1::Netdev& nd : netdevs) have = have || nd.name() == n;
+      if (!have) alone.add_default_route_netdevs(n);
     }
     if (!alone.default_route_netdevs().empty()) {
       di::ReadNetdevs(sys, {}, {}, &alone);
@@ -513,7 +513,8 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
   // Routes give the read netdevs' subnets and default-route flags: read again when a route
   // changed or a netdev is new, else those of the netdev before. Devices that came or went also
   // change GPUDirect readiness, which needs the rest of procfs.
-  std::map<std::string, const v1::Netdev*> old_netdevs;
+  absl::flat_hash_map<std::string_view, const v1::Netdev*> old_netdevs(
+      static_cast<size_t>(cur.netdevs_size()));
   for (const v1::Netdev& nd : cur.netdevs()) old_netdevs[nd.name()] = &nd;
   bool new_netdev = false;
   for (const std::string& n : read_netdevs) new_netdev = new_netdev || !old_netdevs.count(n);
