@@ -8,6 +8,7 @@
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
+#include "agent/common/fd.h"
 #include "agent/daemon/route_scope.h"
 #include "agent/daemon/uevent.h"
 
@@ -36,6 +38,8 @@ class RouteEvents final : public EventSource {
     self->sk_ = nl_socket_alloc();
     if (self->sk_ == nullptr) return absl::ResourceExhaustedError("nl_socket_alloc failed");
     nl_socket_disable_seq_check(self->sk_);
+    // Names ifindexes with one ioctl each (if_indextoname opens and closes a socket per call).
+    self->names_.reset(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     nl_socket_modify_cb(self->sk_, NL_CB_VALID, NL_CB_CUSTOM, &RouteEvents::OnMessage, self.get());
     if (int err = nl_connect(self->sk_, NETLINK_ROUTE); err < 0) {
       return absl::UnavailableError(absl::StrCat("route netlink socket: ", nl_geterror(err)));
@@ -82,13 +86,7 @@ class RouteEvents final : public EventSource {
     const nlmsghdr* h = nlmsg_hdr(msg);
     const auto m = ScopeOfRouteMessage(
         std::string_view(reinterpret_cast<const char*>(h), h->nlmsg_len),
-        [](int ifindex) -> std::string {
-          char name[IF_NAMESIZE] = {};
-          return ifindex > 0 && if_indextoname(static_cast<unsigned>(ifindex), name) != nullptr
-                     ? name
-                     : "";
-        },
-        &self->drained_.scope);
+        [self](int ifindex) { return self->NameOf(ifindex); }, &self->drained_.scope);
     if (!m) return NL_SKIP;
     ++self->drained_.relevant;
     self->drained_.last =
@@ -96,7 +94,21 @@ class RouteEvents final : public EventSource {
     return NL_OK;
   }
 
+  // The netdev's name now, "" when it is gone (or the index is not one).
+  std::string NameOf(int ifindex) const {
+    if (ifindex <= 0) return "";
+    if (!names_.valid()) {
+      char name[IF_NAMESIZE] = {};
+      return if_indextoname(static_cast<unsigned>(ifindex), name) != nullptr ? name : "";
+    }
+    ifreq req{};
+    req.ifr_ifindex = ifindex;
+    if (ioctl(names_.get(), SIOCGIFNAME, &req) != 0) return "";
+    return std::string(req.ifr_name, strnlen(req.ifr_name, sizeof(req.ifr_name)));
+  }
+
   nl_sock* sk_ = nullptr;
+  UniqueFd names_;
   Drained drained_;
 };
 

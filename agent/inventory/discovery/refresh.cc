@@ -101,20 +101,20 @@ RefreshPlan PlanRefresh(const Host& cur, const ChangeScope& scope, const NetdevL
     plan.why = scope.full_why();
     return plan;
   }
-  // Views into `cur`: an event costs no copy of every netdev's name.
-  absl::flat_hash_map<std::string_view, const v1::Netdev*> by_name(
-      static_cast<size_t>(cur.netdevs_size()));
-  absl::flat_hash_map<int32_t, std::string_view> by_index(static_cast<size_t>(cur.netdevs_size()));
-  for (const v1::Netdev& nd : cur.netdevs()) {
-    by_name[nd.name()] = &nd;
-    if (nd.has_ifindex()) by_index[nd.ifindex()] = nd.name();
-  }
+  // An event names a few netdevs: scanning the host's for each costs less than indexing them all
+  // (the devices are scanned per name below anyway).
+  auto netdev_named = [&](std::string_view n) -> const v1::Netdev* {
+    for (const v1::Netdev& nd : cur.netdevs()) {
+      if (nd.name() == n) return &nd;
+    }
+    return nullptr;
+  };
   auto relate = [&](const std::string& n) {
     bool known = false;
-    if (auto it = by_name.find(n); it != by_name.end()) {
+    if (const v1::Netdev* nd = netdev_named(n)) {
       known = true;
-      if (!it->second->rdma_device().empty()) {
-        plan.devices.insert(it->second->rdma_device());
+      if (!nd->rdma_device().empty()) {
+        plan.devices.insert(nd->rdma_device());
       } else {
         plan.netdevs.insert(n);  // A default-route netdev: only itself.
       }
@@ -141,18 +141,23 @@ RefreshPlan PlanRefresh(const Host& cur, const ChangeScope& scope, const NetdevL
       if (!on_device && f.pci_has_rdma) plan.device_list = true;
     }
     for (const std::string& lower : f.lowers) {
-      auto it = by_name.find(lower);
-      if (it != by_name.end() && !it->second->rdma_device().empty()) {
-        plan.devices.insert(it->second->rdma_device());
-      }
+      const v1::Netdev* nd = netdev_named(lower);
+      if (nd != nullptr && !nd->rdma_device().empty()) plan.devices.insert(nd->rdma_device());
     }
   };
   for (const std::string& n : scope.netdevs()) relate(n);
   for (int32_t i : scope.ifindexes()) {
-    if (auto it = by_index.find(i); it != by_index.end()) relate(std::string(it->second));
+    for (const v1::Netdev& nd : cur.netdevs()) {
+      if (nd.has_ifindex() && nd.ifindex() == i) {
+        relate(nd.name());
+        break;
+      }
+    }
   }
   plan.routes = scope.default_route();
-  for (const std::string& n : scope.route_netdevs()) plan.routes = plan.routes || by_name.count(n);
+  for (const std::string& n : scope.route_netdevs()) {
+    plan.routes = plan.routes || netdev_named(n) != nullptr;
+  }
   for (const std::string& d : scope.rdma_devices()) {
     plan.device_list = true;
     for (const v1::RdmaDevice& have : cur.rdma_devices()) {
