@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string_view>
 #include <utility>
 
@@ -109,6 +111,18 @@ RefreshPlan PlanRefresh(const Host& cur, const ChangeScope& scope, const NetdevL
     }
     return nullptr;
   };
+  // The devices whose port or software device names netdev `n` (the netdev itself may be out of
+  // the inventory: a broken link).
+  auto devices_naming = [&](std::string_view n) {
+    bool any = false;
+    for (const v1::RdmaDevice& d : cur.rdma_devices()) {
+      bool mine = d.parent_netdev() == n;
+      for (const Port& p : d.ports()) mine = mine || p.netdev() == n;
+      if (mine) plan.devices.insert(d.name());
+      any = any || mine;
+    }
+    return any;
+  };
   auto relate = [&](const std::string& n) {
     bool known = false;
     if (const v1::Netdev* nd = netdev_named(n)) {
@@ -119,12 +133,7 @@ RefreshPlan PlanRefresh(const Host& cur, const ChangeScope& scope, const NetdevL
         plan.netdevs.insert(n);  // A default-route netdev: only itself.
       }
     }
-    for (const v1::RdmaDevice& d : cur.rdma_devices()) {
-      bool mine = d.parent_netdev() == n;
-      for (const Port& p : d.ports()) mine = mine || p.netdev() == n;
-      if (mine) plan.devices.insert(d.name());
-      known = known || mine;
-    }
+    known = devices_naming(n) || known;
     if (known) return;
     // Not in the inventory: one look at sysfs says whether it can be (a new port netdev, an
     // RDMA device back on its function, an upper device whose GIDs the kernel adds).
@@ -143,6 +152,7 @@ RefreshPlan PlanRefresh(const Host& cur, const ChangeScope& scope, const NetdevL
     for (const std::string& lower : f.lowers) {
       const v1::Netdev* nd = netdev_named(lower);
       if (nd != nullptr && !nd->rdma_device().empty()) plan.devices.insert(nd->rdma_device());
+      devices_naming(lower);
     }
   };
   for (const std::string& n : scope.netdevs()) relate(n);
@@ -272,6 +282,36 @@ void RefreshArpSysctls(const HostFs& proc, const std::set<std::string>& touched,
   for (const FieldProblem& p : arp.problems()) *part->add_problems() = p;
 }
 
+// The PCI addresses of the PFs (RDMA devices of `old`) one of whose VFs among `names` has other
+// netdevs on its function now than the PF's SR-IOV entry lists.
+std::set<std::string> PfsWithOtherVfNetdevs(
+    const HostFs& sys, const absl::flat_hash_map<std::string_view, const v1::RdmaDevice*>& old,
+    const std::set<std::string>& names) {
+  std::set<std::string> out;
+  for (const std::string& n : names) {
+    auto it = old.find(n);
+    if (it == old.end()) continue;
+    const v1::PciFunction& vf = it->second->pci();
+    const std::string& pf = vf.sriov().pf_pci_address();
+    if (pf.empty() || out.count(pf)) continue;
+    std::optional<std::vector<std::string>> before;
+    for (const auto& [name, d] : old) {
+      if (d->pci().address() != pf) continue;
+      for (const v1::VirtualFunction& e : d->pci().sriov().vfs()) {
+        if (e.pci_address() == vf.address()) before.emplace(e.netdevs().begin(), e.netdevs().end());
+      }
+      break;
+    }
+    if (!before) continue;  // Its PF is no RDMA device of ours, or does not list it.
+    auto listed = sys.ListDir(absl::StrCat("bus/pci/devices/", vf.address(), "/net"));
+    std::vector<std::string> now = listed.ok() ? *std::move(listed) : std::vector<std::string>();
+    std::sort(now.begin(), now.end());
+    std::sort(before->begin(), before->end());
+    if (now != *before) out.insert(pf);
+  }
+  return out;
+}
+
 // What a refreshed host owns: its arena (the host and what the refresh read), and what holds the
 // objects it shares with older hosts, by their arena (null: a scanned host's heap). An older
 // arena is kept, not the older host's owners: the shared objects are whole on their arena.
@@ -390,12 +430,22 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
   // The re-read devices with their netdevs, as a whole scan would read them; on the new host's
   // arena, which points at its devices.
   Host& part = *google::protobuf::Arena::CreateMessage<Host>(owner->arena.get());
+  // A VF's netdevs are its PF's facts too (sriov.vfs[].netdevs): when those on a re-read VF's
+  // function changed (renamed, moved into a pod's namespace or back), the PF's device is read
+  // again, its PCI facts included.
+  const std::set<std::string> stale_pfs = PfsWithOtherVfNetdevs(sys, old, names);
+  for (const auto& [n, d] : old) {
+    if (stale_pfs.count(d->pci().address())) names.insert(std::string(n));
+  }
   di::PciReader pci(sys);
   if (!plan.device_list) {
-    // Netdev events change no PCI facts; devices coming or going change their PF's SR-IOV set.
+    // Netdev events change no other PCI facts; devices coming or going change their PF's
+    // SR-IOV set.
     for (const std::string& n : names) {
       auto it = old.find(n);
-      if (it != old.end() && !it->second->pci().address().empty()) pci.Reuse(it->second->pci());
+      const v1::PciFunction& f =
+          it != old.end() ? it->second->pci() : v1::PciFunction::default_instance();
+      if (!f.address().empty() && !stale_pfs.count(f.address())) pci.Reuse(f);
     }
   }
   di::RdmaScan scan;
@@ -503,6 +553,8 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
       if (!have) alone.add_default_route_netdevs(n);
     }
     if (!alone.default_route_netdevs().empty()) {
+      // Their problems are read again too (a renamed or gone netdev's among them).
+      touched.insert(alone.default_route_netdevs().begin(), alone.default_route_netdevs().end());
       di::ReadNetdevs(sys, {}, {}, &alone);
       for (v1::Netdev& nd : *alone.mutable_netdevs()) {
         touched.insert(nd.name());
