@@ -158,14 +158,17 @@ TEST_F(LldpAgentTest, NeighbourAppearsIsRenamedAndGoes) {
 
   // The scheduler labels: mlx5_1 (eth1) is the one back-end port that hears a switch.
   std::string labels;
-  EXPECT_TRUE(testing::WaitFor(
-      [&] {
-        std::ifstream in(dir_ + "/nfd/fabric-agent");
-        labels.assign(std::istreambuf_iterator<char>(in), {});
-        return absl::StrContains(labels, "rdma.fabric.io/leaf.backend=leaf-07\n");
-      },
-      absl::Seconds(10)))
-      << labels;
+  auto wait_for_label = [&](const std::string& line) {
+    EXPECT_TRUE(testing::WaitFor(
+        [&] {
+          std::ifstream in(dir_ + "/nfd/fabric-agent");
+          labels.assign(std::istreambuf_iterator<char>(in), {});
+          return absl::StrContains(labels, line);
+        },
+        absl::Seconds(10)))
+        << labels;
+  };
+  wait_for_label("rdma.fabric.io/leaf.backend=leaf-07\n");
   EXPECT_THAT(labels, ::testing::HasSubstr("rdma.fabric.io/backend-leaves=1\n"));
   EXPECT_THAT(labels, ::testing::HasSubstr("rdma.fabric.io/leaf-group=g-"));
 
@@ -193,14 +196,7 @@ TEST_F(LldpAgentTest, NeighbourAppearsIsRenamedAndGoes) {
       },
       absl::Seconds(10)))
       << (ctl.ok() ? ctl->out + ctl->err : ctl.status().ToString()) << agent_->Stderr();
-  EXPECT_TRUE(testing::WaitFor(
-      [&] {
-        std::ifstream in(dir_ + "/nfd/fabric-agent");
-        labels.assign(std::istreambuf_iterator<char>(in), {});
-        return absl::StrContains(labels, "rdma.fabric.io/leaf.r1=leaf-07\n");
-      },
-      absl::Seconds(10)))
-      << labels;
+  wait_for_label("rdma.fabric.io/leaf.r1=leaf-07\n");
 
   // A full rescan (SIGHUP) reads sysfs, which knows nothing of neighbours: it stays.
   agent_->Signal(SIGHUP);

@@ -40,20 +40,21 @@ ProcStats ReadProcStats(pid_t pid) {
     ++fds;
   }
   if (!ec) st.fds = fds;
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  // Fields after the command (which may hold spaces): utime and stime are the 12th and 13th.
-  if (size_t close = all.rfind(')'); close != std::string::npos) {
-    std::vector<std::string> f = absl::StrSplit(all.substr(close + 2), ' ');
-    int64_t ut = 0, stime = 0;
-    if (f.size() > 12 && absl::SimpleAtoi(f[11], &ut) && absl::SimpleAtoi(f[12], &stime)) {
-      st.cpu_s = static_cast<double>(ut + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-    }
-  }
   clockid_t clock;
   timespec ts{};
   if (clock_getcpuclockid(pid, &clock) == 0 && clock_gettime(clock, &ts) == 0) {
     st.cpu_s = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  } else {
+    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+    std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    // Fields after the command (which may hold spaces): utime and stime are the 12th and 13th.
+    if (size_t close = all.rfind(')'); close != std::string::npos) {
+      std::vector<std::string> f = absl::StrSplit(all.substr(close + 2), ' ');
+      int64_t ut = 0, stime = 0;
+      if (f.size() > 12 && absl::SimpleAtoi(f[11], &ut) && absl::SimpleAtoi(f[12], &stime)) {
+        st.cpu_s = static_cast<double>(ut + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+      }
+    }
   }
   double run_ns = 0;
   bool any = false;
