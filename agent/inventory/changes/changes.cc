@@ -373,14 +373,15 @@ std::vector<InventoryChange> DiffHosts(const Host& before, const Host& after) {
   for (const auto& [a, b] : nds.both) {
     // The very object (RefreshedHost shares those it did not read) differs at most in the
     // addresses of the GID entries that name it.
-    if (a != b && !SameNetdevRest(*a, *b)) other_netdevs = true;
-    if (a == b) {
-    } else if (std::string na = NeighborText(*a), nb = NeighborText(*b); na != nb) {
-      nd_neighbors.push_back(
-          Change(InventoryChange::KIND_NEIGHBOR, b->name(), std::move(na), std::move(nb)));
-    } else if (a->has_neighbor() != b->has_neighbor() ||
-               a->neighbor().SerializeAsString() != b->neighbor().SerializeAsString()) {
-      other_netdevs = true;  // The same switch port saying something else (a description).
+    if (a != b) {
+      if (!SameNetdevRest(*a, *b)) other_netdevs = true;
+      if (std::string na = NeighborText(*a), nb = NeighborText(*b); na != nb) {
+        nd_neighbors.push_back(
+            Change(InventoryChange::KIND_NEIGHBOR, b->name(), std::move(na), std::move(nb)));
+      } else if (a->has_neighbor() != b->has_neighbor() ||
+                 a->neighbor().SerializeAsString() != b->neighbor().SerializeAsString()) {
+        other_netdevs = true;  // The same switch port saying something else (a description).
+      }
     }
     const bool same_subnets = a == b || SameList(a->ipv4_subnets(), b->ipv4_subnets());
     if (!gids_changed && same_subnets) continue;
