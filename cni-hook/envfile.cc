@@ -13,7 +13,7 @@
 #include "agent/common/ip.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/shell.h"
-#include "agent/inventory/hostfs/host_fs.h"
+#include "agent/hostfs/host_fs.h"
 #include "agent/rdma/gid_choice.h"
 
 namespace fabric::cni {

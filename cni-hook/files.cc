@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
+#include "agent/common/fd.h"
 #include "agent/common/status.h"
 #include "cni-hook/cni.h"
 
@@ -33,18 +34,20 @@ absl::Status WriteAtomically(const std::string& dir, const std::string& name,
   FABRIC_RETURN_IF_ERROR(MakeDir(dir));
   const std::string final_path = absl::StrCat(dir, "/", name);
   const std::string tmp = absl::StrCat(dir, "/.", name, ".", getpid(), ".tmp");
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return Error(kIoFailure, absl::StrCat("create ", tmp, ": ", ErrnoText(errno)));
-  bool ok = fchmod(fd, 0644) == 0;  // the umask must not narrow it
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) {
+    return Error(kIoFailure, absl::StrCat("create ", tmp, ": ", ErrnoText(errno)));
+  }
+  bool ok = fchmod(fd.get(), 0644) == 0;  // the umask must not narrow it
   size_t off = 0;
   while (ok && off < text.size()) {
-    const ssize_t n = write(fd, text.data() + off, text.size() - off);
+    const ssize_t n = write(fd.get(), text.data() + off, text.size() - off);
     if (n < 0 && errno == EINTR) continue;
     ok = n > 0;
     if (ok) off += static_cast<size_t>(n);
   }
   const int err = errno;
-  if (close(fd) != 0) ok = false;
+  if (fd.Close() != 0) ok = false;  // checked, and before the rename
   if (!ok || rename(tmp.c_str(), final_path.c_str()) != 0) {
     const int e = ok ? errno : err;
     unlink(tmp.c_str());
@@ -54,18 +57,17 @@ absl::Status WriteAtomically(const std::string& dir, const std::string& name,
 }
 
 std::optional<std::string> ReadText(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return std::nullopt;
   std::string out;
   char buf[4096];
   for (;;) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
+    const ssize_t n = read(fd.get(), buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > (1 << 16)) break;
   }
-  close(fd);
   return out;
 }
 
@@ -81,15 +83,15 @@ std::vector<std::string> ListDir(const std::string& dir) {
 }
 
 std::string BusInfo(const std::string& ifname) {
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
+  UniqueFd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return "";
   ethtool_drvinfo info{};
   info.cmd = ETHTOOL_GDRVINFO;
   ifreq ifr{};
   std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
   ifr.ifr_data = reinterpret_cast<char*>(&info);
-  const int rc = ioctl(fd, SIOCETHTOOL, &ifr);
-  close(fd);
+  const int rc = ioctl(fd.get(), SIOCETHTOOL, &ifr);
+  fd.reset();
   if (rc != 0) return "";
   info.bus_info[sizeof(info.bus_info) - 1] = '\0';
   return info.bus_info;

@@ -33,6 +33,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "agent/common/errno.h"
+#include "agent/common/fd.h"
 #include "agent/common/ip.h"
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
@@ -83,14 +84,12 @@ std::string AddressList(const std::vector<announce::Address>& addrs) {
 // ---- Small OS helpers ----
 
 bool AgentAccepts(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
+  UniqueFd fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return false;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
+  return connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
 }
 
 // Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); 0 when gone.
@@ -134,8 +133,8 @@ std::optional<Recorded> ReadState(const std::string& path) {
 // through a pidfd so the pid cannot be reused between the check and the signal; waits briefly
 // for it to be gone so no frame follows DEL.
 void StopRecorded(const Ctx& c, const Recorded& r) {
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, r.pid, 0));
-  if (pidfd < 0) {
+  const UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, r.pid, 0)));
+  if (!pidfd.valid()) {
     Debug(c, "repeater ", r.pid, " already gone");
     return;
   }
@@ -144,14 +143,13 @@ void StopRecorded(const Ctx& c, const Recorded& r) {
                     absl::StripTrailingAsciiWhitespace(*comm) == kChildName;
   if (!same) {
     Debug(c, "pid ", r.pid, " is no longer the repeater: not signalled");
-  } else if (syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, nullptr, 0) == 0) {
-    pollfd p{pidfd, POLLIN, 0};  // readable once the process has exited
+  } else if (syscall(SYS_pidfd_send_signal, pidfd.get(), SIGTERM, nullptr, 0) == 0) {
+    pollfd p{pidfd.get(), POLLIN, 0};  // readable once the process has exited
     const bool gone = poll(&p, 1, 500) == 1;
     Info(c, "stopped repeater ", r.pid, gone ? "" : " (still exiting)");
   } else {
     Warn(c, "cannot signal repeater ", r.pid, ": ", ErrnoText(errno));
   }
-  close(pidfd);
 }
 
 // Closes every fd from 3 up except `keep`.
@@ -173,22 +171,20 @@ absl::StatusOr<pid_t> SpawnRepeater(std::vector<Job*> jobs, const std::vector<in
   if (pipe2(pipefd, O_CLOEXEC) != 0) {
     return Error(kIoFailure, absl::StrCat("pipe: ", ErrnoText(errno)));
   }
+  UniqueFd read_end(pipefd[0]), write_end(pipefd[1]);
   const pid_t first = fork();
-  if (first < 0) {
-    close(pipefd[0]);
-    close(pipefd[1]);
-    return Error(kIoFailure, absl::StrCat("fork: ", ErrnoText(errno)));
-  }
+  if (first < 0) return Error(kIoFailure, absl::StrCat("fork: ", ErrnoText(errno)));
   if (first == 0) {
-    close(pipefd[0]);
+    // The child ends in _exit: no destructor runs here, so each end is closed explicitly.
+    read_end.reset();
     setsid();
     const pid_t second = fork();
     if (second != 0) _exit(second < 0 ? 1 : 0);
     // Named before the parent learns the pid: DEL and GC only signal a process of this name.
     prctl(PR_SET_NAME, kChildName, 0, 0, 0);
     const pid_t self = getpid();
-    (void)!write(pipefd[1], &self, sizeof(self));
-    close(pipefd[1]);
+    (void)!write(write_end.get(), &self, sizeof(self));
+    write_end.reset();
     signal(SIGTERM, SIG_DFL);
     signal(SIGPIPE, SIG_IGN);
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -208,13 +204,13 @@ absl::StatusOr<pid_t> SpawnRepeater(std::vector<Job*> jobs, const std::vector<in
     }
     _exit(0);
   }
-  close(pipefd[1]);
+  write_end.reset();  // so that the read sees EOF if the repeater dies first
   pid_t child = -1;
   ssize_t n;
   do {
-    n = read(pipefd[0], &child, sizeof(child));
+    n = read(read_end.get(), &child, sizeof(child));
   } while (n < 0 && errno == EINTR);
-  close(pipefd[0]);
+  read_end.reset();
   int st;
   while (waitpid(first, &st, 0) < 0 && errno == EINTR) {
   }

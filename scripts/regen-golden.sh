@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-werror}
-cmake --build "$build" --target fabricctl_golden_test fabricctl
-rm -rf tests/cli/golden
+cmake --build "$build" --target fabricctl_golden_test fabricctl build_test
+rm -rf tests/cli/golden agent/daemon/cycle/testdata/build_golden
 FABRIC_UPDATE_GOLDEN=1 "$build/tests/cli/fabricctl_golden_test"
-git status --short tests/cli/golden
+# BuildSnapshot's first snapshot on every example host (agent/daemon/cycle/build_test.cc).
+FABRIC_UPDATE_GOLDEN=1 "$build/agent/daemon/cycle/build_test" --gtest_filter='*Golden*'
+git status --short tests/cli/golden agent/daemon/cycle/testdata/build_golden

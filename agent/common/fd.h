@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <utility>
 
 namespace fabric {
@@ -29,6 +30,14 @@ class UniqueFd {
   void reset(int fd = -1) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = fd;
+  }
+  // Closes the descriptor now and reports close(2)'s result, for a file just written (where a
+  // failed close can mean lost data) or a close worth a warning: 0, or close(2)'s errno (errno
+  // is left set too). 0 when none is held. The descriptor is given up either way.
+  int Close() {
+    const int fd = std::exchange(fd_, -1);
+    if (fd < 0 || ::close(fd) == 0) return 0;
+    return errno;
   }
 
  private:

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 namespace fabric {
 namespace {
 
@@ -42,6 +44,23 @@ TEST(UniqueFd, MoveAssignClosesTheOldOne) {
   a = std::move(b);
   EXPECT_FALSE(IsOpen(x));
   EXPECT_EQ(a.get(), y);
+}
+
+TEST(UniqueFd, CloseReportsTheResultAndGivesTheDescriptorUp) {
+  int raw = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(raw, 0);
+  UniqueFd a(raw);
+  EXPECT_EQ(a.Close(), 0);
+  EXPECT_FALSE(a.valid());
+  EXPECT_FALSE(IsOpen(raw));
+  EXPECT_EQ(a.Close(), 0);  // Nothing held.
+  // A descriptor closed behind its owner's back: close(2) fails with EBADF, reported.
+  int other = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(other, 0);
+  UniqueFd b(other);
+  ASSERT_EQ(::close(other), 0);
+  EXPECT_EQ(b.Close(), EBADF);
+  EXPECT_FALSE(b.valid());
 }
 
 }  // namespace

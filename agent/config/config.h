@@ -1,6 +1,6 @@
 // The agent's config file: the proto3 JSON mapping of fabric.v1.AgentConfig. The one loader: the
 // daemon and fabricctl --config read it here, and every section is checked here (`selection`
-// below, `probes` in probes_section.h).
+// in selection_section.h, `probes` in probes_section.h).
 #pragma once
 
 #include <string>
@@ -18,13 +18,5 @@ absl::StatusOr<v1::AgentConfig> ParseConfig(std::string_view json);
 
 // Reads `path` and parses it; every error names the path.
 absl::StatusOr<v1::AgentConfig> LoadConfig(const std::string& path);
-
-// The checks ParseConfig applies to the `selection` section, for policies built in code:
-// static_env names are [A-Za-z_][A-Za-z0-9_]*, values hold no NUL, CR or LF (they end up in shell
-// files and nccl.conf lines); deny entries are non-empty; socket_ifname is a valid interface name.
-absl::Status ValidatePolicy(const v1::SelectionPolicy& policy);
-
-// [A-Za-z_][A-Za-z0-9_]*: a name a POSIX shell can assign.
-bool IsValidEnvName(std::string_view name);
 
 }  // namespace fabric

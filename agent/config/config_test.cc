@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "agent/policy/select/selection_section.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

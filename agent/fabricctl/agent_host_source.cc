@@ -26,30 +26,11 @@ class AgentSource : public HostSource {
     return std::move(*inv->mutable_host());
   }
 
-  absl::StatusOr<v1::Selection> Select(const std::string& gpu_flag) override {
+  // The agent reads the request as local discovery would (RequestedGpus), against its inventory.
+  absl::StatusOr<v1::Selection> Select(const v1::SelectNicsRequest& req) override {
     auto client = Client();
     if (!client.ok()) return client.status();
-    std::vector<std::string> gpus;
-    if (gpu_flag == "visible") {
-      // The agent expands the caller's environment against its own inventory.
-      const v1::VisibleDevices visible = VisibleFromEnvironment();
-      // Nothing set: the same answer as local discovery gives, without asking.
-      if (!HasVisible(visible)) return UsageError(ExpandVisible(visible, v1::Host()).status());
-      return (*client)->SelectNics({}, /*include_rejected=*/true, &visible);
-    }
-    if (gpu_flag == "all") {
-      // "all" is the agent's GPUs: ask for its inventory first.
-      auto host = Inventory();
-      if (!host.ok()) return host.status();
-      auto list = GpuList(*host, gpu_flag);
-      if (!list.ok()) return FailedError(list.status());
-      gpus = *std::move(list);
-    } else {
-      auto list = GpuList(v1::Host(), gpu_flag);
-      if (!list.ok()) return UsageError(list.status());
-      gpus = *std::move(list);
-    }
-    return (*client)->SelectNics(gpus, /*include_rejected=*/true);
+    return (*client)->SelectNics(req);
   }
 
   absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req) override {

@@ -139,13 +139,7 @@ absl::StatusOr<v1::Inventory> AgentClient::GetInventory() {
   return out;
 }
 
-absl::StatusOr<v1::Selection> AgentClient::SelectNics(const std::vector<std::string>& gpus,
-                                                      bool include_rejected,
-                                                      const v1::VisibleDevices* visible) {
-  v1::SelectNicsRequest req;
-  req.set_include_rejected(include_rejected);
-  for (const std::string& g : gpus) req.add_gpus(g);
-  if (visible != nullptr) *req.mutable_visible() = *visible;
+absl::StatusOr<v1::Selection> AgentClient::SelectNics(const v1::SelectNicsRequest& req) {
   v1::Selection out;
   auto ctx = Context();
   FABRIC_GRPC_OR_RETURN(stub_->SelectNics(ctx.get(), req, &out));

@@ -41,10 +41,7 @@ class AgentClient {
       std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials());
 
   absl::StatusOr<v1::Inventory> GetInventory();
-  // `visible`, when given, is sent instead of names (gpus then empty).
-  absl::StatusOr<v1::Selection> SelectNics(const std::vector<std::string>& gpus,
-                                           bool include_rejected,
-                                           const v1::VisibleDevices* visible = nullptr);
+  absl::StatusOr<v1::Selection> SelectNics(const v1::SelectNicsRequest& req);
   absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req);
   absl::StatusOr<v1::PortCountersResponse> GetPortCounters(const v1::GetPortCountersRequest& req);
   absl::StatusOr<v1::Health> GetHealth();

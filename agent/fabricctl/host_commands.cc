@@ -17,9 +17,9 @@
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/host_source.h"
 #include "agent/fabricctl/render.h"
+#include "agent/inventory/query/host_query.h"
 #include "agent/policy/health/health.h"
 #include "agent/policy/select/env.h"
-#include "agent/policy/select/select.h"
 
 namespace fabric::ctl {
 namespace {
@@ -177,7 +177,9 @@ Command AddSelect(CLI::App& app, CommonOptions& common) {
     if (!*brief && cmd->count("--wide") + cmd->count("--no-headers") > 0) {
       return absl::InvalidArgumentError("--wide and --no-headers shape the --brief table");
     }
-    auto sel = source.Select(*gpus);
+    auto req = GpuRequest(*gpus);
+    if (!req.ok()) return UsageError(req.status());
+    auto sel = source.Select(*req);
     if (!sel.ok()) return sel.status();
     Print(common.json ? ToJson(*sel)
           : *brief    ? RenderSelectionBrief(*sel, *style)
@@ -226,7 +228,7 @@ Command AddPlace(CLI::App& app, CommonOptions& common) {
     if (auto fit = TableFlagsFit(cmd, common.json); !fit.ok()) return fit;
     v1::PlaceRequest req = opt->req;
     if (!opt->gpus.empty() && opt->gpus != "all") {
-      auto list = GpuList(v1::Host(), opt->gpus);
+      auto list = GpuNames(opt->gpus);
       if (!list.ok()) return UsageError(list.status());
       for (const std::string& g : *list) req.add_candidates(g);
     }
@@ -252,7 +254,9 @@ struct EnvOptions {
 };
 
 Outcome RunEnv(HostSource& source, const EnvOptions& opt) {
-  auto sel = source.Select(opt.gpus);
+  auto req = GpuRequest(opt.gpus);
+  if (!req.ok()) return UsageError(req.status());
+  auto sel = source.Select(*req);
   if (!sel.ok()) return sel.status();
   EnvMap env = EnvOf(*sel);
   if (opt.keep_set) env = DropAlreadySet(env, [](const char* name) { return std::getenv(name); });

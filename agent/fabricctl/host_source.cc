@@ -7,28 +7,34 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_split.h"
-#include "agent/policy/select/select.h"
+#include "agent/policy/select/gpu_names.h"
 
 namespace fabric::ctl {
 
-// "all" means the GPUs NCCL/RCCL drive (CollectiveGpus), in PCI order.
-absl::StatusOr<std::vector<std::string>> GpuList(const v1::Host& host, const std::string& gpus) {
+absl::StatusOr<std::vector<std::string>> GpuNames(const std::string& gpus) {
   std::vector<std::string> list;
-  if (gpus == "all") {
-    list = CollectiveGpus(host);
-    if (list.empty()) {
-      return absl::NotFoundError(ComputeGpus(host).empty()
-                                     ? "--gpus=all: the host has no GPU or accelerator"
-                                     : "--gpus=all: the host has no NVIDIA or AMD GPU (name other "
-                                       "accelerators by address)");
-    }
-    return list;
-  }
   for (absl::string_view g : absl::StrSplit(gpus, ',', absl::SkipWhitespace())) {
     list.emplace_back(g);
   }
   if (list.empty()) return absl::InvalidArgumentError("--gpus is empty");
   return list;
+}
+
+absl::StatusOr<v1::SelectNicsRequest> GpuRequest(const std::string& gpus) {
+  v1::SelectNicsRequest req;
+  req.set_include_rejected(true);
+  if (gpus == "all") {
+    req.set_all(true);
+  } else if (gpus == "visible") {
+    *req.mutable_visible() = VisibleFromEnvironment();
+    // Nothing set: ExpandVisible's error, naming the variables it looked at.
+    if (!HasVisible(req.visible())) return ExpandVisible(req.visible(), v1::Host()).status();
+  } else {
+    auto names = GpuNames(gpus);
+    if (!names.ok()) return names.status();
+    for (std::string& g : *names) req.add_gpus(std::move(g));
+  }
+  return req;
 }
 
 v1::VisibleDevices VisibleFromEnvironment(const char* (*getenv)(const char*)) {

@@ -29,9 +29,9 @@ class HostSource {
   // Everything discovered on the host.
   virtual absl::StatusOr<v1::Host> Inventory() = 0;
   // The RDMA port per GPU, rejected candidates included, under the source's selection policy.
-  // `gpus`: --gpus, a comma-separated list of GPU names (gpu_names.h), "all", or "visible" (the
-  // GPUs this process's NVIDIA_/CUDA_/ROCR_/HIP_VISIBLE_DEVICES make visible).
-  virtual absl::StatusOr<v1::Selection> Select(const std::string& gpus) = 0;
+  // `req` (GpuRequest): names, all, or visible, read by RequestedGpus (gpu_names.h) wherever it
+  // is answered: by the agent, or here.
+  virtual absl::StatusOr<v1::Selection> Select(const v1::SelectNicsRequest& req) = 0;
   // Ranked GPU sets (the Place API): the agent's answer, or the same policy run here.
   virtual absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req) = 0;
   // One reading of the port counters `req` asks for (GetPortCounters), no rates. NotFound for a
@@ -55,8 +55,13 @@ std::unique_ptr<HostSource> LocalHostSource(const LocalOptions& local);
 // The agent at common.target; connects on first use.
 std::unique_ptr<HostSource> AgentHostSource(const CommonOptions& common);
 
-// --gpus as a list ("all": every GPU of `host`; "visible" is the sources' to expand).
-absl::StatusOr<std::vector<std::string>> GpuList(const v1::Host& host, const std::string& gpus);
+// --gpus as a comma-separated list of names; InvalidArgument when it names none.
+absl::StatusOr<std::vector<std::string>> GpuNames(const std::string& gpus);
+
+// --gpus as a SelectNics request: "all", "visible" (this process's NVIDIA_/CUDA_/ROCR_/
+// HIP_VISIBLE_DEVICES; InvalidArgument when none is set), or names (GpuNames). Nothing is
+// resolved here: the request means the same to the agent and to local discovery.
+absl::StatusOr<v1::SelectNicsRequest> GpuRequest(const std::string& gpus);
 
 // --gpus=visible: this process's NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES,
 // ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, unset ones absent. `getenv` is the environment.

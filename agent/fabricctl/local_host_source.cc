@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "agent/config/config.h"
 #include "agent/fabricctl/host_source.h"
+#include "agent/hostfs/host_fs.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/discovery/parse.h"
-#include "agent/inventory/hostfs/host_fs.h"
 #include "agent/policy/health/health.h"
 #include "agent/policy/place/place.h"
 #include "agent/policy/select/gpu_names.h"
@@ -32,7 +32,7 @@ class LocalSource : public HostSource {
     return std::move(loaded->host);
   }
 
-  absl::StatusOr<v1::Selection> Select(const std::string& gpu_flag) override {
+  absl::StatusOr<v1::Selection> Select(const v1::SelectNicsRequest& req) override {
     auto loaded = Load();
     if (!loaded.ok()) return loaded.status();
     const v1::Host& host = loaded->host;
@@ -40,10 +40,9 @@ class LocalSource : public HostSource {
       return absl::NotFoundError(
           absl::StrCat("no RDMA device found under ", host.sysfs_root(), "/class/infiniband"));
     }
-    auto gpus = gpu_flag == "visible" ? ExpandVisible(VisibleFromEnvironment(), host)
-                                      : GpuList(host, gpu_flag);
+    auto gpus = RequestedGpus(host, req);
     if (!gpus.ok()) return gpus.status();
-    auto sel = SelectNics(host, *gpus, loaded->config.selection());
+    auto sel = SelectNics(host, *gpus, loaded->config.selection(), ProcessMigResolver());
     if (sel.ok()) return sel;
     std::string msg(sel.status().message());
     // Point at discovery problems that explain an unknown GPU.
@@ -64,7 +63,8 @@ class LocalSource : public HostSource {
   absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req) override {
     auto loaded = Load();
     if (!loaded.ok()) return loaded.status();
-    auto placed = fabric::Place(loaded->host, req, loaded->config.selection());
+    auto placed =
+        fabric::Place(loaded->host, req, loaded->config.selection(), ProcessMigResolver());
     if (placed.ok() || absl::IsInvalidArgument(placed.status())) return placed;
     return absl::FailedPreconditionError(placed.status().message());
   }

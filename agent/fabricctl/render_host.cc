@@ -16,8 +16,8 @@
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/discovery/pci_names.h"
+#include "agent/inventory/query/host_query.h"
 #include "agent/inventory/topology/topology.h"
-#include "agent/policy/select/select.h"
 
 namespace fabric {
 namespace {

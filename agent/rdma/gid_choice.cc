@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
-#include "agent/inventory/hostfs/host_fs.h"
+#include "agent/hostfs/host_fs.h"
 
 namespace fabric::rdma {
 namespace {

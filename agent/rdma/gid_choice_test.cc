@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/inventory/hostfs/host_fs.h"
+#include "agent/hostfs/host_fs.h"
 #include "agent/rdma/test_gids.h"
 
 namespace fabric::rdma {

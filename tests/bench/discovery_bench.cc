@@ -20,6 +20,7 @@
 #include "agent/inventory/changes/changes.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/discovery/refresh.h"
+#include "agent/inventory/query/host_query.h"
 #include "agent/policy/health/health.h"
 #include "agent/policy/place/place.h"
 #include "agent/policy/select/pairing.h"

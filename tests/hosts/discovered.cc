@@ -6,8 +6,8 @@
 #include <map>
 #include <mutex>
 
+#include "agent/hostfs/host_fs.h"
 #include "agent/inventory/discovery/discovery.h"
-#include "agent/inventory/hostfs/host_fs.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/subprocess.h"
 

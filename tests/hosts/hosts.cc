@@ -929,6 +929,11 @@ CounterList BnxtReHwCounters(uint64_t seed) {
   return out;
 }
 
+std::string ExampleHostTestName(std::string name) {
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
 std::vector<std::string> ExampleHostNames() {
   return {"roce-9port", "dgx-h100-ib",    "amd-mi300x-bnxt", "many-hcas",  "broken",
           "ipv6-roce",  "ib-prefix-gids", "pcie-2x2",        "sriov-512vf"};

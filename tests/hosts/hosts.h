@@ -22,6 +22,8 @@ namespace fabric::testing {
 // subnet-prefix-only entries. pcie-2x2 has two GPUs and two NICs per PCIe switch. sriov-512vf has
 // 8 PFs with 64 VFs each, 16 VFs per PF in pods (hosts_sriov.cc).
 std::vector<std::string> ExampleHostNames();
+// `name` as a test name part (GoogleTest takes [A-Za-z0-9_]): "roce-9port" is "roce_9port".
+std::string ExampleHostTestName(std::string name);
 
 // The spec of an example host; NotFound for an unknown name. "broken" is roce-9port with
 // after_write = BreakTree, so WriteHost of it writes the damaged tree.

@@ -1,6 +1,6 @@
 // The soak: callers asking SelectNics on connections of their own and watchers following the
 // inventory, against a running agent, while the caller changes the host. One home for the load
-// test (agent/daemon/load_test.cc asserts) and the soak benchmark (tests/bench/soak_bench.cc
+// test (agent/daemon/api/load_test.cc asserts) and the soak benchmark (tests/bench/soak_bench.cc
 // prints).
 #pragma once
 

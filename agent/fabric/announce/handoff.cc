@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/common/errno.h"
+#include "agent/common/fd.h"
 #include "agent/common/ip.h"
 #include "agent/common/json_depth.h"
 #include "agent/common/strings.h"
@@ -303,13 +304,10 @@ absl::Status SendHandoff(const std::string& socket_path, const Handoff& h,
   if (fds.size() > 4) return absl::InvalidArgumentError("hand-off: at most 4 fds");
   std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
 
-  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
+  UniqueFd sock(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!sock.valid())
     return absl::InternalError(absl::StrCat("agent hand-off: socket: ", ErrnoText(errno)));
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
+  const int fd = sock.get();
 
   // A Unix socket connects at once or fails; EAGAIN means the agent's backlog is full: retry
   // briefly until the deadline.

@@ -24,14 +24,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
+#include "agent/common/fd.h"
 #include "agent/common/log.h"
 
 namespace fabric::announce {
 namespace {
 
-void CloseLogged(int fd, const char* what) {
-  if (fd >= 0 && close(fd) != 0) {
-    Log(LogLevel::kWarning, "announce: closing ", what, " socket: ", ErrnoText(errno));
+void CloseLogged(UniqueFd& fd, const char* what) {
+  if (const int err = fd.Close(); err != 0) {
+    Log(LogLevel::kWarning, "announce: closing ", what, " socket: ", ErrnoText(err));
   }
 }
 
@@ -110,27 +111,27 @@ absl::StatusOr<std::unique_ptr<PacketLink>> PacketLink::Open(int ifindex, bool d
   link->ifindex_ = ifindex;
   link->ifname_ = name;
   // Protocol 0: nothing is queued until bind(), after the filter is in place.
-  link->packet_fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (link->packet_fd_ < 0) {
+  link->packet_fd_.reset(socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!link->packet_fd_.valid()) {
     return absl::PermissionDeniedError(
         absl::StrCat("packet socket for ", link->Describe(), ": ", ErrnoText(errno)));
   }
   sock_fprog prog{static_cast<unsigned short>(std::size(kNdArpFilter)),
                   const_cast<sock_filter*>(kNdArpFilter)};
-  if (setsockopt(link->packet_fd_, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0) {
+  if (setsockopt(link->packet_fd_.get(), SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0) {
     return absl::InternalError(
         absl::StrCat("packet filter on ", link->Describe(), ": ", ErrnoText(errno)));
   }
 #ifdef PACKET_IGNORE_OUTGOING
   // Linux 4.20+; without it TryReceive skips PACKET_OUTGOING itself.
   int one = 1;
-  (void)setsockopt(link->packet_fd_, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+  (void)setsockopt(link->packet_fd_.get(), SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
 #endif
   sockaddr_ll sll{};
   sll.sll_family = AF_PACKET;
   sll.sll_protocol = htons(ETH_P_ALL);
   sll.sll_ifindex = ifindex;
-  if (bind(link->packet_fd_, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0) {
+  if (bind(link->packet_fd_.get(), reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0) {
     const int err = errno;
     std::string msg =
         absl::StrCat("bind packet socket to ", link->Describe(), ": ", ErrnoText(err));
@@ -147,21 +148,23 @@ absl::StatusOr<std::unique_ptr<PacketLink>> PacketLink::Open(int ifindex, bool d
 absl::StatusOr<std::unique_ptr<PacketLink>> PacketLink::Adopt(int packet_fd, int netlink_fd,
                                                               std::string ifname) {
   std::unique_ptr<PacketLink> link(new PacketLink());
-  link->packet_fd_ = packet_fd;  // owned from here: closed by the destructor on every path
+  link->packet_fd_.reset(packet_fd);  // owned from here: closed by the destructor on every path
   link->ifname_ = std::move(ifname);
+  UniqueFd netlink(netlink_fd);  // owned here until libnl's socket takes it
   NlSockPtr sk;
-  if (netlink_fd >= 0) {
+  if (netlink.valid()) {
     sk.reset(nl_socket_alloc());
     if (!sk) {
-      CloseLogged(netlink_fd, "netlink");
+      CloseLogged(netlink, "netlink");
       return absl::ResourceExhaustedError("nl_socket_alloc failed");
     }
-    if (int err = nl_socket_set_fd(sk.get(), NETLINK_ROUTE, netlink_fd); err < 0) {
-      CloseLogged(netlink_fd, "netlink");
+    if (int err = nl_socket_set_fd(sk.get(), NETLINK_ROUTE, netlink.get()); err < 0) {
+      CloseLogged(netlink, "netlink");
       return absl::InvalidArgumentError(
           absl::StrCat("fd ", netlink_fd, " is not a route netlink socket: ", nl_geterror(err)));
     }
     link->nl_ = sk.release();
+    netlink.release();  // nl_socket_free closes it now
     if (auto s = MakeNonBlockingCloexec(netlink_fd, false); !s.ok()) return s;
     // Blocking with a bound: the sender may have left O_NONBLOCK on the shared file.
     int fl = fcntl(netlink_fd, F_GETFL);
@@ -207,7 +210,7 @@ absl::Status PacketLink::Send(const std::vector<uint8_t>& frame) {
   std::memcpy(to.sll_addr, frame.data(), 6);
   ssize_t n;
   do {
-    n = sendto(packet_fd_, frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&to),
+    n = sendto(packet_fd_.get(), frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&to),
                sizeof(to));
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
@@ -237,7 +240,7 @@ absl::StatusOr<std::vector<uint8_t>> PacketLink::TryReceive() {
   for (;;) {
     sockaddr_ll from{};
     socklen_t len = sizeof(from);
-    ssize_t n = recvfrom(packet_fd_, buf.data(), buf.size(), MSG_DONTWAIT,
+    ssize_t n = recvfrom(packet_fd_.get(), buf.data(), buf.size(), MSG_DONTWAIT,
                          reinterpret_cast<sockaddr*>(&from), &len);
     if (n < 0) {
       const int err = errno;
@@ -321,8 +324,8 @@ absl::StatusOr<Target> DescribeInterface(const std::string& ifname, bool with_ad
 }
 
 absl::StatusOr<std::unique_ptr<ScopedNetns>> ScopedNetns::Enter(const std::string& netns_path) {
-  int target = open(netns_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (target < 0) {
+  UniqueFd target(open(netns_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!target.valid()) {
     const int err = errno;
     std::string msg = absl::StrCat("network namespace ", netns_path, ": ", ErrnoText(err));
     if (err == ENOENT) return absl::NotFoundError(msg);
@@ -330,28 +333,27 @@ absl::StatusOr<std::unique_ptr<ScopedNetns>> ScopedNetns::Enter(const std::strin
   }
   std::unique_ptr<ScopedNetns> ns(new ScopedNetns());
   ns->path_ = netns_path;
-  ns->original_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (ns->original_ < 0) {
+  ns->original_.reset(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!ns->original_.valid()) {
     const int err = errno;
-    close(target);
+    target.reset();
     return absl::InternalError(absl::StrCat("current network namespace: ", ErrnoText(err)));
   }
-  if (setns(target, CLONE_NEWNET) != 0) {
+  if (setns(target.get(), CLONE_NEWNET) != 0) {
     const int err = errno;
-    close(target);
+    target.reset();
     std::string msg = absl::StrCat("entering network namespace ", netns_path, ": ", ErrnoText(err));
-    close(ns->original_);
-    ns->original_ = -1;
+    ns->original_.reset();  // not entered: the destructor has nothing to undo
     if (err == EPERM) return absl::PermissionDeniedError(msg);
     return absl::InvalidArgumentError(msg);
   }
-  close(target);
+  target.reset();
   return ns;
 }
 
 ScopedNetns::~ScopedNetns() {
-  if (original_ < 0) return;
-  if (setns(original_, CLONE_NEWNET) != 0) {
+  if (!original_.valid()) return;
+  if (setns(original_.get(), CLONE_NEWNET) != 0) {
     Log(LogLevel::kError, "announce: cannot leave network namespace ", path_, ": ",
         ErrnoText(errno));
   }

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent/common/fd.h"
 #include "agent/fabric/announce/announce.h"
 
 struct nl_sock;
@@ -59,14 +60,14 @@ class PacketLink : public Link {
 
   absl::Status Send(const std::vector<uint8_t>& frame) override;
   absl::StatusOr<std::vector<uint8_t>> TryReceive() override;
-  int poll_fd() const override { return packet_fd_; }
+  int poll_fd() const override { return packet_fd_.get(); }
   // From the address's flags (an RTM_GETADDR dump on the netlink socket): tentative and not
   // optimistic. NotFound when the interface does not hold `addr`; FailedPrecondition when DAD
   // failed (IFA_F_DADFAILED): the address will never be usable.
   absl::StatusOr<bool> Tentative(const in6_addr& addr) override;
 
   // For the hand-off (SCM_RIGHTS); still owned by this object.
-  int packet_fd() const { return packet_fd_; }
+  int packet_fd() const { return packet_fd_.get(); }
   int netlink_fd() const;  // -1 when none
   int ifindex() const { return ifindex_; }
   const std::string& ifname() const { return ifname_; }
@@ -75,7 +76,7 @@ class PacketLink : public Link {
   PacketLink() = default;
   std::string Describe() const;  // "eth0 (ifindex 3)"
 
-  int packet_fd_ = -1;
+  UniqueFd packet_fd_;
   nl_sock* nl_ = nullptr;  // owns the netlink fd
   int ifindex_ = 0;
   std::string ifname_;
@@ -101,7 +102,7 @@ class ScopedNetns {
 
  private:
   ScopedNetns() = default;
-  int original_ = -1;
+  UniqueFd original_;
   std::string path_;
 };
 

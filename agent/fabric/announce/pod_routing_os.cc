@@ -19,6 +19,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
+#include "agent/common/fd.h"
 #include "agent/fabric/announce/link.h"
 #include "agent/fabric/announce/pod_routing.h"
 
@@ -273,15 +274,15 @@ absl::StatusOr<std::string> RoutingOsImpl::IfName(int ifindex) {
 absl::StatusOr<std::string> RoutingOsImpl::ReadSysctl(const std::string& ifname,
                                                       const std::string& key) {
   const std::string path = SysctlPath(ifname, key);
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return SysctlError(errno, path, "read");
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return SysctlError(errno, path, "read");
   char buf[64];
   ssize_t n;
   do {
-    n = read(fd, buf, sizeof(buf) - 1);
+    n = read(fd.get(), buf, sizeof(buf) - 1);
   } while (n < 0 && errno == EINTR);
   const int err = errno;
-  close(fd);
+  fd.reset();
   if (n < 0) return SysctlError(err, path, "read");
   return std::string(absl::StripAsciiWhitespace(absl::string_view(buf, static_cast<size_t>(n))));
 }
@@ -289,14 +290,14 @@ absl::StatusOr<std::string> RoutingOsImpl::ReadSysctl(const std::string& ifname,
 absl::Status RoutingOsImpl::WriteSysctl(const std::string& ifname, const std::string& key,
                                         const std::string& value) {
   const std::string path = SysctlPath(ifname, key);
-  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return SysctlError(errno, path, "write");
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return SysctlError(errno, path, "write");
   ssize_t n;
   do {
-    n = write(fd, value.data(), value.size());
+    n = write(fd.get(), value.data(), value.size());
   } while (n < 0 && errno == EINTR);
   const int err = errno;
-  close(fd);
+  fd.reset();
   if (n != static_cast<ssize_t>(value.size())) return SysctlError(n < 0 ? err : EIO, path, "write");
   return absl::OkStatus();
 }

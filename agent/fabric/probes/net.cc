@@ -194,28 +194,26 @@ absl::StatusOr<Fd> ListenTcp(const std::string& bind_addr, uint16_t port) {
   return absl::UnavailableError(absl::StrCat("cannot listen on port ", port, ": ", last));
 }
 
-Acceptor::Acceptor() { reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC); }
-Acceptor::~Acceptor() {
-  if (reserve_ >= 0) close(reserve_);
-}
+Acceptor::Acceptor() { reserve_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC)); }
 
 Acceptor::Result Acceptor::Accept(int listen_fd, int* fd) {
   for (;;) {
     *fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (*fd >= 0) {
-      if (reserve_ < 0) reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC);  // Take it back.
+      // Take it back.
+      if (!reserve_.valid()) reserve_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
       return Result::kAccepted;
     }
     const int err = errno;
     if (err == EINTR || err == ECONNABORTED) continue;
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-      if (reserve_ < 0) return Result::kExhausted;
-      close(reserve_);
-      reserve_ = -1;
-      const int victim = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (victim >= 0) close(victim);
-      reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-      return victim >= 0 ? Result::kShed : Result::kExhausted;
+      if (!reserve_.valid()) return Result::kExhausted;
+      reserve_.reset();
+      Fd victim(accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+      const bool shed = victim.valid();
+      victim.reset();  // before the reserve is taken again: it needs the slot
+      reserve_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+      return shed ? Result::kShed : Result::kExhausted;
     }
     return Result::kNone;  // EAGAIN, or an error that belongs to one connection only.
   }

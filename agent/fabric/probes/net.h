@@ -51,7 +51,6 @@ absl::StatusOr<Fd> ListenTcp(const std::string& bind, uint16_t port);
 class Acceptor {
  public:
   Acceptor();
-  ~Acceptor();
   Acceptor(const Acceptor&) = delete;
   Acceptor& operator=(const Acceptor&) = delete;
 
@@ -64,7 +63,7 @@ class Acceptor {
   Result Accept(int listen_fd, int* fd);
 
  private:
-  int reserve_ = -1;
+  Fd reserve_;
 };
 
 // Waits for and accepts one connection; through descriptor exhaustion it sheds and backs off

@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/common/strings.h"
-#include "agent/config/probes_section.h"
 #include "agent/fabric/probes/probe.h"
+#include "agent/fabric/probes/probes_section.h"
 #include "agent/fabric/probes/wire.h"
-#include "agent/policy/select/select.h"
+#include "agent/inventory/query/host_query.h"
 
 namespace fabric::probes {
 

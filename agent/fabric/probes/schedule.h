@@ -1,7 +1,7 @@
 // The agent's probe schedule, as pure functions: the config section's checks and defaults, which
 // local ports probe which peers with which parameters, when the next round starts, the results
 // as the API's messages, their bounded history, and the health findings they imply. The threads,
-// sockets and DNS are the daemon's (agent/daemon/prober.h).
+// sockets and DNS are the daemon's (agent/daemon/workers/prober.h).
 #pragma once
 
 #include <cstdint>
@@ -13,8 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/config/probes_section.h"
 #include "agent/fabric/probes/params.h"
+#include "agent/fabric/probes/probes_section.h"
 #include "agent/fabric/probes/result_proto.h"
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/status.h"
-#include "agent/inventory/hostfs/host_fs.h"
+#include "agent/hostfs/host_fs.h"
 #include "agent/rdma/gid_choice.h"
 
 namespace fabric::probes {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "agent/inventory/hostfs/host_fs.h"
+#include "agent/hostfs/host_fs.h"
 #include "fabric/v1/host.pb.h"
 
 namespace fabric {

@@ -16,8 +16,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "agent/hostfs/host_fs.h"
 #include "agent/inventory/discovery/parse.h"
-#include "agent/inventory/hostfs/host_fs.h"
 #include "fabric/v1/host.pb.h"
 
 namespace fabric::discovery_internal {

@@ -432,7 +432,7 @@ TEST_F(DiscoveryTest, BrokenTreeLosesOnlyWhatIsBroken) {
   EXPECT_EQ(p2.state(), PORT_STATE_UNSPECIFIED);
   EXPECT_TRUE(has("mlx5_2:1: rate_gbps"));
   EXPECT_TRUE(has("mlx5_2:1: state"));
-  EXPECT_TRUE(has("\"banana\\x0a\""));
+  EXPECT_TRUE(has("\"banana\\n\""));
   EXPECT_EQ(p2.link_layer(), LINK_LAYER_ETHERNET);
   // c. one garbage GID: the others stay.
   const Port& p3 = Dev(h, "mlx5_3")->ports(0);

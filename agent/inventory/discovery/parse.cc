@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "agent/common/excerpt.h"
 #include "agent/common/strings.h"
 #include "agent/rdma/gid.h"
 
@@ -21,25 +22,8 @@ using namespace ::fabric::v1;  // NOLINT: enum values of the model
 
 namespace {
 
-// Quoted, shortened copy of outside bytes for error messages.
-std::string Quote(absl::string_view s) {
-  constexpr size_t kMax = 64;
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size() && i < kMax; ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      absl::StrAppendFormat(&out, "\\x%02x", c);
-    }
-  }
-  if (s.size() > kMax) out += "...";
-  out += "\"";
-  return out;
-}
-
 absl::Status Invalid(absl::string_view what, std::string_view s) {
-  return absl::InvalidArgumentError(absl::StrCat("not ", what, ": ", Quote(Av(s))));
+  return absl::InvalidArgumentError(absl::StrCat("not ", what, ": ", Excerpt(s)));
 }
 
 bool IsHexDigit(char c) { return absl::ascii_isxdigit(static_cast<unsigned char>(c)); }
@@ -319,7 +303,7 @@ absl::StatusOr<std::vector<Ipv4Route>> ParseProcNetRoute(std::string_view s,
       header = false;
       if (!absl::StartsWith(line, "Iface")) {
         return absl::InvalidArgumentError(
-            absl::StrCat("not /proc/net/route: header is ", Quote(line)));
+            absl::StrCat("not /proc/net/route: header is ", Excerpt(Sv(line))));
       }
       continue;
     }
@@ -335,7 +319,8 @@ absl::StatusOr<std::vector<Ipv4Route>> ParseProcNetRoute(std::string_view s,
     uint32_t flags;
     if (fields < 11 || !hex32(f[1], &r.destination) || !hex32(f[2], &r.gateway) ||
         !HexField(f[3], 4, &flags) || !absl::SimpleAtoi(f[6], &r.metric) || !hex32(f[7], &r.mask)) {
-      std::string msg = absl::StrCat("/proc/net/route line ", line_no, " malformed: ", Quote(line));
+      std::string msg =
+          absl::StrCat("/proc/net/route line ", line_no, " malformed: ", Excerpt(Sv(line)));
       if (bad_lines == nullptr) return absl::InvalidArgumentError(msg);
       bad_lines->push_back(std::move(msg));
       continue;
@@ -360,7 +345,7 @@ absl::StatusOr<std::vector<std::string>> ParseIpv6DefaultRouteIfaces(
     uint32_t len;
     if (fields != 10 || f[0].size() != 32 || !HexField(f[1], 2, &len)) {
       std::string msg =
-          absl::StrCat("/proc/net/ipv6_route line ", line_no, " malformed: ", Quote(line));
+          absl::StrCat("/proc/net/ipv6_route line ", line_no, " malformed: ", Excerpt(Sv(line)));
       if (bad_lines == nullptr) return absl::InvalidArgumentError(msg);
       bad_lines->push_back(std::move(msg));
       continue;
@@ -385,7 +370,7 @@ absl::StatusOr<std::vector<std::string>> ParseProcModules(std::string_view s) {
           return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
         })) {
       return absl::InvalidArgumentError(
-          absl::StrCat("/proc/modules line ", line_no, " malformed: ", Quote(line)));
+          absl::StrCat("/proc/modules line ", line_no, " malformed: ", Excerpt(Sv(line))));
     }
     names.emplace_back(name);
   }

@@ -124,7 +124,7 @@ TEST(ParsePortState, NumberAndWordMustAgree) {
   EXPECT_FALSE(ParsePortState("banana").ok());
   EXPECT_FALSE(ParsePortState("9: ACTIVE").ok());
   auto bad = ParsePortState("banana\n");
-  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("\"banana\\x0a\""));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("\"banana\\n\""));
 }
 
 TEST(ParsePhysState, Table) {

@@ -10,9 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "agent/common/natural_order.h"
 #include "agent/inventory/discovery/discovery_internal.h"
 #include "agent/inventory/topology/topology.h"
@@ -21,176 +19,6 @@ namespace fabric {
 
 using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
 namespace di = discovery_internal;
-
-// ---- ChangeScope ----
-
-void ChangeScope::Full(std::string why) {
-  if (full_) return;
-  full_ = true;
-  full_why_ = std::move(why);
-  // Names are of no use once full: drop them so that a storm holds no memory.
-  netdevs_.clear();
-  ifindexes_.clear();
-  route_netdevs_.clear();
-  rdma_devices_.clear();
-}
-
-bool ChangeScope::Room() {
-  if (full_) return false;
-  if (netdevs_.size() + ifindexes_.size() + route_netdevs_.size() + rdma_devices_.size() <
-      kMaxNames) {
-    return true;
-  }
-  Full(absl::StrCat("more than ", kMaxNames, " netdevs, routes and devices changed"));
-  return false;
-}
-
-void ChangeScope::Netdev(std::string name) {
-  if (!name.empty() && Room()) netdevs_.insert(std::move(name));
-}
-void ChangeScope::Ifindex(int32_t ifindex) {
-  if (ifindex > 0 && Room()) ifindexes_.insert(ifindex);
-}
-void ChangeScope::RouteVia(std::string netdev) {
-  if (!netdev.empty() && Room()) route_netdevs_.insert(std::move(netdev));
-}
-void ChangeScope::DefaultRoute() { default_route_ = true; }
-void ChangeScope::RdmaDevice(std::string name) {
-  if (!name.empty() && Room()) rdma_devices_.insert(std::move(name));
-}
-void ChangeScope::Uverbs() { uverbs_ = true; }
-
-void ChangeScope::Merge(const ChangeScope& o) {
-  if (o.full_) Full(o.full_why_);
-  for (const std::string& n : o.netdevs_) Netdev(n);
-  for (int32_t i : o.ifindexes_) Ifindex(i);
-  for (const std::string& n : o.route_netdevs_) RouteVia(n);
-  for (const std::string& n : o.rdma_devices_) RdmaDevice(n);
-  default_route_ = default_route_ || o.default_route_;
-  uverbs_ = uverbs_ || o.uverbs_;
-}
-
-bool ChangeScope::empty() const {
-  return !full_ && netdevs_.empty() && ifindexes_.empty() && route_netdevs_.empty() &&
-         !default_route_ && rdma_devices_.empty() && !uverbs_;
-}
-
-// ---- Planning ----
-
-NetdevFacts LookUpNetdev(const HostFs& sys, const std::string& name) {
-  NetdevFacts f;
-  auto real = sys.RealPath(absl::StrCat("class/net/", name));
-  if (!real.ok()) return f;
-  f.exists = true;
-  // .../<BDF>/net/<name>: the PCI function it belongs to (as ReadNetdevs finds it).
-  const std::string parent = di::Dirname(di::Dirname(*real));
-  if (auto a = ParsePciAddress(di::Basename(parent)); a.ok()) {
-    f.pci_address = *a;
-    f.pci_has_rdma = sys.Exists(JoinPath(parent, "infiniband"));
-  }
-  if (auto entries = sys.ListDir(*real); entries.ok()) {
-    for (const std::string& e : *entries) {
-      if (absl::StartsWith(e, "lower_")) f.lowers.push_back(e.substr(6));
-    }
-  }
-  return f;
-}
-
-RefreshPlan PlanRefresh(const Host& cur, const ChangeScope& scope, const NetdevLookup& lookup) {
-  RefreshPlan plan;
-  if (scope.full()) {
-    plan.full = true;
-    plan.why = scope.full_why();
-    return plan;
-  }
-  // An event names a few netdevs: scanning the host's for each costs less than indexing them all
-  // (the devices are scanned per name below anyway).
-  auto netdev_named = [&](std::string_view n) -> const v1::Netdev* {
-    for (const v1::Netdev& nd : cur.netdevs()) {
-      if (nd.name() == n) return &nd;
-    }
-    return nullptr;
-  };
-  // The devices whose port or software device names netdev `n` (the netdev itself may be out of
-  // the inventory: a broken link).
-  auto devices_naming = [&](std::string_view n) {
-    bool any = false;
-    for (const v1::RdmaDevice& d : cur.rdma_devices()) {
-      bool mine = d.parent_netdev() == n;
-      for (const Port& p : d.ports()) mine = mine || p.netdev() == n;
-      if (mine) plan.devices.insert(d.name());
-      any = any || mine;
-    }
-    return any;
-  };
-  auto relate = [&](const std::string& n) {
-    bool known = false;
-    if (const v1::Netdev* nd = netdev_named(n)) {
-      known = true;
-      if (!nd->rdma_device().empty()) {
-        plan.devices.insert(nd->rdma_device());
-      } else {
-        plan.netdevs.insert(n);  // A default-route netdev: only itself.
-      }
-    }
-    known = devices_naming(n) || known;
-    if (known) return;
-    // Not in the inventory: one look at sysfs says whether it can be (a new port netdev, an
-    // RDMA device back on its function, an upper device whose GIDs the kernel adds).
-    const NetdevFacts f = lookup(n);
-    if (!f.exists) return;
-    if (!f.pci_address.empty()) {
-      bool on_device = false;
-      for (const v1::RdmaDevice& d : cur.rdma_devices()) {
-        if (d.pci().address() == f.pci_address) {
-          plan.devices.insert(d.name());
-          on_device = true;
-        }
-      }
-      if (!on_device && f.pci_has_rdma) plan.device_list = true;
-    }
-    for (const std::string& lower : f.lowers) {
-      const v1::Netdev* nd = netdev_named(lower);
-      if (nd != nullptr && !nd->rdma_device().empty()) plan.devices.insert(nd->rdma_device());
-      devices_naming(lower);
-    }
-  };
-  for (const std::string& n : scope.netdevs()) relate(n);
-  for (int32_t i : scope.ifindexes()) {
-    for (const v1::Netdev& nd : cur.netdevs()) {
-      if (nd.has_ifindex() && nd.ifindex() == i) {
-        relate(nd.name());
-        break;
-      }
-    }
-  }
-  plan.routes = scope.default_route();
-  for (const std::string& n : scope.route_netdevs()) {
-    plan.routes = plan.routes || netdev_named(n) != nullptr;
-  }
-  for (const std::string& d : scope.rdma_devices()) {
-    plan.device_list = true;
-    for (const v1::RdmaDevice& have : cur.rdma_devices()) {
-      if (have.name() == d) plan.devices.insert(d);
-    }
-  }
-  if (scope.uverbs()) plan.uverbs = plan.device_list = true;
-  // Past a quarter of the devices, one full read is cheaper than splicing.
-  const size_t cap = std::max<size_t>(16, static_cast<size_t>(cur.rdma_devices_size()) / 4);
-  if (plan.devices.size() > cap) {
-    plan.full = true;
-    plan.why = absl::StrCat(plan.devices.size(), " RDMA devices changed");
-    return plan;
-  }
-  std::vector<std::string> parts;
-  if (!plan.devices.empty()) parts.push_back(absl::StrJoin(plan.devices, ","));
-  if (plan.device_list) parts.push_back("device list");
-  if (plan.uverbs) parts.push_back("uverbs");
-  if (!plan.netdevs.empty()) parts.push_back(absl::StrJoin(plan.netdevs, ","));
-  if (plan.routes) parts.push_back("routes");
-  plan.why = absl::StrJoin(parts, " ");
-  return plan;
-}
 
 // ---- Refreshing ----
 
@@ -373,27 +201,26 @@ void CopyHostFields(const Host& cur, Host* host) {
   *host->mutable_problems() = cur.problems();
 }
 
-}  // namespace
+using DeviceIndex = absl::flat_hash_map<std::string_view, const v1::RdmaDevice*>;
 
-absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
-                                      std::shared_ptr<const Host> current,
-                                      const RefreshPlan& plan) {
-  if (plan.full) return absl::FailedPreconditionError(plan.why);
-  if (current == nullptr) return absl::FailedPreconditionError("no inventory to refresh");
-  const Host& cur = *current;
-  auto owner = std::make_shared<ArenaHost>();
-  // The served host carries the snapshot's pairing; discovery does not: it is not copied.
-  Host& host = *google::protobuf::Arena::CreateMessage<Host>(owner->arena.get());
-  CopyHostFields(cur, &host);
-  Host fresh;                           // Host-level facts and problems read now.
-  std::set<std::string> reread_fields;  // The host problems' fields read again.
+// The RDMA devices a refresh reads again, with their netdevs.
+struct DevicesRead {
+  std::set<std::string> names;  // Read again, or gone: the devices of the host not kept.
+  Host* part = nullptr;         // What was read (devices, their netdevs, problems).
+  bool added = false;           // A device came ...
+  bool removed = false;         // ... or went: routes, GPUDirect and topology are read again.
+};
 
-  // RDMA devices: the planned ones, and when the list may have changed, the new and gone ones.
-  std::set<std::string> names = plan.devices;
+// Reads the planned devices (and, when the list may have changed, the new and gone ones; a VF's
+// PF whose SR-IOV entry changed) as a whole scan would, into a Host on `arena`. Host-level facts
+// read on the way go to `fresh`, and the fields they belong to to `reread`.
+absl::StatusOr<DevicesRead> ReadDevices(const HostFs& sys, const DeviceIndex& old,
+                                        const RefreshPlan& plan, google::protobuf::Arena* arena,
+                                        Host* fresh, std::set<std::string>* reread) {
+  DevicesRead r;
+  r.names = plan.devices;
+  std::set<std::string>& names = r.names;
   std::set<std::string> listed;
-  absl::flat_hash_map<std::string_view, const v1::RdmaDevice*> old(
-      static_cast<size_t>(cur.rdma_devices_size()));
-  for (const v1::RdmaDevice& d : cur.rdma_devices()) old[d.name()] = &d;
   if (plan.device_list) {
     auto ls = sys.ListDir("class/infiniband");
     if (!ls.ok() && !absl::IsNotFound(ls.status())) {
@@ -407,15 +234,14 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
     for (const auto& [n, d] : old) {
       if (!listed.count(std::string(n))) names.insert(std::string(n));
     }
-    reread_fields.insert("rdma_devices");
+    reread->insert("rdma_devices");
   }
-  bool added = false;
-  for (const std::string& n : names) added = added || !old.count(n);
+  for (const std::string& n : names) r.added = r.added || !old.count(n);
   std::map<std::string, std::string> uverbs;
-  const bool reread_uverbs = plan.uverbs || added;
+  const bool reread_uverbs = plan.uverbs || r.added;
   if (reread_uverbs) {
-    uverbs = di::ReadUverbs(sys, &fresh);
-    reread_fields.insert("uverbs_device");
+    uverbs = di::ReadUverbs(sys, fresh);
+    reread->insert("uverbs_device");
   }
   // Else the devices read keep theirs (only theirs are looked up).
   auto keep_uverbs = [&](const std::set<std::string>& which) {
@@ -427,9 +253,9 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
       }
     }
   };
-  // The re-read devices with their netdevs, as a whole scan would read them; on the new host's
-  // arena, which points at its devices.
-  Host& part = *google::protobuf::Arena::CreateMessage<Host>(owner->arena.get());
+  // On the new host's arena, which points at its devices.
+  r.part = google::protobuf::Arena::CreateMessage<Host>(arena);
+  Host& part = *r.part;
   // A VF's netdevs are its PF's facts too (sriov.vfs[].netdevs): when those on a re-read VF's
   // function changed (renamed, moved into a pod's namespace or back), the PF's device is read
   // again, its PCI facts included.
@@ -460,38 +286,169 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
     }
   };
   read(names);
-  bool removed = false;
   // A VF's device that came or went changes its PF's SR-IOV entry: re-read the PF's device too.
-  {
-    std::set<std::string> pfs;
-    std::set<std::string> now;
-    for (const v1::RdmaDevice& d : part.rdma_devices()) {
-      now.insert(d.name());
-      if (!old.count(d.name())) pfs.insert(d.pci().sriov().pf_pci_address());
-    }
-    for (const std::string& n : names) {
-      if (auto it = old.find(n); it != old.end() && !now.count(n)) {
-        pfs.insert(it->second->pci().sriov().pf_pci_address());
-        removed = true;
-      }
-    }
-    pfs.erase("");
-    std::set<std::string> relatives;
-    for (const auto& [n, d] : old) {
-      if (pfs.empty()) break;
-      if (pfs.count(d->pci().address()) && !names.count(std::string(n))) {
-        relatives.insert(std::string(n));
-      }
-    }
-    read(relatives);
-    names.insert(relatives.begin(), relatives.end());
+  std::set<std::string> pfs;
+  std::set<std::string> now;
+  for (const v1::RdmaDevice& d : part.rdma_devices()) {
+    now.insert(d.name());
+    if (!old.count(d.name())) pfs.insert(d.pci().sriov().pf_pci_address());
   }
+  for (const std::string& n : names) {
+    if (auto it = old.find(n); it != old.end() && !now.count(n)) {
+      pfs.insert(it->second->pci().sriov().pf_pci_address());
+      r.removed = true;
+    }
+  }
+  pfs.erase("");
+  std::set<std::string> relatives;
+  for (const auto& [n, d] : old) {
+    if (pfs.empty()) break;
+    if (pfs.count(d->pci().address()) && !names.count(std::string(n))) {
+      relatives.insert(std::string(n));
+    }
+  }
+  read(relatives);
+  names.insert(relatives.begin(), relatives.end());
   di::ReadGidTables(std::move(scan.port_dirs), &part);
   SortByName(part.mutable_rdma_devices());  // The port directories are read: safe to move.
   di::ReadNetdevs(sys, scan.pci_dirs, {}, &part);
+  return r;
+}
+
+// Whether the devices, netdevs and topology pairs `cur` keeps can be shared: unless that would
+// keep more than kMaxKeptAlive older hosts alive (or their owners are not known); then they are
+// copied, and the older hosts freed. What keeps the shared ones alive goes to `owner`.
+template <typename DeviceKept, typename NetdevKept>
+bool ShareKept(const std::shared_ptr<const Host>& current, DeviceKept device_kept,
+               NetdevKept netdev_kept, ArenaHost* owner) {
+  const Host& cur = *current;
+  const KeepArenaHost* keep = std::get_deleter<KeepArenaHost>(current);
+  const ArenaHost* cur_owner = keep != nullptr ? keep->owner.get() : nullptr;
+  bool share = true;
+  for (const v1::RdmaDevice& d : cur.rdma_devices()) {
+    if (!share) break;
+    if (device_kept(d)) share = AddOwner(d, current, cur_owner, owner);
+  }
+  for (const v1::Netdev& nd : cur.netdevs()) {
+    if (!share) break;
+    if (netdev_kept(nd)) share = AddOwner(nd, current, cur_owner, owner);
+  }
+  for (const v1::TopologyPair& p : cur.topology()) {
+    if (!share) break;
+    share = AddOwner(p, current, cur_owner, owner);
+  }
+  share = share && owner->owners.size() <= static_cast<size_t>(kMaxKeptAlive);
+  if (!share) owner->owners.clear();
+  return share;
+}
+
+// Default-route netdevs that no netdev of `host` holds any more (renamed, gone, or of no
+// device read), read on their own into `netdevs`; their names go to `touched` and `read`.
+void ReadLoneDefaultRouteNetdevs(const HostFs& sys, const Host& host,
+                                 google::protobuf::RepeatedPtrField<v1::Netdev>* netdevs,
+                                 std::set<std::string>* touched, std::set<std::string>* read,
+                                 Host* part) {
+  Host alone;
+  for (const std::string& n : host.default_route_netdevs()) {
+    bool have = false;
+    for (const v1::Netdev& nd : *netdevs) have = have || nd.name() == n;
+    if (!have) alone.add_default_route_netdevs(n);
+  }
+  if (alone.default_route_netdevs().empty()) return;
+  // Their problems are read again too (a renamed or gone netdev's among them).
+  touched->insert(alone.default_route_netdevs().begin(), alone.default_route_netdevs().end());
+  di::ReadNetdevs(sys, {}, {}, &alone);
+  for (v1::Netdev& nd : *alone.mutable_netdevs()) {
+    touched->insert(nd.name());
+    read->insert(nd.name());
+    *netdevs->Add() = std::move(nd);
+  }
+  for (const FieldProblem& p : alone.problems()) *part->add_problems() = p;
+}
+
+// Routes give the read netdevs' subnets and default-route flags: read again when a route
+// changed or a netdev is new, else those of the netdev before. Devices that came or went also
+// change GPUDirect readiness, which needs the rest of procfs. FailedPrecondition when the
+// default-route netdevs changed (a full rescan's to read).
+absl::Status RefreshRoutes(const HostFs& sys, const HostFs& proc, const Host& cur,
+                           const RefreshPlan& plan, const DevicesRead& devices,
+                           const std::set<std::string>& read_netdevs,
+                           google::protobuf::Arena* arena, Host* fresh,
+                           std::set<std::string>* reread, Host* host) {
+  absl::flat_hash_map<std::string_view, const v1::Netdev*> old_netdevs(
+      static_cast<size_t>(cur.netdevs_size()));
+  for (const v1::Netdev& nd : cur.netdevs()) old_netdevs[nd.name()] = &nd;
+  bool new_netdev = false;
+  for (const std::string& n : read_netdevs) new_netdev = new_netdev || !old_netdevs.count(n);
+  std::optional<std::vector<Ipv4Route>> routes;
+  std::set<std::string> modules;
+  const bool devices_changed = devices.added || devices.removed;
+  if (devices_changed) {
+    di::ProcfsScan ps = di::ReadProcfs(sys, proc, fresh);
+    routes = std::move(ps.routes);
+    modules = std::move(ps.modules);
+    host->set_hostname(fresh->hostname());
+    host->set_kernel_release(fresh->kernel_release());
+    reread->insert({"hostname", "kernel_release", "routes", "gpudirect"});
+  } else if (plan.routes || new_netdev) {
+    routes = di::ReadRoutes(proc, fresh);
+    reread->insert("routes");
+  }
+  auto* netdevs = host->mutable_netdevs();
+  if (routes) {
+    const std::set<std::string> was(cur.default_route_netdevs().begin(),
+                                    cur.default_route_netdevs().end());
+    const std::set<std::string> now(fresh->default_route_netdevs().begin(),
+                                    fresh->default_route_netdevs().end());
+    if (was != now) return absl::FailedPreconditionError("the default-route netdevs changed");
+    const di::RouteFacts facts(*routes, *host);
+    for (int i = 0; i < netdevs->size(); ++i) {
+      if (!facts.Holds(netdevs->Get(i))) facts.Apply(Writable(netdevs, i, arena));
+    }
+  } else {
+    for (int i = 0; i < netdevs->size(); ++i) {
+      if (!read_netdevs.count(netdevs->Get(i).name())) continue;
+      v1::Netdev* nd = Writable(netdevs, i, arena);
+      const v1::Netdev& before = *old_netdevs.at(nd->name());
+      nd->set_default_route(before.default_route());
+      *nd->mutable_ipv4_subnets() = before.ipv4_subnets();
+    }
+  }
+  if (devices_changed) {
+    host->clear_gpudirect();
+    di::ReadGpuDirect(proc, modules, host);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// Reads what the plan names, then puts the new host together: the devices, netdevs and topology
+// pairs kept (shared with `current`, or copied), those read, the routes, ARP sysctls and
+// problems read again.
+absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
+                                      std::shared_ptr<const Host> current,
+                                      const RefreshPlan& plan) {
+  if (plan.full) return absl::FailedPreconditionError(plan.why);
+  if (current == nullptr) return absl::FailedPreconditionError("no inventory to refresh");
+  const Host& cur = *current;
+  auto owner = std::make_shared<ArenaHost>();
+  google::protobuf::Arena* arena = owner->arena.get();
+  // The served host carries the snapshot's pairing; discovery does not: it is not copied.
+  Host& host = *google::protobuf::Arena::CreateMessage<Host>(arena);
+  CopyHostFields(cur, &host);
+  Host fresh;                           // Host-level facts and problems read now.
+  std::set<std::string> reread_fields;  // The host problems' fields read again.
+
+  DeviceIndex old(static_cast<size_t>(cur.rdma_devices_size()));
+  for (const v1::RdmaDevice& d : cur.rdma_devices()) old[d.name()] = &d;
+  absl::StatusOr<DevicesRead> read = ReadDevices(sys, old, plan, arena, &fresh, &reread_fields);
+  if (!read.ok()) return read.status();
+  const std::set<std::string>& names = read->names;
+  Host& part = *read->part;
 
   std::set<std::string> touched = plan.netdevs;  // Netdevs whose host problems are re-read.
-  bool topology = added || removed;
+  bool topology = read->added || read->removed;
   for (const v1::RdmaDevice& d : part.rdma_devices()) {
     NamedNetdevs(d, &touched);
     auto it = old.find(d.name());
@@ -504,35 +461,16 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
   // holds any more, and the planned ones, are read on their own.
   std::set<std::string> read_netdevs;
   for (const v1::Netdev& nd : part.netdevs()) read_netdevs.insert(nd.name());
+  auto device_kept = [&](const v1::RdmaDevice& d) { return !names.count(d.name()); };
   auto netdev_kept = [&](const v1::Netdev& nd) {
     return !names.count(nd.rdma_device()) && !read_netdevs.count(nd.name()) &&
            !plan.netdevs.count(nd.name());
   };
-  // The devices, netdevs and topology pairs kept are shared unless that would keep more than
-  // kMaxKeptAlive older hosts alive; then copied, and the older hosts are freed.
-  bool share = true;
-  {
-    const KeepArenaHost* keep = std::get_deleter<KeepArenaHost>(current);
-    const ArenaHost* cur_owner = keep != nullptr ? keep->owner.get() : nullptr;
-    for (const v1::RdmaDevice& d : cur.rdma_devices()) {
-      if (!share) break;
-      if (!names.count(d.name())) share = AddOwner(d, current, cur_owner, owner.get());
-    }
-    for (const v1::Netdev& nd : cur.netdevs()) {
-      if (!share) break;
-      if (netdev_kept(nd)) share = AddOwner(nd, current, cur_owner, owner.get());
-    }
-    for (const v1::TopologyPair& p : cur.topology()) {
-      if (!share) break;
-      share = AddOwner(p, current, cur_owner, owner.get());
-    }
-    share = share && owner->owners.size() <= static_cast<size_t>(kMaxKeptAlive);
-    if (!share) owner->owners.clear();
-  }
+  const bool share = ShareKept(current, device_kept, netdev_kept, owner.get());
   {
     auto* devices = host.mutable_rdma_devices();
     for (const v1::RdmaDevice& d : cur.rdma_devices()) {
-      if (!names.count(d.name())) AddItem(devices, d, share);
+      if (device_kept(d)) AddItem(devices, d, share);
     }
     const int kept = devices->size();
     for (v1::RdmaDevice& d : *part.mutable_rdma_devices()) devices->UnsafeArenaAddAllocated(&d);
@@ -546,72 +484,14 @@ absl::StatusOr<RefreshedHost> Refresh(const HostFs& sys, const HostFs& proc,
     }
     const int kept = netdevs.size();
     for (v1::Netdev& nd : *part.mutable_netdevs()) netdevs.UnsafeArenaAddAllocated(&nd);
-    Host alone;
-    for (const std::string& n : host.default_route_netdevs()) {
-      bool have = false;
-      for (const v1::Netdev& nd : netdevs) have = have || nd.name() == n;
-      if (!have) alone.add_default_route_netdevs(n);
-    }
-    if (!alone.default_route_netdevs().empty()) {
-      // Their problems are read again too (a renamed or gone netdev's among them).
-      touched.insert(alone.default_route_netdevs().begin(), alone.default_route_netdevs().end());
-      di::ReadNetdevs(sys, {}, {}, &alone);
-      for (v1::Netdev& nd : *alone.mutable_netdevs()) {
-        touched.insert(nd.name());
-        read_netdevs.insert(nd.name());
-        *netdevs.Add() = std::move(nd);
-      }
-      for (const FieldProblem& p : alone.problems()) *part.add_problems() = p;
-    }
+    ReadLoneDefaultRouteNetdevs(sys, host, &netdevs, &touched, &read_netdevs, &part);
     SortAfter(&netdevs, kept);
   }
   RefreshArpSysctls(proc, touched, names, &host, &part);
-
-  // Routes give the read netdevs' subnets and default-route flags: read again when a route
-  // changed or a netdev is new, else those of the netdev before. Devices that came or went also
-  // change GPUDirect readiness, which needs the rest of procfs.
-  absl::flat_hash_map<std::string_view, const v1::Netdev*> old_netdevs(
-      static_cast<size_t>(cur.netdevs_size()));
-  for (const v1::Netdev& nd : cur.netdevs()) old_netdevs[nd.name()] = &nd;
-  bool new_netdev = false;
-  for (const std::string& n : read_netdevs) new_netdev = new_netdev || !old_netdevs.count(n);
-  std::optional<std::vector<Ipv4Route>> routes;
-  std::set<std::string> modules;
-  if (added || removed) {
-    di::ProcfsScan ps = di::ReadProcfs(sys, proc, &fresh);
-    routes = std::move(ps.routes);
-    modules = std::move(ps.modules);
-    host.set_hostname(fresh.hostname());
-    host.set_kernel_release(fresh.kernel_release());
-    reread_fields.insert({"hostname", "kernel_release", "routes", "gpudirect"});
-  } else if (plan.routes || new_netdev) {
-    routes = di::ReadRoutes(proc, &fresh);
-    reread_fields.insert("routes");
-  }
-  if (routes) {
-    const std::set<std::string> was(cur.default_route_netdevs().begin(),
-                                    cur.default_route_netdevs().end());
-    const std::set<std::string> now(fresh.default_route_netdevs().begin(),
-                                    fresh.default_route_netdevs().end());
-    if (was != now) return absl::FailedPreconditionError("the default-route netdevs changed");
-    const di::RouteFacts facts(*routes, host);
-    auto* netdevs = host.mutable_netdevs();
-    for (int i = 0; i < netdevs->size(); ++i) {
-      if (!facts.Holds(netdevs->Get(i))) facts.Apply(Writable(netdevs, i, owner->arena.get()));
-    }
-  } else {
-    auto* netdevs = host.mutable_netdevs();
-    for (int i = 0; i < netdevs->size(); ++i) {
-      if (!read_netdevs.count(netdevs->Get(i).name())) continue;
-      v1::Netdev* nd = Writable(netdevs, i, owner->arena.get());
-      const v1::Netdev& before = *old_netdevs.at(nd->name());
-      nd->set_default_route(before.default_route());
-      *nd->mutable_ipv4_subnets() = before.ipv4_subnets();
-    }
-  }
-  if (added || removed) {
-    host.clear_gpudirect();
-    di::ReadGpuDirect(proc, modules, &host);
+  if (absl::Status s = RefreshRoutes(sys, proc, cur, plan, *read, read_netdevs, arena, &fresh,
+                                     &reread_fields, &host);
+      !s.ok()) {
+    return s;
   }
   if (topology) {
     BuildTopology(&host);

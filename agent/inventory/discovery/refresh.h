@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/inventory/hostfs/host_fs.h"
+#include "agent/hostfs/host_fs.h"
 #include "fabric/v1/host.pb.h"
 
 namespace fabric {

@@ -543,7 +543,7 @@ TEST(RefreshHostFields, EveryFieldOfHostIsKnown) {
             "hostname,kernel_release,sysfs_root,procfs_root,rdma_devices,netdevs,accelerators,"
             "gpudirect,topology,default_route_netdevs,numa_nodes,problems,pairing")
       << "Host has a new field: copy it in refresh.cc's CopyHostFields and serialize it in "
-         "agent/daemon/watch.cc's HostPieces, then update this list";
+         "agent/daemon/api/watch.cc's HostPieces, then update this list";
 }
 
 TEST_F(RefreshTest, VanishedAndNeverSeenAreNoErrors) {
@@ -707,9 +707,7 @@ TEST_P(RandomizedRefreshTest, EveryStepEqualsAFullRescan) {
 INSTANTIATE_TEST_SUITE_P(ExampleHosts, RandomizedRefreshTest,
                          ::testing::ValuesIn(testing::ExampleHostNames()),
                          [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
+                           return testing::ExampleHostTestName(p.param);
                          });
 
 }  // namespace

@@ -14,8 +14,8 @@
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/discovery/parse.h"
+#include "agent/inventory/query/host_query.h"
 #include "agent/policy/rails/rails.h"
-#include "agent/policy/select/select.h"
 
 namespace fabric {
 namespace {

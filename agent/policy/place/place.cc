@@ -18,10 +18,10 @@
 #include "absl/strings/str_join.h"
 #include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
-#include "agent/config/config.h"
 #include "agent/inventory/discovery/parse.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/select.h"
+#include "agent/policy/select/selection_section.h"
 
 namespace fabric {
 
@@ -314,7 +314,7 @@ std::string Join(const std::vector<std::string>& v) { return absl::StrJoin(v, ",
 }  // namespace
 
 absl::StatusOr<PlaceResponse> Place(const Host& host, const PlaceRequest& req,
-                                    const SelectionPolicy& policy) {
+                                    const SelectionPolicy& policy, const MigResolver* mig) {
   if (req.gpu_count() == 0) return absl::InvalidArgumentError("gpu_count must be at least 1");
   if (req.max_results() > kPlaceMaxResults) {
     return absl::InvalidArgumentError(absl::StrFormat("max_results %d exceeds the limit of %d",
@@ -345,7 +345,7 @@ absl::StatusOr<PlaceResponse> Place(const Host& host, const PlaceRequest& req,
   std::set<std::string> wanted;  // Canonical; empty: every compute accelerator.
   for (const std::string& given : req.candidates()) {
     // Every GPU name form SelectNics takes (gpu_names.h).
-    absl::StatusOr<ResolvedGpu> gpu = ResolveGpu(host, given, ProcessMigResolver(), "candidate");
+    absl::StatusOr<ResolvedGpu> gpu = ResolveGpu(host, given, mig, "candidate");
     if (!gpu.ok()) return gpu.status();
     const std::string* c = &gpu->pci_address;
     if (!by_addr.count(*c)) {

@@ -10,6 +10,8 @@
 
 namespace fabric {
 
+class MigResolver;  // agent/policy/select/gpu_names.h
+
 // Sets of up to this many combinations are enumerated exhaustively; larger ones are searched.
 inline constexpr uint64_t kPlaceExhaustiveLimit = 20000;
 // PlaceRequest.max_results when the request leaves it 0, and the most it may ask for.
@@ -60,7 +62,9 @@ inline constexpr uint32_t kPlaceMaxResults = 100;
 // RDMA device or no active port. gpu_count above the number of candidates is not an error: the
 // response has no placements and a note with the count (a scheduler asking "can this host fit
 // N"), as it does when the constraints leave no set.
+// Candidates named MIG-... resolve through `mig`, as SelectNics's GPUs do.
 absl::StatusOr<v1::PlaceResponse> Place(const v1::Host& host, const v1::PlaceRequest& req,
-                                        const v1::SelectionPolicy& policy);
+                                        const v1::SelectionPolicy& policy,
+                                        const MigResolver* mig = nullptr);
 
 }  // namespace fabric

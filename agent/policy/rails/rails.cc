@@ -5,7 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "agent/policy/select/select.h"
+#include "agent/inventory/query/host_query.h"
 
 namespace fabric {
 

@@ -13,7 +13,7 @@
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/parse.h"
-#include "agent/policy/select/select.h"
+#include "agent/inventory/query/host_query.h"
 #include "agent/rdma/gid_choice.h"
 
 namespace fabric::select_internal {

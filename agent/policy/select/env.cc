@@ -11,9 +11,9 @@
 #include "agent/common/cidr.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/shell.h"
-#include "agent/config/config.h"
 #include "agent/inventory/discovery/parse.h"
 #include "agent/policy/select/select.h"
+#include "agent/policy/select/selection_section.h"
 
 namespace fabric {
 

@@ -19,6 +19,7 @@
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/gpu_info.h"
 #include "agent/inventory/discovery/parse.h"
+#include "agent/inventory/query/host_query.h"
 #include "agent/policy/select/candidates.h"
 #include "agent/policy/select/select.h"
 
@@ -400,6 +401,32 @@ absl::StatusOr<std::vector<std::string>> ExpandVisible(const v1::VisibleDevices&
     }
   }
   return names;
+}
+
+absl::StatusOr<std::vector<std::string>> RequestedGpus(const Host& host,
+                                                       const v1::SelectNicsRequest& req) {
+  const bool by_visible = HasVisible(req.visible());
+  const int kinds = (by_visible ? 1 : 0) + (req.all() ? 1 : 0) + (req.gpus().empty() ? 0 : 1);
+  if (kinds > 1) {
+    return absl::InvalidArgumentError("gpus, all and visible: give one of them");
+  }
+  if (by_visible) return ExpandVisible(req.visible(), host);
+  if (req.all()) {
+    std::vector<std::string> all = CollectiveGpus(host);
+    if (all.empty()) {
+      return absl::NotFoundError(ComputeGpus(host).empty()
+                                     ? "all GPUs: the host has no GPU or accelerator"
+                                     : "all GPUs: the host has no NVIDIA or AMD GPU (name other "
+                                       "accelerators by address)");
+    }
+    return all;
+  }
+  if (req.gpus().empty()) {
+    return absl::InvalidArgumentError(
+        "gpus is empty: name at least one GPU (PCI address, index, GPU-<uuid>, MIG-<uuid>), or "
+        "send all or visible");
+  }
+  return std::vector<std::string>(req.gpus().begin(), req.gpus().end());
 }
 
 }  // namespace fabric

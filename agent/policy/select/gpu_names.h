@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "fabric/v1/agent.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
 
@@ -82,5 +83,13 @@ absl::StatusOr<std::vector<std::string>> ExpandVisible(const v1::VisibleDevices&
 
 // Whether any of the variables is set.
 bool HasVisible(const v1::VisibleDevices& visible);
+
+// The GPUs one SelectNics request names, read the same wherever it is answered (the agent,
+// fabricctl on its own): its `gpus` as given, every GPU NCCL and RCCL drive (`all`:
+// CollectiveGpus), or those the caller's environment makes visible (`visible`: ExpandVisible);
+// exactly one of the three. InvalidArgument for none or several, or a bad `visible`; NotFound
+// for `all` on a host without NVIDIA or AMD GPUs. The names are read by SelectNics.
+absl::StatusOr<std::vector<std::string>> RequestedGpus(const v1::Host& host,
+                                                       const v1::SelectNicsRequest& req);
 
 }  // namespace fabric

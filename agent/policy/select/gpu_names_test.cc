@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/policy/place/place.h"
 #include "agent/policy/select/select.h"
 #include "tests/hosts/discovered.h"
 
@@ -264,6 +266,93 @@ TEST(ExpandVisible, ResolvesThroughSelectNics) {
   EXPECT_EQ(sel->assignments(1).gpu(), "0000:41:00.0");
   EXPECT_THAT(std::vector<std::string>({sel->assignments(0).given(), sel->assignments(1).given()}),
               ElementsAre("2", "GPU-3f372617-f0ba-ef3a-86f0-ce2ea6ec39c1"));
+}
+
+// One reading of a request wherever it is answered: names, all, or visible, exactly one.
+TEST(RequestedGpus, Table) {
+  auto req = [](std::vector<std::string> gpus, bool all, std::optional<std::string> cuda) {
+    v1::SelectNicsRequest r;
+    for (std::string& g : gpus) r.add_gpus(std::move(g));
+    r.set_all(all);
+    if (cuda) r.mutable_visible()->set_cuda_visible_devices(*cuda);
+    return r;
+  };
+  struct Case {
+    const char* name;
+    v1::SelectNicsRequest req;
+    absl::StatusCode code;
+    std::vector<std::string> want;  // OK: the names; else one substring of the message.
+  };
+  const v1::Host& dgx = Dgx();
+  std::vector<std::string> all_dgx;
+  for (const v1::Accelerator& a : dgx.accelerators()) {
+    if (!a.management_display()) all_dgx.push_back(a.pci_address());
+  }
+  ASSERT_EQ(all_dgx.size(), 8u);
+  const Case cases[] = {
+      {"names as given",
+       req({"3", kDgx0}, false, std::nullopt),
+       absl::StatusCode::kOk,
+       {"3", kDgx0}},
+      {"all", req({}, true, std::nullopt), absl::StatusCode::kOk, all_dgx},
+      {"visible", req({}, false, "1,0"), absl::StatusCode::kOk, {"1", "0"}},
+      {"none", req({}, false, std::nullopt), absl::StatusCode::kInvalidArgument, {"gpus is empty"}},
+      {"names and all",
+       req({"0"}, true, std::nullopt),
+       absl::StatusCode::kInvalidArgument,
+       {"give one of them"}},
+      {"names and visible",
+       req({"0"}, false, "0"),
+       absl::StatusCode::kInvalidArgument,
+       {"give one of them"}},
+      {"all and visible",
+       req({}, true, "0"),
+       absl::StatusCode::kInvalidArgument,
+       {"give one of them"}},
+      {"empty visible", req({}, false, ""), absl::StatusCode::kInvalidArgument, {"CUDA"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto got = RequestedGpus(dgx, c.req);
+    ASSERT_EQ(got.status().code(), c.code) << got.status();
+    if (c.code == absl::StatusCode::kOk) {
+      EXPECT_THAT(*got, ElementsAreArray(c.want));
+    } else {
+      EXPECT_THAT(std::string(got.status().message()), HasSubstr(c.want.front()));
+    }
+  }
+  // `all` on a host whose only accelerators are not NVIDIA or AMD GPUs, and on one without any.
+  v1::Host gaudi = dgx;
+  for (v1::Accelerator& a : *gaudi.mutable_accelerators()) {
+    a.set_vendor(v1::ACCELERATOR_VENDOR_INTEL);
+  }
+  auto none = RequestedGpus(gaudi, req({}, true, std::nullopt));
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("no NVIDIA or AMD GPU"));
+  gaudi.clear_accelerators();
+  EXPECT_THAT(std::string(RequestedGpus(gaudi, req({}, true, std::nullopt)).status().message()),
+              HasSubstr("no GPU or accelerator"));
+}
+
+// SelectNics reads MIG devices through the resolver it is given, and through none by default.
+TEST(SelectNicsNames, MigThroughTheInjectedResolver) {
+  FakeMig mig;
+  const std::string uuid = "MIG-11111111-2222-3333-4444-555555555555";
+  mig.parents[uuid] = "00000000:50:00.0";  // GPU 2
+  auto sel = SelectNics(Dgx(), {uuid}, {}, &mig);
+  ASSERT_TRUE(sel.ok()) << sel.status();
+  EXPECT_EQ(sel->assignments(0).gpu(), kDgx2Pci);
+  EXPECT_EQ(sel->assignments(0).given(), uuid);
+  EXPECT_EQ(mig.calls, 1);
+  EXPECT_EQ(SelectNics(Dgx(), {uuid}, {}).status().code(), absl::StatusCode::kFailedPrecondition);
+  v1::PlaceRequest place;
+  place.set_gpu_count(1);
+  place.add_candidates(uuid);
+  auto placed = Place(Dgx(), place, {}, &mig);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  ASSERT_GT(placed->placements_size(), 0);
+  EXPECT_THAT(placed->placements(0).gpus(), ElementsAre(kDgx2Pci));
+  EXPECT_EQ(Place(Dgx(), place, {}).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

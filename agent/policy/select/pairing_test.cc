@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/inventory/query/host_query.h"
 #include "agent/policy/select/select.h"
 #include "tests/hosts/discovered.h"
 #include "tests/hosts/hosts.h"

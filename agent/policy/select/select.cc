@@ -15,13 +15,13 @@
 #include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
-#include "agent/config/config.h"
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/topology/topology.h"
 #include "agent/policy/select/candidates.h"
 #include "agent/policy/select/env.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/pairing.h"
+#include "agent/policy/select/selection_section.h"
 #include "agent/rdma/gid_choice.h"
 
 namespace fabric {
@@ -30,11 +30,6 @@ using namespace ::fabric::v1;               // NOLINT: enum values of the model
 using namespace ::fabric::select_internal;  // NOLINT: the ranking, shared with pairing.cc
 
 namespace {
-
-// absl::StrCat takes no std::string_view in Debian's abseil (agent/common/strings.h).
-std::string PortName(std::string_view dev, uint32_t port) {
-  return absl::StrCat(Av(dev), ":", port);
-}
 
 std::string RateText(std::optional<double> gbps) {
   return gbps ? absl::StrFormat("%g Gb/s", *gbps) : std::string("rate unknown");
@@ -199,7 +194,8 @@ struct Request {
 };
 
 absl::StatusOr<std::vector<Request>> ResolveGpus(const Host& host,
-                                                 const std::vector<std::string>& gpus) {
+                                                 const std::vector<std::string>& gpus,
+                                                 const MigResolver* mig) {
   if (gpus.empty()) return absl::InvalidArgumentError("no GPU given");
   if (gpus.size() > kMaxGpusPerRequest) {
     return absl::ResourceExhaustedError(absl::StrCat("gpus: ", gpus.size(), " given; at most ",
@@ -207,8 +203,8 @@ absl::StatusOr<std::vector<Request>> ResolveGpus(const Host& host,
   }
   std::vector<Request> out;
   for (const std::string& g : gpus) {
-    // Every name form (gpu_names.h); MIG devices through the process's NVML, loaded on first use.
-    absl::StatusOr<ResolvedGpu> gpu = ResolveGpu(host, g, ProcessMigResolver());
+    // Every name form (gpu_names.h); MIG devices through `mig` (NVML, in the agent and fabricctl).
+    absl::StatusOr<ResolvedGpu> gpu = ResolveGpu(host, g, mig);
     if (!gpu.ok()) return gpu.status();
     const std::string* canonical = &gpu->pci_address;
     for (const Request& r : out) {
@@ -225,79 +221,10 @@ absl::StatusOr<std::vector<Request>> ResolveGpus(const Host& host,
 
 }  // namespace
 
-std::string DeniedBy(const SelectionPolicy& policy, const RdmaDevice& dev, const Port& port) {
-  const std::set<std::string> deny(policy.deny().begin(), policy.deny().end());
-  if (deny.count(dev.name())) return absl::StrCat("denied by config (", dev.name(), ")");
-  const std::string name = PortName(dev.name(), port.number());
-  if (deny.count(name)) return absl::StrCat("denied by config (", name, ")");
-  for (const std::string& n : {port.netdev(), dev.parent_netdev()}) {
-    if (!n.empty() && deny.count(n)) return absl::StrCat("denied by config (netdev ", n, ")");
-  }
-  return "";
-}
-
-std::vector<std::string> PhysicalNetdevs(const Host& host) {
-  std::set<std::string> vfs;  // PCI addresses of virtual functions.
-  for (const RdmaDevice& d : host.rdma_devices()) {
-    if (!d.pci().sriov().pf_pci_address().empty()) vfs.insert(d.pci().address());
-  }
-  std::vector<std::string> out;
-  for (const Netdev& nd : host.netdevs()) {
-    if (nd.pci_address().empty() || nd.upper() || vfs.count(nd.pci_address())) continue;
-    out.push_back(nd.name());
-  }
-  return out;
-}
-
-std::vector<std::string> ComputeGpus(const Host& host) {
-  std::vector<std::string> out;
-  for (const Accelerator& a : host.accelerators()) {
-    if (!a.management_display()) out.push_back(a.pci_address());
-  }
-  return out;
-}
-
-std::vector<std::string> CollectiveGpus(const Host& host) {
-  std::vector<std::string> out;
-  for (const Accelerator& a : host.accelerators()) {
-    if (a.management_display()) continue;
-    if (a.vendor() == ACCELERATOR_VENDOR_NVIDIA || a.vendor() == ACCELERATOR_VENDOR_AMD) {
-      out.push_back(a.pci_address());
-    }
-  }
-  return out;
-}
-
-std::vector<BackendPort> BackendPorts(const Host& host, const SelectionPolicy& policy) {
-  std::set<std::string> default_route(host.default_route_netdevs().begin(),
-                                      host.default_route_netdevs().end());
-  for (const Netdev& n : host.netdevs()) {
-    if (n.default_route()) default_route.insert(n.name());
-  }
-  std::vector<BackendPort> out;
-  for (const RdmaDevice& dev : host.rdma_devices()) {
-    if (dev.has_pci() && dev.pci().sriov().role() == SRIOV_ROLE_VF) continue;
-    for (const Port& port : dev.ports()) {
-      if (port.state() != PORT_STATE_ACTIVE || !DeniedBy(policy, dev, port).empty()) continue;
-      bool front_end = false;
-      for (const std::string* n : {&port.netdev(), &dev.parent_netdev()}) {
-        front_end = front_end || (!n->empty() && default_route.count(*n) > 0);
-      }
-      if (!front_end) out.push_back({&dev, &port});
-    }
-  }
-  std::stable_sort(out.begin(), out.end(), [](const BackendPort& a, const BackendPort& b) {
-    if (a.device->name() != b.device->name())
-      return NaturalLess(a.device->name(), b.device->name());
-    return a.port->number() < b.port->number();
-  });
-  return out;
-}
-
 absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::string>& gpus,
-                                     const SelectionPolicy& policy) {
+                                     const SelectionPolicy& policy, const MigResolver* mig) {
   if (absl::Status s = ValidatePolicy(policy); !s.ok()) return s;
-  absl::StatusOr<std::vector<Request>> requests = ResolveGpus(host, gpus);
+  absl::StatusOr<std::vector<Request>> requests = ResolveGpus(host, gpus, mig);
   if (!requests.ok()) return requests.status();
   absl::StatusOr<Candidates> built = BuildCandidates(host, policy);
   if (!built.ok()) return built.status();

@@ -11,12 +11,14 @@
 
 namespace fabric {
 
+class MigResolver;  // gpu_names.h
+
 // Picks one active RDMA port per GPU and fills Selection.env (RenderEnv, env.h).
 //
 // `gpus` are GPU names as ResolveGpu (gpu_names.h) reads them: PCI addresses in long
 // ("0000:17:00.0"), nvidia-smi ("00000000:17:00.0") or short ("17:00.0") form, indices in
 // nvidia-smi order (rocm-smi order on a host without NVIDIA GPUs), NVIDIA "GPU-<uuid>", AMD
-// "GPU-<unique_id>", "MIG-<uuid>" (its parent GPU, through NVML when loadable). Assignments come
+// "GPU-<unique_id>", "MIG-<uuid>" (its parent GPU, through `mig`). Assignments come
 // back in the same order, each with its canonical PCI address (gpu) and the name as given.
 //
 // Ports that are not ACTIVE are never chosen. Front-end ports (their netdev carries a default
@@ -38,9 +40,12 @@ namespace fabric {
 // FailedPrecondition when the host has no RDMA device or no active port, or for a MIG-... name
 // without NVML.
 //
-// At most kMaxGpusPerRequest GPUs (ResourceExhausted beyond); each is read by ResolveGpu.
+// At most kMaxGpusPerRequest GPUs (ResourceExhausted beyond); each is read by ResolveGpu, MIG
+// devices through `mig`: the entry points that take names from people (the agent's service,
+// fabricctl) pass the process's NVML (ProcessMigResolver); null: MIG-... is FailedPrecondition.
 absl::StatusOr<v1::Selection> SelectNics(const v1::Host& host, const std::vector<std::string>& gpus,
-                                         const v1::SelectionPolicy& policy);
+                                         const v1::SelectionPolicy& policy,
+                                         const MigResolver* mig = nullptr);
 
 // GPUs one SelectNics request (or Place's candidates) may name: hosts have 16 at most.
 inline constexpr size_t kMaxGpusPerRequest = 64;
@@ -50,33 +55,5 @@ inline constexpr size_t kMaxGpusPerRequest = 64;
 // characters: "00000000:17:00.0"), in canonical form "0000:17:00.0". InvalidArgument names
 // `what` ("GPU", "candidate") and quotes an excerpt of `given`.
 absl::StatusOr<std::string> ParseGpuName(std::string_view given, std::string_view what = "GPU");
-
-// Why `policy.deny` excludes this port: "denied by config (mlx5_0)", "(mlx5_0:1)" or
-// "(netdev eth0)", matching the device, the port, its netdev or a software device's parent
-// netdev; empty when it does not.
-std::string DeniedBy(const v1::SelectionPolicy& policy, const v1::RdmaDevice& dev,
-                     const v1::Port& port);
-
-// The netdevs cabled to a switch, in the model's order: those of a PCI function that is not an
-// SR-IOV virtual function, and not upper devices (macvlan, VLAN). The agent listens for LLDP on
-// them; `fabricctl neighbors` lists them.
-std::vector<std::string> PhysicalNetdevs(const v1::Host& host);
-
-// PCI addresses of the host's compute accelerators (management displays left out), in the
-// model's order: what NFD and the metrics count.
-std::vector<std::string> ComputeGpus(const v1::Host& host);
-// The GPUs NCCL and RCCL drive (NVIDIA and AMD), in the model's order: what `--gpus=all` means.
-// Other accelerators (Intel Gaudi, Tenstorrent ...) are listed and can be named explicitly, but
-// "all" must not hand them a NIC that two GPUs then share.
-std::vector<std::string> CollectiveGpus(const v1::Host& host);
-
-// The ports a fabric job would use, in natural device order: ACTIVE, not on an SR-IOV VF, not
-// denied by `policy` and not front-end (their netdev, or a software device's parent, carries the
-// default route). NFD's `nics` label counts their devices; the probe schedule probes from them.
-struct BackendPort {
-  const v1::RdmaDevice* device;
-  const v1::Port* port;
-};
-std::vector<BackendPort> BackendPorts(const v1::Host& host, const v1::SelectionPolicy& policy);
 
 }  // namespace fabric

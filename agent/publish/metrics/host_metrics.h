@@ -4,7 +4,7 @@
 // agent/publish/metrics/README.md lists every metric, its labels and meaning.
 #pragma once
 
-#include "agent/inventory/hostfs/host_fs.h"
+#include "agent/hostfs/host_fs.h"
 #include "agent/publish/metrics/exposition.h"
 #include "fabric/v1/host.pb.h"
 

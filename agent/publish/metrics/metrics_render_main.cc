@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "agent/hostfs/host_fs.h"
 #include "agent/inventory/discovery/discovery.h"
-#include "agent/inventory/hostfs/host_fs.h"
 #include "agent/publish/metrics/exposition.h"
 #include "agent/publish/metrics/host_metrics.h"
 

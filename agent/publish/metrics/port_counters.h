@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/inventory/hostfs/host_fs.h"
+#include "agent/hostfs/host_fs.h"
 #include "fabric/v1/agent.pb.h"
 #include "fabric/v1/host.pb.h"
 

@@ -19,8 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/common/errno.h"
+#include "agent/common/fd.h"
 #include "agent/common/k8s_label.h"
 #include "agent/fabric/neighbors/lldp.h"
+#include "agent/inventory/query/host_query.h"
 #include "agent/policy/rails/rails.h"
 #include "agent/policy/select/select.h"
 
@@ -181,19 +183,19 @@ absl::StatusOr<bool> WriteNfdFeatures(const std::string& dir, const std::string&
 
   // A dot file: nfd-worker skips it while it is incomplete.
   std::string tmp = absl::StrCat(dir, "/.", kNfdFeatureFile, ".XXXXXX");
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot create a file in ", dir));
+  UniqueFd fd(::mkstemp(tmp.data()));
+  if (!fd.valid()) return ErrnoStatus(errno, absl::StrCat("cannot create a file in ", dir));
   auto fail = [&](const std::string& what) {
     const int err = errno;
-    ::close(fd);
+    fd.reset();  // before the unlink
     ::unlink(tmp.c_str());
     return ErrnoStatus(err, absl::StrCat(what, " ", tmp));
   };
-  if (::fchmod(fd, 0644) != 0) return fail("chmod");
-  if (!WriteFully(fd, text)) return fail("write");
-  if (::fsync(fd) != 0) return fail("fsync");
-  if (::close(fd) != 0) {
-    const int err = errno;
+  if (::fchmod(fd.get(), 0644) != 0) return fail("chmod");
+  if (!WriteFully(fd.get(), text)) return fail("write");
+  if (::fsync(fd.get()) != 0) return fail("fsync");
+  // Checked: a failed close of a written file may mean lost data. Closed before the rename.
+  if (const int err = fd.Close(); err != 0) {
     ::unlink(tmp.c_str());
     return ErrnoStatus(err, absl::StrCat("close ", tmp));
   }
@@ -204,9 +206,8 @@ absl::StatusOr<bool> WriteNfdFeatures(const std::string& dir, const std::string&
   }
   // The rename itself survives a crash only once the directory is synced; the file is complete
   // either way, so a failure here is not an error.
-  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    (void)::fsync(dfd);
-    ::close(dfd);
+  if (UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); dfd.valid()) {
+    (void)::fsync(dfd.get());
   }
   return true;
 }

@@ -1,0 +1,29 @@
+#include "agent/daemon/cycle/nfd_publisher.h"
+
+#include <utility>
+
+#include "agent/common/log.h"
+#include "agent/publish/nfd/nfd.h"
+
+namespace fabric {
+
+absl::Status NfdPublisher::Write(const Snapshot& s) {
+  std::string features = RenderNfdFeatures(*s.host, s.policy);
+  if (features == written_) return absl::OkStatus();
+  auto wrote = WriteNfdFeatures(dir_, features);
+  if (!wrote.ok()) {
+    written_.clear();  // Rendered and written again at the next publish.
+    return wrote.status();
+  }
+  written_ = std::move(features);
+  return absl::OkStatus();
+}
+
+void NfdPublisher::Publish(const Publication& p) {
+  if (p.built.labels_same && !written_.empty()) return;
+  if (absl::Status s = Write(p.snapshot); !s.ok()) {
+    Log(LogLevel::kWarning, "NFD feature file: ", s.message());
+  }
+}
+
+}  // namespace fabric

@@ -1,0 +1,404 @@
+#include "agent/daemon/lifecycle/agent.h"
+
+#include <fcntl.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "agent/common/errno.h"
+#include "agent/common/log.h"
+#include "agent/common/socket_file.h"
+#include "agent/config/config.h"
+#include "agent/daemon/lifecycle/agent_state.h"
+#include "agent/fabric/announce/handoff.h"
+#include "agent/fabric/probes/schedule.h"
+#include "agent/policy/select/gpu_names.h"
+
+namespace fabric {
+namespace {
+
+constexpr char kServiceName[] = "fabric.v1.FabricAgent";
+
+class SdNotifier final : public Notifier {
+ public:
+  void Notify(const std::string& state) override { (void)sd_notify(0, state.c_str()); }
+  absl::Duration WatchdogInterval() override {
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return absl::ZeroDuration();
+    return absl::Microseconds(usec) / 2;
+  }
+};
+
+// ---- Start-up steps ----
+
+absl::Status StepSignals(AgentState& st) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  // Blocked before gRPC starts its threads, so they inherit the mask and only signalfd sees
+  // these signals.
+  if (pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) {
+    return absl::InternalError("cannot block SIGTERM/SIGINT/SIGHUP");
+  }
+  signal(SIGPIPE, SIG_IGN);
+  st.process.signals.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!st.process.signals.valid()) {
+    return absl::InternalError(absl::StrCat("signalfd: ", ErrnoText(errno)));
+  }
+  return absl::OkStatus();
+}
+void StopSignals(AgentState& st) { st.process.signals.reset(); }
+
+absl::Status StepConfig(AgentState& st) {
+  if (st.opt.config.empty()) return absl::OkStatus();
+  auto config = LoadConfig(st.opt.config);
+  if (!config.ok()) return config.status();
+  st.process.config = *std::move(config);
+  st.cycle.SetPolicy(st.process.config.selection());
+  return absl::OkStatus();
+}
+
+absl::Status StepSocketLock(AgentState& st) {
+  const std::string& path = st.opt.socket;
+  if (path.empty()) return absl::InvalidArgumentError("--socket is empty");
+  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("--socket=", path, " is longer than ",
+                                                   sizeof(sockaddr_un{}.sun_path) - 1,
+                                                   " bytes, the limit of a Unix socket path"));
+  }
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create the socket directory ", dir.string(), ": ", ec.message()));
+    }
+  }
+  // A lock beside the socket decides who owns it: gRPC would silently unlink a live
+  // instance's socket, and a stale socket from a crash must not block a restart.
+  AgentState::Process& pr = st.process;
+  pr.lock_path = path + ".lock";
+  pr.lock.reset(open(pr.lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!pr.lock.valid()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open the socket lock ", pr.lock_path, ": ", ErrnoText(errno)));
+  }
+  if (flock(pr.lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {};
+    ssize_t n = pread(pr.lock.get(), buf, sizeof(buf) - 1, 0);
+    std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    pr.lock.reset();
+    return absl::AlreadyExistsError(absl::StrCat("another fabric-agent (pid ", pid, ") is serving ",
+                                                 path, "; stop it or choose another --socket"));
+  }
+  std::string pid = absl::StrCat(getpid(), "\n");
+  if (ftruncate(pr.lock.get(), 0) != 0 || pwrite(pr.lock.get(), pid.data(), pid.size(), 0) < 0) {
+    Log(LogLevel::kWarning, "cannot write the pid to ", pr.lock_path, ": ", ErrnoText(errno));
+  }
+  // Stale when its owner is gone (we hold the lock); a listener there without the lock is not
+  // an agent of ours, and is refused rather than unlinked under it.
+  return ClearStaleSocket(path, "--socket");
+}
+void StopSocketLock(AgentState& st) {
+  (void)RemoveBoundSocket(st.process.socket_file);
+  if (st.process.lock.valid()) {
+    unlink(st.process.lock_path.c_str());
+    st.process.lock.reset();  // Releases the lock.
+  }
+}
+
+// The NFD publisher first: the first snapshot's labels are written as it is published.
+absl::Status StepFirstInventory(AgentState& st) {
+  if (!st.opt.nfd_features_dir.empty()) {
+    st.nfd = std::make_unique<NfdPublisher>(st.opt.nfd_features_dir);
+    st.cycle.AddPublisher(st.nfd.get());
+  }
+  return st.cycle.First();
+}
+void StopFirstInventory(AgentState& st) {
+  if (st.nfd != nullptr) st.cycle.RemovePublisher(st.nfd.get());
+}
+
+absl::Status StepEvents(AgentState& st) {
+  // Not fatal: without events the periodic rescan still keeps the inventory (health says so).
+  auto route = OpenRouteEvents(st.opt.netlink_rcvbuf);
+  if (route.ok()) {
+    st.events.kernel.push_back(*std::move(route));
+  } else {
+    Log(LogLevel::kWarning, route.status().message(), "; relying on the periodic rescan");
+  }
+  auto uevents = OpenUevents(st.opt.netlink_rcvbuf);
+  if (uevents.ok()) {
+    st.events.kernel.push_back(*std::move(uevents));
+  } else {
+    Log(LogLevel::kWarning, uevents.status().message(),
+        "; RDMA devices added or removed are seen by the periodic rescan");
+  }
+  if (!st.opt.config.empty()) {
+    auto watch = OpenFileWatch(st.opt.config);
+    if (watch.ok()) {
+      st.events.config_watch = *std::move(watch);
+    } else {
+      Log(LogLevel::kWarning, watch.status().message(), "; reload the config with SIGHUP");
+    }
+  }
+  CountSources(st);
+  AgentState::Workers& w = st.workers;
+  const v1::Host& host = *st.cycle.store().Current()->host;
+  if (st.opt.lldp) {
+    // Not fatal either: without CAP_NET_RAW no neighbours (each netdev logged, counted).
+    w.lldp = std::make_unique<LldpListener>();
+    w.lldp->Sync(host, absl::Now());
+    st.cycle.AddNeighborSource(w.lldp.get());
+    st.cycle.AddPublisher(w.lldp.get());
+  }
+  if (st.opt.ib_neighbors) {
+    // Asked on a worker thread; a port without a umad device (RoCE, a container without
+    // /dev/infiniband/umad*) simply has no InfiniBand neighbour.
+    w.ib = std::make_unique<IbNeighbors>();
+    w.ib->Sync(host, absl::Now());
+    st.cycle.AddNeighborSource(w.ib.get());
+  }
+  st.cycle.Publish(std::nullopt, false);  // Health reflects missing sources.
+  return absl::OkStatus();
+}
+// The workers stay until the process ends (the loop has stopped): only the sources close here.
+void StopEvents(AgentState& st) {
+  st.events.config_watch.reset();
+  st.events.kernel.clear();
+}
+
+// Which hand-off socket, and that no one serves it yet: another agent's live socket is a
+// configuration conflict (exit 2) for the operator to resolve with --announce-socket.
+absl::Status StepAnnounceSocket(AgentState& st) {
+  st.process.announce_socket = st.opt.announce_socket == "auto"
+                                   ? announce::HandoffSocketBeside(st.opt.socket)
+                                   : st.opt.announce_socket;
+  if (st.process.announce_socket.empty()) return absl::OkStatus();
+  return ClearStaleSocket(st.process.announce_socket, "--announce-socket");
+}
+
+absl::Status StepAnnouncer(AgentState& st) {
+  AnnouncerOptions o;
+  o.socket = st.process.announce_socket;
+  o.hold = st.opt.announce_hold;
+  auto a = Announcer::Start(o);
+  if (!a.ok()) return a.status();
+  st.workers.announcer = *std::move(a);
+  if (!o.socket.empty()) Log(LogLevel::kInfo, "accepting announcement hand-offs on ", o.socket);
+  return absl::OkStatus();
+}
+void StopAnnouncer(AgentState& st) { st.workers.announcer.reset(); }
+
+absl::Status StepProbes(AgentState& st) {
+  ProberOptions o;
+  o.listen = st.opt.probe_listen;
+  o.sysfs = st.opt.sysfs;
+  o.responder_clients = st.opt.probe_clients;
+  o.allow = st.opt.probe_allow;
+  o.rate_per_minute = st.opt.probe_rate;
+  o.secret_file = st.opt.probe_secret_file;
+  auto p = Prober::Start(o, &st.cycle.store());
+  if (!p.ok()) return p.status();
+  Prober& prober = *(st.workers.prober = *std::move(p));
+  const v1::ProbeSchedule& schedule = st.process.config.probes();
+  prober.SetSchedule(schedule);
+  if (!prober.responder().empty()) {
+    Log(LogLevel::kInfo, "probe responder on ", prober.responder());
+  }
+  if (probes::ScheduleEnabled(schedule)) {
+    Log(LogLevel::kInfo, "probing ", schedule.peers_size(), " peers",
+        schedule.peer_dns().empty() ? ""
+                                    : absl::StrCat(" and the addresses of ", schedule.peer_dns()),
+        " every ", absl::FormatDuration(probes::Interval(schedule)));
+  }
+  return absl::OkStatus();
+}
+void StopProbes(AgentState& st) { st.workers.prober.reset(); }
+
+// Certificates that do not load are a configuration error (exit 2), before anything serves.
+absl::Status StepTls(AgentState& st) {
+  if (st.opt.tls.cert.empty() && st.opt.tls.key.empty()) return absl::OkStatus();
+  auto tls = TlsContext::Load(st.opt.tls);
+  if (tls.ok()) st.api.tls = *std::move(tls);
+  return tls.status();
+}
+
+absl::Status StepServe(AgentState& st) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  ServiceOptions so;
+  so.watch_timeout = st.opt.watch_timeout;
+  so.callers = &st.api.callers;
+  so.max_watches = st.opt.max_watches;
+  so.max_watches_per_caller = st.opt.max_watches_per_caller;
+  so.counters = &st.api.counters;
+  so.max_blocking_calls = st.opt.max_threads;
+  so.sysfs = &st.sysfs;
+  so.mig = ProcessMigResolver();  // NVML, loaded on the first MIG-... name.
+  st.api.service = std::make_unique<FabricAgentService>(
+      &st.cycle.store(), st.workers.announcer.get(), st.workers.prober.get(), so);
+  ApiServerOptions ao;
+  ao.socket = st.opt.socket;
+  ao.listen = st.opt.listen;
+  ao.policy.agent_uid = geteuid();
+  if (!st.opt.control_group.empty()) {
+    auto gid = ResolveGroup("--control-group", st.opt.control_group);
+    if (!gid.ok()) return gid.status();
+    ao.policy.control_gid = *gid;
+    ao.policy.control_group = st.opt.control_group;
+  }
+  ao.max_connections = st.opt.max_connections;
+  ao.max_streams = st.opt.max_streams;
+  ao.max_threads = st.opt.max_threads;
+  ao.tls = st.api.tls.get();
+  ao.relay_unix = st.opt.relay_unix;
+  auto api = ApiServer::Start(ao, {st.api.service.get()}, &st.api.callers);
+  if (!api.ok()) return api.status();
+  st.api.server = *std::move(api);
+  st.process.socket_file = st.api.server->socket_file();
+  st.api.server->server()->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+  Log(LogLevel::kInfo, st.api.server->Describe(ao));
+  return absl::OkStatus();
+}
+void StopServe(AgentState& st) {
+  st.cycle.store()
+      .Shutdown();  // Watch streams end now (UNAVAILABLE), before the server waits on them.
+  if (st.api.server != nullptr) {
+    st.api.server->server()->GetHealthCheckService()->Shutdown();
+    st.api.server->Shutdown(absl::Milliseconds(300));
+    st.api.server.reset();
+  }
+  st.api.service.reset();
+}
+
+absl::Status StepMetrics(AgentState& st) {
+  if (st.opt.metrics.empty()) return absl::OkStatus();
+  MetricsSources src;
+  src.store = &st.cycle.store();
+  src.sysfs = &st.sysfs;
+  src.counters = &st.counters;
+  src.prober = st.workers.prober.get();
+  src.announcer = st.workers.announcer.get();
+  src.api = st.api.server.get();
+  src.api_counters = &st.api.counters;
+  auto server = metrics::MetricsHttpServer::Start(
+      st.opt.metrics, [src] { return RenderAgentMetrics(src, absl::Now()); });
+  if (!server.ok()) {
+    return absl::Status(server.status().code(), absl::StrCat("--metrics=", st.opt.metrics, ": ",
+                                                             server.status().message()));
+  }
+  st.api.metrics = *std::move(server);
+  Log(LogLevel::kInfo, "metrics on http://", st.api.metrics->address(), "/metrics");
+  return absl::OkStatus();
+}
+void StopMetrics(AgentState& st) { st.api.metrics.reset(); }
+
+absl::Status StepSocketPermissions(AgentState& st) {
+  const char* path = st.opt.socket.c_str();
+  if (!st.opt.socket_group.empty()) {
+    auto gid = ResolveGroup("--socket-group", st.opt.socket_group);
+    if (!gid.ok()) return gid.status();
+    if (chown(path, static_cast<uid_t>(-1), *gid) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat("cannot give ", path, " to group ",
+                                                      st.opt.socket_group, ": ", ErrnoText(errno)));
+    }
+  }
+  if (chmod(path, 0660) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("chmod 0660 ", path, ": ", ErrnoText(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// Written with the first snapshot already; a directory that could not take it ends start-up.
+absl::Status StepNfd(AgentState& st) {
+  if (st.nfd == nullptr) return absl::OkStatus();
+  return st.nfd->Write(*st.cycle.store().Current());
+}
+
+absl::Status StepReady(AgentState& st) {
+  st.api.server->server()->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  const auto snap = st.cycle.store().Current();
+  st.notifier->Notify(absl::StrCat("READY=1\nSTATUS=serving ", snap->host->rdma_devices_size(),
+                                   " RDMA devices, ", snap->host->accelerators_size(),
+                                   " accelerators"));
+  return absl::OkStatus();
+}
+
+struct Step {
+  const char* name;
+  absl::Status (*start)(AgentState&);
+  void (*stop)(AgentState&);  // Null when there is nothing to undo.
+  int exit_code;              // When `start` fails.
+};
+
+constexpr Step kSteps[] = {
+    {"block signals", StepSignals, StopSignals, kAgentFailed},
+    // A burst of clients must not run the agent out of descriptors: take the hard limit.
+    {"raise the file limit", [](AgentState&) { return RaiseFileLimit(), absl::OkStatus(); },
+     nullptr, kAgentFailed},
+    {"load config", StepConfig, nullptr, kAgentBadConfig},
+    {"load TLS certificates", StepTls, nullptr, kAgentBadConfig},
+    {"lock the socket", StepSocketLock, StopSocketLock, kAgentFailed},
+    {"first inventory", StepFirstInventory, StopFirstInventory, kAgentFailed},
+    {"watch netlink and uevents", StepEvents, StopEvents, kAgentFailed},
+    {"hand-off socket", StepAnnounceSocket, nullptr, kAgentBadConfig},
+    {"announcement hand-offs", StepAnnouncer, StopAnnouncer, kAgentFailed},
+    {"probes", StepProbes, StopProbes, kAgentFailed},
+    {"serve gRPC", StepServe, StopServe, kAgentFailed},
+    {"socket permissions", StepSocketPermissions, nullptr, kAgentFailed},
+    {"metrics", StepMetrics, StopMetrics, kAgentFailed},
+    {"NFD feature file", StepNfd, nullptr, kAgentFailed},
+    {"notify ready", StepReady, nullptr, kAgentFailed},
+};
+
+}  // namespace
+
+std::unique_ptr<Notifier> MakeSdNotifier() { return std::make_unique<SdNotifier>(); }
+
+int RunAgent(const AgentOptions& options, Notifier* notifier) {
+  AgentState st(options, notifier);
+  size_t started = 0;
+  int code = kAgentOk;
+  for (const Step& step : kSteps) {
+    Log(LogLevel::kDebug, "start-up: ", step.name);
+    absl::Status s = step.start(st);
+    if (!s.ok()) {
+      Log(LogLevel::kError, step.name, ": ", s.message());
+      code = step.exit_code;
+      ++started;  // Its teardown undoes whatever it got done.
+      break;
+    }
+    ++started;
+  }
+  if (code == kAgentOk) {
+    RunLoop(st);
+    notifier->Notify("STOPPING=1");
+  }
+  while (started > 0) {
+    const Step& step = kSteps[--started];
+    if (step.stop != nullptr) {
+      Log(LogLevel::kDebug, "teardown: ", step.name);
+      step.stop(st);
+    }
+  }
+  return code;
+}
+
+}  // namespace fabric

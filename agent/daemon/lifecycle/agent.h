@@ -1,0 +1,84 @@
+// fabric-agent: start-up as ordered named steps over one state object, a poll loop that turns
+// netlink and uevent messages into rescans, and a teardown that always runs in reverse order.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "agent/daemon/api/tls.h"
+
+namespace fabric {
+
+struct AgentOptions {
+  std::string socket = "/run/fabric-agent/agent.sock";
+  std::string socket_group;  // Empty: the process's group.
+  std::string listen;        // "HOST:PORT" for TCP, empty for none; port 0 picks one.
+  TlsOptions tls;            // TLS on `listen`; without it, TCP serves reads only.
+  bool relay_unix = false;   // The socket through the rapid-reset guard too (--relay-unix).
+  // Besides root and the agent's own user, members of this group may make control calls
+  // (Announce, RunProbe) over the Unix socket. Empty: none.
+  std::string control_group;
+  // Bounds on what callers can make the agent hold (each refusal is RESOURCE_EXHAUSTED).
+  size_t max_connections = 1024;       // per listener
+  int max_streams = 32;                // concurrent calls per connection
+  int max_threads = 256;               // server threads
+  size_t max_watches = 128;            // WatchInventory streams in total ...
+  size_t max_watches_per_caller = 16;  // ... and per caller (uid, or TCP address)
+  std::string sysfs = "/sys";
+  std::string procfs = "/proc";
+  std::string config;  // JSON AgentConfig; empty: defaults.
+  absl::Duration rescan_interval = absl::Minutes(5);
+  std::string nfd_features_dir;
+  // Events within this window after the first are handled by one rescan.
+  absl::Duration debounce = absl::Milliseconds(50);
+  int netlink_rcvbuf = 1 << 20;
+  // fabric-cni hands announcement schedules over here. "auto": beside `socket`, named after it
+  // (announce::HandoffSocketBeside); empty: hand-offs are not accepted.
+  std::string announce_socket = "auto";
+  absl::Duration announce_hold = absl::Minutes(10);
+  // Listen for LLDP on every physical netdev (needs CAP_NET_RAW): which switch port each is
+  // cabled to.
+  bool lldp = true;
+  // Ask the node behind each active InfiniBand port with directed-route SMPs (needs
+  // /dev/infiniband/umad*): the InfiniBand counterpart of LLDP.
+  bool ib_neighbors = true;
+  // The probe responder: "ADDR:PORT", "[V6]:PORT" or ":PORT"; empty: off. The schedule is the
+  // config file's `probes` section.
+  std::string probe_listen;
+  uint32_t probe_clients = 4;
+  // The responder's allow-list ("CIDR[,CIDR...]"; empty: this host's subnets), per-peer rate
+  // (tests a minute; 0: none) and the shared secret's file (empty: none), which the agent's own
+  // tests use too.
+  std::string probe_allow;
+  uint32_t probe_rate = 6;
+  std::string probe_secret_file;
+  // Prometheus /metrics on "ADDR:PORT", "[V6]:PORT" or ":PORT"; empty: off.
+  std::string metrics;
+  // How long a vanished RDMA device is reported absent, and a link flap a health warning.
+  absl::Duration event_window = absl::Hours(1);
+  // A watch client that takes no event for this long is dropped.
+  absl::Duration watch_timeout = absl::Seconds(30);
+};
+
+// systemd's notification protocol, behind a seam so tests can watch it without systemd.
+class Notifier {
+ public:
+  virtual ~Notifier() = default;
+  virtual void Notify(const std::string& state) = 0;
+  // How often to send WATCHDOG=1 (half of WATCHDOG_USEC); zero when the watchdog is off.
+  virtual absl::Duration WatchdogInterval() = 0;
+};
+
+// sd_notify(3) and sd_watchdog_enabled(3); a no-op outside systemd (no NOTIFY_SOCKET).
+std::unique_ptr<Notifier> MakeSdNotifier();
+
+// Exit codes: 0 after SIGTERM/SIGINT, 1 when start-up fails (socket taken, sysfs unreadable),
+// 2 for a bad config file or a hand-off socket another process serves.
+enum AgentExit { kAgentOk = 0, kAgentFailed = 1, kAgentBadConfig = 2 };
+
+// Runs until SIGTERM or SIGINT. Must be called before any other thread exists: it blocks
+// SIGTERM, SIGINT and SIGHUP so that every thread (gRPC's too) leaves them to the loop.
+int RunAgent(const AgentOptions& options, Notifier* notifier);
+
+}  // namespace fabric

@@ -1,0 +1,95 @@
+// The daemon's state, built by its start-up steps (agent.cc) and released by their teardowns in
+// reverse order, split by who owns each part. Only for this folder.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/common/fd.h"
+#include "agent/common/socket_file.h"
+#include "agent/daemon/api/agent_metrics.h"
+#include "agent/daemon/api/api_server.h"
+#include "agent/daemon/api/service.h"
+#include "agent/daemon/api/tls.h"
+#include "agent/daemon/cycle/counters.h"
+#include "agent/daemon/cycle/event_sources.h"
+#include "agent/daemon/cycle/inventory_cycle.h"
+#include "agent/daemon/cycle/nfd_publisher.h"
+#include "agent/daemon/lifecycle/agent.h"
+#include "agent/daemon/lifecycle/event_loop.h"
+#include "agent/daemon/lifecycle/memory.h"
+#include "agent/daemon/workers/announcer.h"
+#include "agent/daemon/workers/ib_neighbors.h"
+#include "agent/daemon/workers/lldp_listener.h"
+#include "agent/daemon/workers/prober.h"
+#include "agent/hostfs/host_fs.h"
+#include "agent/publish/metrics/http_server.h"
+#include "fabric/v1/select.pb.h"
+
+namespace fabric {
+
+struct AgentState {
+  AgentState(const AgentOptions& o, Notifier* n)
+      : opt(o),
+        notifier(n),
+        sysfs(o.sysfs),
+        procfs(o.procfs),
+        cycle(&sysfs, &procfs, {o.rescan_interval, o.event_window}, &counters) {}
+
+  const AgentOptions& opt;
+  Notifier* notifier;
+  HostFsImpl sysfs;
+  HostFsImpl procfs;
+  AgentCounters counters;  // Written by the loop and the cycle, read by scrapes.
+
+  // The process: signals, the config, the socket's lock, the heap.
+  struct Process {
+    UniqueFd signals;
+    v1::AgentConfig config;
+    UniqueFd lock;
+    std::string lock_path;
+    BoundSocketFile socket_file;  // Set once the API server is bound: teardown removes only that.
+    std::string announce_socket;  // --announce-socket resolved ("auto"); empty: none.
+    HeapTrimmer trimmer;
+  } process;
+
+  // The inventory: the cycle with its store, and its publishers.
+  InventoryCycle cycle;
+  std::unique_ptr<NfdPublisher> nfd;  // Null without --nfd-features-dir.
+
+  // What wakes the loop: kernel events, the config file, and the loop itself.
+  struct Events {
+    std::vector<std::unique_ptr<EventSource>> kernel;
+    std::unique_ptr<EventSource> config_watch;  // --config changes reload it, as SIGHUP does.
+    EventLoop loop;
+  } events;
+
+  // Workers beside the loop, each with threads or sockets of its own.
+  struct Workers {
+    std::unique_ptr<LldpListener> lldp;  // Null with --lldp=false.
+    std::unique_ptr<IbNeighbors> ib;     // Null with --ib-neighbors=false.
+    std::unique_ptr<Announcer> announcer;
+    std::unique_ptr<Prober> prober;
+  } workers;
+
+  // What serves: TLS, the gRPC service and server, the metrics endpoint.
+  struct Api {
+    std::unique_ptr<TlsContext> tls;
+    CallerTable callers;
+    ApiCounters counters;
+    std::unique_ptr<FabricAgentService> service;
+    std::unique_ptr<ApiServer> server;
+    std::unique_ptr<metrics::MetricsHttpServer> metrics;
+  } api;
+};
+
+// The loop's sources over the state (loop.cc): signals, the config file, neighbours, kernel
+// events, the refresh and reload timers, the heap trimmer and the watchdog. Runs until SIGTERM or
+// SIGINT.
+void RunLoop(AgentState& st);
+
+// Which kernel event sources work, for health and metrics.
+void CountSources(AgentState& st);
+
+}  // namespace fabric

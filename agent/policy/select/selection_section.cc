@@ -1,0 +1,93 @@
+#include "agent/policy/select/selection_section.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/common/strings.h"
+
+namespace fabric {
+namespace {
+
+// The kernel's dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace.
+absl::Status ValidateIfname(std::string_view name) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("selection.socket_ifname \"%s\" is not an interface name: %s",
+                        absl::CHexEscape(Av(name)), Av(why)));
+  };
+  if (name.size() > 15) return bad("longer than 15 bytes");
+  if (name == "." || name == "..") return bad("reserved name");
+  for (char c : name) {
+    if (c == '/' || c == ':' || c == ' ' || (c >= '\t' && c <= '\r') || c == '\0') {
+      return bad("contains '/', ':', a NUL or whitespace");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsValidEnvName(std::string_view name) {
+  if (name.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  if (!alpha(name[0])) return false;
+  return std::all_of(name.begin() + 1, name.end(),
+                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
+
+absl::Status ValidatePolicy(const v1::SelectionPolicy& policy) {
+  for (int i = 0; i < policy.deny_size(); ++i) {
+    if (policy.deny(i).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("selection.deny[", i, "] is empty"));
+    }
+  }
+  std::set<std::string> rails;
+  for (int i = 0; i < policy.rails_size(); ++i) {
+    const v1::Rail& r = policy.rails(i);
+    const bool name_ok =
+        !r.name().empty() && r.name().size() <= 40 &&
+        r.name().find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+    if (!name_ok) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("selection.rails[%d].name \"%s\": want 1-40 of [a-z0-9-]", i,
+                          absl::CHexEscape(r.name().substr(0, 64))));
+    }
+    if (!rails.insert(r.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("selection.rails[%d].name \"%s\" is used twice", i, r.name()));
+    }
+    if (r.switch_pattern().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("selection.rails[%d] (%s) has no switchPattern", i, r.name()));
+    }
+  }
+  if (!policy.socket_ifname().empty()) {
+    if (absl::Status s = ValidateIfname(policy.socket_ifname()); !s.ok()) return s;
+  }
+  // Sorted, so that the first bad entry reported does not depend on hash order.
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : policy.static_env()) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& k : keys) {
+    if (!IsValidEnvName(k)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("selection.static_env: \"%s\" is not a valid environment variable name "
+                          "(want [A-Za-z_][A-Za-z0-9_]*)",
+                          absl::CHexEscape(k)));
+    }
+    const std::string& v = policy.static_env().at(k);
+    if (v.find_first_of(std::string_view("\0\n\r", 3)) != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("selection.static_env[%s]: value \"%s\" contains a NUL, CR or newline", k,
+                          absl::CHexEscape(v)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fabric
