@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Quick start: installs what is needed, builds, starts fabric-agent and asks it for fabricctl's
 # main views. On a machine without RDMA hardware the agent runs on the bundled example host
-# (tests/hosts: roce-9port, the RoCE GPU host described in the README), generated into the
-# build tree. From a terminal the agent then keeps serving until Ctrl-C; otherwise it stops.
+# (tests/hosts: roce-9port, the RoCE GPU host described in tests/hosts/README.md), generated into
+# the build tree. From a terminal the agent then keeps serving until Ctrl-C; otherwise it stops.
 #   usage: scripts/quickstart.sh [EXAMPLE_HOST]   (fabric-mkhost --list names the hosts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
