@@ -52,21 +52,21 @@ Built BuildSnapshot(const Snapshot* cur, BuildInput in) {
   Built out;
   out.host_changed = cur == nullptr;
   std::optional<RefreshedHost>& host = in.host;
-  if (host) LayRails(host->host.get(), in.policy);
+  if (host) LayRails(host->host.get(), *in.policy);
   if (cur != nullptr && host) {
     out.changes = DiffHosts(*cur->host, *host->host);
     out.host_changed = !out.changes.empty();
     in.events.Record(*cur->host, out.changes, in.now);
   }
   in.events.Expire(in.now, in.event_window);
-  out.events = in.events;
   std::string key = FindingsKey(in.agent_findings);
   if (!out.host_changed && !in.policy_changed && cur != nullptr && key == cur->agent_findings_key) {
+    out.events = std::move(in.events);
     return out;
   }
 
   auto snap = std::make_shared<Snapshot>();
-  snap->policy = std::move(in.policy);
+  snap->policy = *in.policy;
   snap->agent_findings_key = std::move(key);
   const bool same_ranking = SameRanking(cur, out.host_changed, in.policy_changed, out.changes,
                                         host ? host->host.get() : nullptr, snap->policy);
@@ -106,7 +106,8 @@ Built BuildSnapshot(const Snapshot* cur, BuildInput in) {
   }
   snap->health = snap->host_health;
   for (v1::Finding& f : in.agent_findings) AddFinding(&snap->health, std::move(f));
-  snap->events = out.events;
+  snap->events = in.events;
+  out.events = std::move(in.events);
   snap->event_window = in.event_window;
   out.labels_same = !out.host_changed && !in.policy_changed ? true : same_ranking;
   out.snapshot = std::move(snap);

@@ -22,7 +22,7 @@ struct BuildInput {
   // The host a scan or a refresh produced, the agent's neighbours already laid on it; none when
   // only the policy or the agent's findings may have changed.
   std::optional<RefreshedHost> host;
-  v1::SelectionPolicy policy;
+  const v1::SelectionPolicy* policy = nullptr;  // Never null; copied into a snapshot built.
   // The config was (re)loaded: the pairing, rails and health are computed again.
   bool policy_changed = false;
   // What degrades the agent's answers without being the host's fault (sources, stale scans,

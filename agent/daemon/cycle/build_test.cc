@@ -58,7 +58,7 @@ class BuildTest : public ::testing::TestWithParam<std::string> {
               bool policy_changed, std::vector<v1::Finding> findings, int step) {
     BuildInput in;
     if (host) in.host = ScannedHost(*std::move(host));
-    in.policy = policy;
+    in.policy = &policy;
     in.policy_changed = policy_changed;
     in.agent_findings = std::move(findings);
     in.start_host = start_;

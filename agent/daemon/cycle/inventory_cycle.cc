@@ -77,7 +77,7 @@ void InventoryCycle::Publish(std::optional<RefreshedHost> host, bool policy_chan
   }
   BuildInput in;
   in.host = std::move(host);
-  in.policy = policy_;
+  in.policy = &policy_;
   in.policy_changed = policy_changed;
   in.agent_findings = AgentFindings(now);
   in.start_host = start_host_;
@@ -85,7 +85,7 @@ void InventoryCycle::Publish(std::optional<RefreshedHost> host, bool policy_chan
   in.event_window = opt_.event_window;
   in.now = now;
   Built built = BuildSnapshot(cur.get(), std::move(in));
-  events_ = built.events;
+  events_ = std::move(built.events);
   if (built.snapshot == nullptr) return;
   for (const v1::InventoryChange& c : built.changes) {
     Log(LogLevel::kInfo, "change: ", v1::InventoryChange::Kind_Name(c.kind()), " ", c.subject(),
