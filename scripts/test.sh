@@ -32,9 +32,11 @@ if has format; then
   fi
 fi
 
-# ccache (when present) keeps a rebuild of unchanged sources cheap. The ASan build names sources
-# relative to the checkout (CCACHE_BASEDIR) so that clones in other folders share its cache; the
-# coverage build keeps absolute paths, which gcov needs to find the sources from its notes.
+# ccache (when present) keeps a rebuild of unchanged sources cheap. The ASan and fuzz builds name
+# sources relative to the checkout (CCACHE_BASEDIR) and map the checkout's path out of debug info
+# and __FILE__ (-ffile-prefix-map): without the map ccache hashes the working directory of every
+# -g compile, and a clone in another folder (CI's) would hit nothing. The coverage build keeps
+# absolute paths, which gcov needs to find the sources from its notes.
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -43,8 +45,12 @@ fi
 # Line tables only (-g1): stack traces keep files and lines, and the builds skip most of the debug
 # info they would write and link (a quarter of the compile time of a gRPC-heavy test).
 o2=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+relocatable="-ffile-prefix-map=$PWD=."
+o2r=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG $relocatable"
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG $relocatable")
 # ASan's advice: -O1 keeps its reports exact, and it builds faster.
-o1=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
+o1=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG $relocatable"
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG $relocatable")
 
 unit_labels='^(unit|fuzz)$'
 # Golden outputs (tests/cli) compare bytes: the -Werror build runs them, the ASan build skips them.
@@ -102,8 +108,9 @@ if has fuzz; then
   stage "fuzz (libFuzzer, ${FABRIC_FUZZ_SECONDS:-20}s per target)"
   dir=build-fuzz
   if CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DFABRIC_FUZZ=ON -DFABRIC_TESTS=OFF -DFABRIC_WERROR=ON "${o2[@]}" >/dev/null &&
-      cmake --build "$dir" -j"$jobs" --target fabric_fuzzers; then
+        -DFABRIC_FUZZ=ON -DFABRIC_TESTS=OFF -DFABRIC_WERROR=ON "${launcher[@]}" "${o2r[@]}" \
+        >/dev/null &&
+      CCACHE_BASEDIR=$PWD cmake --build "$dir" -j"$jobs" --target fabric_fuzzers; then
     # One libFuzzer process per core: each is single-threaded, so $jobs of them at once give
     # every target its full time in a fraction of the wall clock.
     fuzz_one() {  # target corpus
