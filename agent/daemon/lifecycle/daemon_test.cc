@@ -73,6 +73,12 @@ class AgentTest : public ::testing::Test {
     return a;
   }
 
+  // One SelectNics call on a context of its own.
+  grpc::Status Select(const v1::SelectNicsRequest& req, v1::Selection* sel) {
+    auto ctx = Ctx();
+    return stub_->SelectNics(ctx.get(), req, sel);
+  }
+
   // Starts the agent and waits until its FabricAgent service reports SERVING.
   void StartAgent(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
     StartCommand(Args(std::move(extra)), std::move(env));
@@ -209,45 +215,36 @@ TEST_F(AgentTest, SelectNicsByVisibleDevices) {
   req.mutable_visible()->set_nvidia_visible_devices("3,1");
   req.mutable_visible()->set_cuda_visible_devices("1");
   v1::Selection sel;
-  auto ctx = Ctx();
-  grpc::Status s = stub_->SelectNics(ctx.get(), req, &sel);
+  grpc::Status s = Select(req, &sel);
   ASSERT_TRUE(s.ok()) << s.error_message();
   ASSERT_EQ(sel.assignments_size(), 1);
   EXPECT_EQ(sel.assignments(0).given(), "1");
   EXPECT_EQ(sel.assignments(0).gpu(), "0000:1e:00.0");
 
   req.add_gpus("0000:1a:00.0");  // names and visible: refused
-  ctx = Ctx();
-  s = stub_->SelectNics(ctx.get(), req, &sel);
+  s = Select(req, &sel);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(absl::StrContains(s.error_message(), "give one of them")) << s.error_message();
 
   req.clear_gpus();
   req.mutable_visible()->set_nvidia_visible_devices("all");
-  ctx = Ctx();
-  s = stub_->SelectNics(ctx.get(), req, &sel);
+  s = Select(req, &sel);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(absl::StrContains(s.error_message(), "names no GPU")) << s.error_message();
-}
 
-// SelectNics for all GPUs: the agent lists them (RequestedGpus), no inventory asked first.
-TEST_F(AgentTest, SelectNicsForAllGpus) {
-  StartAgent();
-  v1::SelectNicsRequest req;
+  // All GPUs: the agent lists them (RequestedGpus), without an inventory asked first; with
+  // visible set too, refused.
   req.set_all(true);
-  v1::Selection sel;
-  auto ctx = Ctx();
-  grpc::Status s = stub_->SelectNics(ctx.get(), req, &sel);
+  s = Select(req, &sel);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "give one of them")) << s.error_message();
+  req.clear_visible();
+  s = Select(req, &sel);
   ASSERT_TRUE(s.ok()) << s.error_message();
   ASSERT_EQ(sel.assignments_size(), 8);  // roce-9port's eight GPUs, in PCI order.
   EXPECT_EQ(sel.assignments(0).gpu(), "0000:1a:00.0");
   EXPECT_EQ(sel.assignments(0).given(), "0000:1a:00.0");
   EXPECT_EQ(sel.assignments(7).gpu(), "0000:c0:00.0");
-  req.add_gpus("0");  // names and all: refused
-  ctx = Ctx();
-  s = stub_->SelectNics(ctx.get(), req, &sel);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_TRUE(absl::StrContains(s.error_message(), "give one of them")) << s.error_message();
 }
 
 TEST_F(AgentTest, WatchSeesPortGoDownAfterSighup) {
