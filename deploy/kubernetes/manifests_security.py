@@ -95,8 +95,6 @@ def check_socket_access(t, pod, flags):
             f"socket to a group needs membership without CAP_CHOWN)")
     t.check("--control-group" not in flags,
             "no --control-group: control calls over the socket are for uid 0 only")
-    t.check("--relay-unix" in flags,
-            "--relay-unix: the pods' connections pass the rapid-reset guard")
     t.check(flags.get("--announce-socket", "auto") == "auto",
             "fabric-cni's hand-off stays on (--announce-socket auto: announce.sock beside "
             "--socket, mode 0600, root)")

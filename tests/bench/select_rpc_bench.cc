@@ -3,10 +3,12 @@
 // first, over --idle seconds after start, then RSS again after the load).
 //
 //   select_rpc_bench [--seconds=2] [--rounds=3] [--callers=1,8,64] [--gpus=8] [--idle=60]
-//                    [--transport=unix|tcp|tls] [--agent=PATH] [--mkhost=PATH]
+//                    [--transport=unix|tcp|tls] [--relay-unix] [--agent=PATH] [--mkhost=PATH]
 //
 // --transport=tcp serves on 127.0.0.1 in plaintext (through the agent's relay), tls the same
 // with mutual TLS (certificates made for the run; each caller keeps its connection).
+// --relay-unix: the socket's connections through the relay too (the agent's --relay-unix),
+// against the default, the rapid-reset guard on gRPC's own reads.
 //
 // It writes the roce-9port example host to tmpfs, starts the real fabric-agent on it, and runs
 // Ping and SelectNics in alternating rounds (so drift hits both alike). Each caller has its own
@@ -52,6 +54,7 @@ struct Flags {
   std::string agent = testing::kAgentBinary;
   std::string mkhost = testing::kMkhostBinary;
   std::string transport = "unix";
+  bool relay_unix = false;
 };
 
 bool Flag(const char* arg, const char* name, std::string* value) {
@@ -65,7 +68,9 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
   for (int i = 1; i < argc; ++i) {
     std::string v;
     bool ok = true;
-    if (Flag(argv[i], "--seconds", &v)) {
+    if (std::strcmp(argv[i], "--relay-unix") == 0) {
+      f->relay_unix = true;
+    } else if (Flag(argv[i], "--seconds", &v)) {
       ok = absl::SimpleAtod(v, &f->seconds);
     } else if (Flag(argv[i], "--rounds", &v)) {
       ok = absl::SimpleAtoi(v, &f->rounds);
@@ -211,6 +216,7 @@ int Main(int argc, char** argv) {
                                   "--procfs=" + dir + "/host/proc"};
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (f.transport != "unix") cmd.push_back("--listen=127.0.0.1:0");
+  if (f.relay_unix) cmd.push_back("--relay-unix");
   if (f.transport == "tls") {
     const testing::Cert ca = testing::MakeCert(dir, "ca", "bench CA", nullptr);
     const testing::Cert server = testing::MakeCert(dir, "server", "agent", &ca, "IP:127.0.0.1");

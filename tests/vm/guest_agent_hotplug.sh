@@ -2,8 +2,8 @@
 # Runs inside the rig's guest: `rig.sh run -- guest_agent_hotplug.sh FABRIC_AGENT FABRICCTL`. RDMA
 # device hot-plug while the agent is busy: two `fabricctl watch` streams and a loop of queries
 # run while rxe0 is deleted and re-added five times (what a driver reload or PCI reset does).
-# Every removal and return must reach the watchers (the time from `rdma link` to the event is
-# printed, and bounded), the removed device is reported absent by health until it returns,
+# Every removal and return must reach the watchers (the time from `rdma link`'s return to the
+# event is printed, and bounded), the removed device is reported absent by health until it returns,
 # no query fails for any other reason than "no RDMA device", and the agent ends whole.
 set -uo pipefail
 
@@ -13,9 +13,14 @@ ctl="${2:?usage: guest_agent_hotplug.sh FABRIC_AGENT FABRICCTL}"
 source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 sock=/run/fabric-agent-test/agent.sock
 cycles=5
-# Under software emulation a rescan alone takes about half a second; on a real host the agent
-# answers within the 50 ms debounce plus one rescan.
-bound_ms=${FABRIC_VM_HOTPLUG_BOUND_MS:-3000}
+# The agent's part of each event (from `rdma link`'s return to the watch event) under software
+# emulation, with ASan, beside the query loop's ASan fabricctl processes in the guest: 0.9-2.2 s,
+# one in ten up to 5 s (measured before and after the daemon became a pipeline alike; the last
+# return is the slow one in every run), more when the host runs other tests beside it. On a real host the agent answers within the 50 ms
+# debounce plus one rescan. The median is bounded tightly (a slower agent moves it), the slowest
+# loosely (one event behind a busy guest must not fail the run).
+median_bound_ms=${FABRIC_VM_HOTPLUG_MEDIAN_MS:-4000}
+bound_ms=${FABRIC_VM_HOTPLUG_BOUND_MS:-12000}
 
 ctl_() { "$ctl" "$@" --target="unix://$sock" --timeout=10; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -65,28 +70,48 @@ wait_line() {
 wait_line "$out/watch1" "inventory: 1 RDMA devices" 1 >/dev/null || fail "watch 1 did not start"
 wait_line "$out/watch2" "inventory" 1 >/dev/null || fail "watch 2 did not start"
 
+# Each step times the `rdma link` command (the kernel's work, seconds under emulation) and the
+# agent's part: from the command's return to the event on the watch stream (0 when the event
+# came first). The bound is on the agent's part.
 worst=0
+slowest_cmd=0
+parts=()
+# step I ACTION PATTERN: runs `rdma link ACTION`, waits for the I-th PATTERN event.
+step() {
+  local t0 t1 ms cmd
+  t0=$(now_ms)
+  if [ "$2" = delete ]; then
+    rdma link delete "$dev" || fail "rdma link delete $dev ($1)"
+  else
+    rdma link add "$dev" type rxe netdev "$netdev" || fail "rdma link add $dev ($1)"
+  fi
+  t1=$(now_ms)
+  if ! wait_line "$out/watch1" "$3 $dev" "$1" >/dev/null; then
+    fail "cycle $1: no $3 event"
+    return
+  fi
+  ms=$(($(now_ms) - t1))
+  cmd=$((t1 - t0))
+  worst=$((ms > worst ? ms : worst))
+  parts+=("$ms")
+  slowest_cmd=$((cmd > slowest_cmd ? cmd : slowest_cmd))
+  echo "cycle $1: rdma link $2 took $cmd ms, $3 on the watch stream $ms ms after it"
+}
 for i in $(seq "$cycles"); do
-  t=$(now_ms)
-  rdma link delete "$dev" || fail "rdma link delete $dev ($i)"
-  ms=$(wait_line "$out/watch1" "device_removed $dev" "$i")
-  ms=$((ms < 0 ? ms : $(now_ms) - t))
-  if ((ms < 0)); then fail "cycle $i: no device_removed event"; else worst=$((ms > worst ? ms : worst)); fi
+  step "$i" delete device_removed
   health=$(ctl_ health)
   rc=$?
   if grep -q "CRITICAL device_absent $dev" <<<"$health" && ((rc == 2)); then :; else
     fail "cycle $i: health while $dev is gone (exit $rc): $health"
   fi
-  t=$(now_ms)
-  rdma link add "$dev" type rxe netdev "$netdev" || fail "rdma link add $dev ($i)"
-  ms=$(wait_line "$out/watch1" "device_added $dev" "$i")
-  ms=$((ms < 0 ? ms : $(now_ms) - t))
-  if ((ms < 0)); then fail "cycle $i: no device_added event"; else worst=$((ms > worst ? ms : worst)); fi
+  step "$i" add device_added
 done
-if ((worst <= bound_ms)); then
-  ok "$cycles removals and returns reached the watch streams, slowest after $worst ms (bound $bound_ms ms)"
+median=$(printf '%s\n' "${parts[@]}" | sort -n | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : -1}')
+figures="median $median ms, slowest $worst ms after its command (bounds $median_bound_ms and $bound_ms ms; slowest command $slowest_cmd ms)"
+if ((${#parts[@]} == 2 * cycles && median <= median_bound_ms && worst <= bound_ms)); then
+  ok "$cycles removals and returns reached the watch streams: $figures"
 else
-  fail "slowest event after $worst ms (bound $bound_ms ms)"
+  fail "${#parts[@]} of $((2 * cycles)) events: $figures"
 fi
 touch "$out/stop"
 wait "$qpid"

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/version.h"
+#include "agent/daemon/api/read_guard.h"
 #include "agent/inventory/changes/event_log.h"
 #include "agent/inventory/query/host_query.h"
 #include "agent/inventory/topology/topology.h"
@@ -244,9 +245,10 @@ void ApiMetrics(const MetricsSources& src, Exposition* out) {
                "TCP API connections relayed by the agent now (TLS, rapid-reset guard).", {},
                r.open);
     out->Counter("fabric_api_connections_closed_total",
-                 "TCP API connections the relay closed, by reason: reset_flood (an HTTP/2 rapid "
-                 "reset), not_http2 (a TLS client on a plaintext port, a scanner).",
-                 {{"reason", "reset_flood"}}, r.reset_floods);
+                 "API connections the agent closed, by reason: reset_flood (an HTTP/2 rapid "
+                 "reset, on either listener), not_http2 (on TCP: a TLS client on a plaintext "
+                 "port, a scanner).",
+                 {{"reason", "reset_flood"}}, r.reset_floods + read_guard::GetStats().reset_floods);
     out->Counter("fabric_api_connections_closed_total", "", {{"reason", "not_http2"}}, r.not_http2);
     out->Counter("fabric_api_tls_handshake_failures_total",
                  "TLS handshakes on --listen that failed or timed out (a certificate from another "

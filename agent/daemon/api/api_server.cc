@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
+#include "agent/daemon/api/read_guard.h"
 
 namespace fabric {
 namespace {
@@ -105,17 +106,21 @@ absl::StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(
   grpc::Server* refusal = api->refusal_server_.get();
   Relay* r = api->relay_.get();
   TlsContext* tls = options.tls;
-  // The Unix socket goes to gRPC directly unless --relay-unix: the relay adds 40% to a local
-  // call's latency (select_rpc_bench), and only local members of --socket-group reach the
-  // socket. TCP always goes through it: TLS, and the rapid-reset guard against the network.
+  const RelayOptions budget = options.relay;
+  // Each connection reaches gRPC guarded against the rapid reset, one of three ways: TCP through
+  // the relay (TLS too); the Unix socket guarded in place, on gRPC's own reads (read_guard.h),
+  // unless --relay-unix or a binary that does not export the guard's recvmsg sends it through
+  // the relay as well. Whatever reaches gRPC unguarded (a relay's end, a refusal) is forgotten
+  // by the guard: its number may be a closed connection's.
   auto make = [&](std::string name, probes::Fd fd, std::function<Caller(int)> identify,
                   bool relayed) -> absl::Status {
     ListenerOptions lo;
     lo.name = std::move(name);
     lo.max_connections = limit;
     lo.identify = std::move(identify);
-    lo.serve = [server, callers](int conn, const Caller& caller) {
+    lo.serve = [server, callers, budget](int conn, const Caller& caller) {
       callers->Set(conn, caller);
+      read_guard::Guard(conn, caller.Name(), budget.resets_per_second, budget.reset_burst);
       grpc::AddInsecureChannelFromFd(server, conn);
     };
     if (relayed) {
@@ -125,20 +130,30 @@ absl::StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(
                [server, callers, caller, tls](int end, SSL* ssl) {
                  callers->Set(
                      end, ssl != nullptr ? IdentifyTlsPeer(caller, ssl, tls->options()) : caller);
+                 read_guard::Forget(end);
                  grpc::AddInsecureChannelFromFd(server, end);
                });
       };
     }
-    lo.refuse = [refusal](int conn) { grpc::AddInsecureChannelFromFd(refusal, conn); };
+    lo.refuse = [refusal](int conn) {
+      read_guard::Forget(conn);
+      grpc::AddInsecureChannelFromFd(refusal, conn);
+    };
     auto l = Listener::Start(std::move(fd), std::move(lo));
     if (!l.ok()) return l.status();
     api->listeners_.push_back(*std::move(l));
     return absl::OkStatus();
   };
   const ControlPolicy policy = options.policy;
+  api->unix_relayed_ = options.relay_unix || !read_guard::Active();
+  if (!options.relay_unix && api->unix_relayed_) {
+    Log(LogLevel::kWarning,
+        "this binary does not export recvmsg: the socket's connections are "
+        "relayed to guard them against the rapid reset");
+  }
   absl::Status s = make(
       "unix", *std::move(unix_fd), [policy](int fd) { return IdentifyUnixPeer(fd, policy); },
-      options.relay_unix);
+      api->unix_relayed_);
   if (s.ok() && tcp_fd) s = make("tcp", *std::move(tcp_fd), IdentifyTcpPeer, true);
   if (!s.ok()) return s;
   return api;
@@ -154,7 +169,7 @@ std::string ApiServer::Describe(const ApiServerOptions& o) const {
     tcp = absl::StrCat(" and ", o.listen, " (port ", tcp_port_, "; ", mode, ")");
   }
   return absl::StrCat(
-      "serving on unix:", o.socket, o.relay_unix ? " (relayed)" : "", tcp,
+      "serving on unix:", o.socket, unix_relayed_ ? " (relayed)" : "", tcp,
       "; control calls on the socket: root, uid ", o.policy.agent_uid,
       o.policy.control_gid ? absl::StrCat(" and group ", o.policy.control_group) : "");
 }

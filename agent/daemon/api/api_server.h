@@ -28,8 +28,8 @@ struct ApiServerOptions {
   int max_threads = 256;          // The synchronous server's thread pool.
   int max_request_bytes = 1 << 20;
   RelayOptions relay;
-  // The Unix socket through the relay too (the rapid-reset guard for local clients), at the cost
-  // of a hop per message; TCP always goes through it.
+  // The Unix socket through the relay too, at the cost of a hop per message (its connections are
+  // guarded against the rapid reset in place otherwise); TCP always goes through it.
   bool relay_unix = false;
   TlsContext* tls = nullptr;  // TLS on `listen`; must outlive the server.
 };
@@ -66,6 +66,8 @@ class ApiServer {
   BoundSocketFile socket_file_;
   uint16_t tcp_port_ = 0;
   bool shut_down_ = false;
+  bool unix_relayed_ =
+      false;  // The socket through the relay (its guard on gRPC's reads otherwise).
 };
 
 // Raises the soft RLIMIT_NOFILE to the hard limit: every API connection is a descriptor.

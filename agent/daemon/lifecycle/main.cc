@@ -93,8 +93,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->needs(client_ca);
   app.add_flag("--relay-unix", opt.relay_unix,
-               "pass the socket's connections through the agent's relay and its HTTP/2 "
-               "rapid-reset guard, as TCP's are (about 35 us more per local call)");
+               "pass the socket's connections through the agent's relay, as TCP's are (about "
+               "35 us more per local call); they pass the HTTP/2 rapid-reset guard either way");
   app.add_option("--control-group", opt.control_group,
                  "group (name or number) whose members may make control calls (Announce, "
                  "RunProbe) over the Unix socket, besides root and the agent's own user");
