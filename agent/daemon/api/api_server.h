@@ -66,8 +66,8 @@ class ApiServer {
   BoundSocketFile socket_file_;
   uint16_t tcp_port_ = 0;
   bool shut_down_ = false;
-  bool unix_relayed_ =
-      false;  // The socket through the relay (its guard on gRPC's reads otherwise).
+  // The socket through the relay (its guard on gRPC's reads otherwise).
+  bool unix_relayed_ = false;
 };
 
 // Raises the soft RLIMIT_NOFILE to the hard limit: every API connection is a descriptor.

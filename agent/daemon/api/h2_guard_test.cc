@@ -4,23 +4,18 @@
 
 #include <string>
 
+#include "tests/testing/hostile.h"
+
 namespace fabric {
 namespace {
 
-const std::string kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const std::string kPreface(testing::kH2Preface);
 
 std::string Frame(unsigned char type, uint32_t stream, const std::string& payload) {
-  std::string f;
-  f.push_back(static_cast<char>((payload.size() >> 16) & 0xff));
-  f.push_back(static_cast<char>((payload.size() >> 8) & 0xff));
-  f.push_back(static_cast<char>(payload.size() & 0xff));
-  f.push_back(static_cast<char>(type));
-  f.push_back('\0');
-  for (int s = 24; s >= 0; s -= 8) f.push_back(static_cast<char>((stream >> s) & 0xff));
-  return f + payload;
+  return testing::H2Frame(type, 0, stream, payload);
 }
 
-std::string Reset(uint32_t stream) { return Frame(0x3, stream, std::string("\0\0\0\x08", 4)); }
+std::string Reset(uint32_t stream) { return testing::H2RstStream(stream); }
 
 TEST(H2Guard, CountsFramesAcrossArbitrarySplits) {
   // A payload that looks like frame headers must be skipped, not parsed.

@@ -108,10 +108,7 @@ void Forget(int fd) {
   s.size.store(s.by_fd.size(), std::memory_order_relaxed);
 }
 
-Stats GetStats() {
-  State& s = S();
-  return {s.size.load(std::memory_order_relaxed), s.floods.load(std::memory_order_relaxed)};
-}
+uint64_t ResetFloods() { return S().floods.load(std::memory_order_relaxed); }
 
 }  // namespace fabric::read_guard
 

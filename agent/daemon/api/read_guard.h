@@ -26,10 +26,7 @@ void Guard(int fd, std::string who, double resets_per_second, double reset_burst
 // `fd` is no longer guarded (it is handed to gRPC unguarded, or closed).
 void Forget(int fd);
 
-struct Stats {
-  uint64_t guarded = 0;       // Descriptors registered now (closed ones stay until reused).
-  uint64_t reset_floods = 0;  // Connections shut down for resetting streams over budget.
-};
-Stats GetStats();
+// Connections shut down for resetting streams over budget, since the process started.
+uint64_t ResetFloods();
 
 }  // namespace fabric::read_guard
