@@ -1,0 +1,97 @@
+// The environment a job's processes get on one host, by plain rules over plain structs (no
+// protobuf, no gRPC): the agent, fabricctl, the CDI writer, fabric-cni and the in-container helper
+// all render through Render, so they hand out the same bytes.
+//
+// Two parts. `job`: what every rank of the job on this host gets, computed from the job scope
+// alone (NCCL and RCCL need the same NCCL_IB_HCA on every rank, NVIDIA/nccl#1478). `pins`: what
+// one rank gets on top, for its own GPU, and only for the libraries that take one NIC per process
+// (UCX_NET_DEVICES, NVSHMEM_HCA_LIST, UCCL_P2P_RDMA_DEV). Per-GPU maps that are the same on every
+// rank (vLLM, SGLang) are job variables. Each variable's consumer, syntax and the source it was
+// checked against are in consumers.cc and the README's table (docs/research/job-env-consumers.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace fabric::jobenv {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// The libraries whose variables are rendered. Default: all but vLLM, whose map makes vLLM raise
+// for a GPU missing from it and which prepends to the variables it pins (so it owns them).
+struct Consumers {
+  bool nccl = true;      // NCCL and RCCL (and UCCL's collectives, which fall back to NCCL_*).
+  bool ucx = true;       // UCX, and NIXL and NVSHMEM's UCX transport through it.
+  bool nvshmem = true;   // NVSHMEM's IB transports (IBRC, IBDEVX, IBGDA).
+  bool mooncake = true;  // Mooncake's transfer engine.
+  bool uccl = true;      // UCCL's EP and P2P engines.
+  bool sglang = true;    // FABRIC_SGLANG_IB_DEVICE, for --disaggregation-ib-device.
+  bool vllm = false;     // VLLM_GPU_NIC_PCIE_MAPPING and VLLM_NIC_SELECTION_VARS.
+  bool operator==(const Consumers&) const = default;
+};
+
+// The consumer names, in the order `ParseConsumers` and the help text list them.
+std::vector<std::string_view> ConsumerNames();
+
+// "default", "all", a list ("nccl,ucx": exactly these) or changes to the default set
+// ("+vllm,-uccl"); names as ConsumerNames. InvalidArgument names an unknown consumer.
+absl::StatusOr<Consumers> ParseConsumers(std::string_view text);
+std::string ConsumersText(const Consumers& c);  // "nccl,ucx,...": ParseConsumers reads it back.
+
+// Another IPv4 GID of a chosen port: NCCL_IB_ADDR_RANGE must not also select it.
+struct OtherGid {
+  uint32_t index = 0;
+  std::string ipv4;
+  bool roce_v2_or_unknown = false;  // What NCCL's dynamic pick would take (RoCE v1 it skips).
+  std::string what;                 // For notes: "RoCE v2 on eth3".
+};
+
+// One GPU of the scope and the port chosen for it (the agent's selection, or fabric-cni's pod
+// interface).
+struct Pick {
+  std::string gpu;          // Canonical PCI address; empty for a pod interface without a GPU.
+  std::string device;       // "mlx5_1".
+  uint32_t port = 1;
+  std::string device_pci;   // The NIC's PCI address (vLLM's map); empty when unknown.
+  std::string netdev;
+  bool roce = false;        // Ethernet link layer: GIDs need choosing.
+  std::optional<uint32_t> gid_index;  // RoCE: the chosen GID; unset when none is usable.
+  std::string ipv4;         // The chosen GID's address (IPv4-mapped).
+  std::string ipv4_subnet;  // Its connected subnet, CIDR, when known.
+  std::string ipv6;         // The chosen GID's address when it is a global IPv6 one.
+  std::vector<OtherGid> other_ipv4_gids;
+  std::string Port() const;  // "mlx5_1:1".
+};
+
+struct Request {
+  // The job's GPUs on this host, in the caller's order (the CUDA ordinals after
+  // CUDA_VISIBLE_DEVICES: SGLang's keys). At least one.
+  std::vector<Pick> scope;
+  // scope[*rank] is this process's GPU; unset: no pins.
+  std::optional<size_t> rank;
+  Consumers consumers;
+  // NCCL_SOCKET_IFNAME: this name (the policy's, or fabric-cni's pod interfaces) when set, else
+  // the first default-route netdev in natural order, else the first pick's netdev.
+  std::string socket_ifname;
+  std::vector<std::string> default_route_netdevs;
+  // The operator's variables (policy.static_env): job variables that win over computed ones.
+  EnvMap static_env;
+};
+
+struct Result {
+  EnvMap job;   // Byte-identical for every rank of the scope, whatever its order.
+  EnvMap pins;  // The rank GPU's; empty without a rank.
+  std::vector<std::string> notes;  // Fallbacks and omissions, for an operator to read.
+  EnvMap Merged() const;           // job, then pins (no name is in both).
+};
+
+// InvalidArgument for an empty scope, a pick without a device, or a rank outside the scope.
+absl::StatusOr<Result> Render(const Request& req);
+
+}  // namespace fabric::jobenv
