@@ -14,6 +14,7 @@
 #include "agent/common/natural_order.h"
 #include "agent/common/shell.h"
 #include "agent/hostfs/host_fs.h"
+#include "agent/policy/jobenv/format.h"
 #include "agent/rdma/gid_choice.h"
 
 namespace fabric::cni {
@@ -55,7 +56,9 @@ std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
       std::optional<RdmaMatch> found;
       const std::string ports = absl::StrCat(ib, "/", dev, "/ports");
       for (const std::string& port : List(sysfs, ports)) {
-        RdmaMatch m{in.ifname, dev, 1, -1};
+        RdmaMatch m;
+        m.ifname = in.ifname;
+        m.device = dev;
         if (!absl::SimpleAtoi(port, &m.port)) continue;
         if (!first_port) first_port = m;
         if (wanted.ipv4.empty() && wanted.ipv6.empty()) continue;
@@ -64,6 +67,19 @@ std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
         if (!table.ok()) continue;
         if (std::optional<rdma::GidChoice> g = rdma::ChooseRoceV2Gid(*table, wanted)) {
           m.gid_index = g->index;
+          for (const rdma::GidSlot& slot : *table) {
+            std::optional<std::string> v4 = rdma::GidIpv4(slot.gid);
+            if (slot.index == g->index) {
+              m.ipv4 = v4.value_or("");
+              m.ipv6 = rdma::GidIpv6(slot.gid).value_or("");
+            } else if (v4) {
+              const bool v2 = slot.kind == rdma::GidKind::kRoceV2;
+              m.other_ipv4_gids.push_back(
+                  {static_cast<uint32_t>(slot.index), *v4, v2 || !slot.kind,
+                   absl::StrCat(v2 ? "RoCE v2" : "type unknown", " on ",
+                                slot.netdev.empty() ? "no netdev" : slot.netdev)});
+            }
+          }
           found = m;
           break;
         }
@@ -86,32 +102,37 @@ std::string RenderEnvFile(const std::vector<EnvInterface>& ifaces,
     for (const announce::Address& a : in.addresses) ips.push_back(IpToString(a.family, a.addr));
   }
   std::string out = "# fabric-cni: the pod's fabric environment\n";
+  jobenv::EnvMap env;
   if (rdma.empty()) {
     absl::StrAppend(&out, "# no RDMA device found behind ", absl::StrJoin(names, ", "), "\n");
   } else {
-    std::vector<std::string> hcas;
-    int gid = -1;
+    jobenv::Request req;
     for (const RdmaMatch& m : rdma) {
-      hcas.push_back(absl::StrCat(m.device, ":", m.port));
-      if (m.gid_index < 0) {
-        absl::StrAppend(&out, "# ", m.device, ":", m.port, " (", m.ifname,
-                        "): no RoCE v2 GID holds the pod's address\n");
-      } else if (gid < 0) {
-        gid = m.gid_index;
-      } else if (gid != m.gid_index) {
-        // NCCL and UCX take one GID index for all devices.
-        absl::StrAppend(&out, "# ", m.device, ":", m.port, " has the pod's GID at index ",
-                        m.gid_index, ", not ", gid, "\n");
-      }
+      jobenv::Pick p;
+      p.device = m.device;
+      p.port = static_cast<uint32_t>(m.port);
+      p.netdev = m.ifname;
+      p.roce = true;  // The pod's interface is Ethernet: a VF or macvlan of a RoCE port.
+      if (m.gid_index >= 0) p.gid_index = static_cast<uint32_t>(m.gid_index);
+      p.ipv4 = m.ipv4;
+      p.ipv6 = m.ipv6;
+      p.other_ipv4_gids = m.other_ipv4_gids;
+      req.scope.push_back(std::move(p));
     }
-    const std::string list = absl::StrJoin(hcas, ",");
-    absl::StrAppend(&out, "NCCL_IB_HCA=", ShellQuote("=" + list), "\n");
-    if (gid >= 0) absl::StrAppend(&out, "NCCL_IB_GID_INDEX=", gid, "\n");
-    absl::StrAppend(&out, "UCX_NET_DEVICES=", ShellQuote(list), "\n");
-    if (gid >= 0) absl::StrAppend(&out, "UCX_IB_GID_INDEX=", gid, "\n");
+    req.socket_ifname = absl::StrJoin(names, ",");
+    absl::StatusOr<jobenv::Result> r = jobenv::Render(req);
+    if (!r.ok()) {
+      absl::StrAppend(&out, "# ", r.status().message(), "\n");
+    } else {
+      for (const std::string& note : r->notes) absl::StrAppend(&out, "# ", note, "\n");
+      env = std::move(r->job);
+    }
   }
-  absl::StrAppend(&out, "NCCL_SOCKET_IFNAME=", ShellQuote("=" + absl::StrJoin(names, ",")), "\n");
-  absl::StrAppend(&out, "FABRIC_POD_IPS=", ShellQuote(absl::StrJoin(ips, ",")), "\n");
+  if (!env.contains("NCCL_SOCKET_IFNAME")) {
+    env["NCCL_SOCKET_IFNAME"] = absl::StrCat("=", absl::StrJoin(names, ","));
+  }
+  env["FABRIC_POD_IPS"] = absl::StrJoin(ips, ",");
+  out += jobenv::FormatShell(env);
   return out;
 }
 

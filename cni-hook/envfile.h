@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/fabric/announce/announce.h"
+#include "agent/policy/jobenv/jobenv.h"
 
 namespace fabric::cni {
 
@@ -24,6 +25,11 @@ struct RdmaMatch {
   // The RoCE v2 GID holding the pod's IPv4 (::ffff:a.b.c.d), else its global IPv6 address
   // (IPv6-only RoCE); -1 when none.
   int gid_index = -1;
+  std::string ipv4;  // That GID's address: IPv4-mapped, or
+  std::string ipv6;  // global IPv6.
+  // The port's other IPv4 GIDs (other pods' macvlans among them): NCCL_IB_ADDR_RANGE must not
+  // select one of them.
+  std::vector<jobenv::OtherGid> other_ipv4_gids;
 };
 
 // Looks under <sysfs_root>/bus/pci/devices/<bdf>/infiniband/ for each interface's RDMA device,
@@ -32,8 +38,10 @@ struct RdmaMatch {
 std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
                                 const std::vector<EnvInterface>& ifaces);
 
-// The file's text: NCCL_IB_HCA, NCCL_IB_GID_INDEX, UCX_NET_DEVICES, UCX_IB_GID_INDEX,
-// NCCL_SOCKET_IFNAME, FABRIC_POD_IPS; without RDMA only the last two and a comment saying so.
+// The file's text: the job environment of the pod's RDMA ports by the agent's rules
+// (jobenv::Render: job scope = the pod's ports, NCCL_SOCKET_IFNAME = the pod's interfaces, no
+// rank), its notes as comments, and FABRIC_POD_IPS; without RDMA only NCCL_SOCKET_IFNAME,
+// FABRIC_POD_IPS and a comment saying so.
 std::string RenderEnvFile(const std::vector<EnvInterface>& ifaces,
                           const std::vector<RdmaMatch>& rdma);
 

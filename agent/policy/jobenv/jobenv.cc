@@ -162,19 +162,16 @@ GidPlan PlanGids(const std::vector<const Pick*>& ports, const NoteFn& note) {
     return plan;
   }
   plan.kind = GidPlan::kRule;
+  plan.family = ipv6_ports.empty() ? "AF_INET" : "AF_INET6";
   // NCCL with index -1 keeps the first RoCE v2 GID of the family (link-local IPv6 skipped). UCX,
   // Mooncake and UCCL's P2P engine take one index for all devices: left to their own choice.
   note(absl::StrCat("GID indices differ (", absl::StrJoin(uses, "; "),
-                    "): NCCL_IB_GID_INDEX=-1 lets NCCL pick by address family",
+                    "): NCCL_IB_GID_INDEX=-1 with NCCL_IB_ADDR_FAMILY=", plan.family,
+                    " lets NCCL pick by address family",
                     ipv6_ports.empty() ? ", range" : "",
                     " and RoCE version (NCCL 2.21 or later); UCX_IB_GID_INDEX and MC_GID_INDEX "
                     "left unset as they take one index for all devices"));
-  if (!ipv6_ports.empty()) {
-    plan.family = "AF_INET6";
-  } else {
-    plan.family = "AF_INET";
-    plan.range = AddrRange(roce, note);
-  }
+  if (ipv6_ports.empty()) plan.range = AddrRange(roce, note);
   return plan;
 }
 

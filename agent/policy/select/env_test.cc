@@ -120,7 +120,7 @@ TEST(RenderEnvTest, HcaListIsExactMatchWithMoreThanTenDevices) {
   EXPECT_EQ(s->env().at("UCX_NET_DEVICES"), "mlx5_1:1,mlx5_10:1,mlx5_11:1");
 }
 
-TEST(RenderEnvTest, HcaListFollowsGpuOrderWithoutDuplicates) {
+TEST(RenderEnvTest, HcaListInNaturalOrderWithoutDuplicates) {
   Rig r({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"},
          {"mlx5_2", "eth2", 3, "10.0.0.2", "10.0.0.0/24"},
          {"mlx5_3", "eth3", 3, "10.0.0.3", "10.0.0.0/24"}});
@@ -133,8 +133,9 @@ TEST(RenderEnvTest, HcaListFollowsGpuOrderWithoutDuplicates) {
   absl::StatusOr<v1::Selection> s =
       SelectNics(r.b.Build(), {"0000:1f:00.0", r.gpus[2], r.gpus[0]}, {});
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_3:1,mlx5_1:1");
-  EXPECT_EQ(s->env().at("UCX_NET_DEVICES"), "mlx5_3:1,mlx5_1:1");
+  // Whatever order the GPUs come in: every rank of a job gets the same bytes.
+  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_3:1");
+  EXPECT_EQ(s->env().at("UCX_NET_DEVICES"), "mlx5_1:1,mlx5_3:1");
 }
 
 // The example hosts as discovery sees them, whole host selected.
@@ -349,20 +350,21 @@ TEST(RenderEnvTest, RocePortWithoutGidLeavesTheIndexUnset) {
   }
   sel.mutable_assignments(0)->set_gid_index(3);
   sel.mutable_assignments(0)->set_ipv4("10.0.0.1");
-  std::vector<std::string> notes;
-  absl::StatusOr<EnvMap> env = RenderEnv(r.b.Build(), sel, {}, &notes);
-  ASSERT_TRUE(env.ok()) << env.status();
+  absl::StatusOr<jobenv::Result> rendered = RenderJobEnv(r.b.Build(), sel, {});
+  ASSERT_TRUE(rendered.ok()) << rendered.status();
+  absl::StatusOr<EnvMap> env = rendered->Merged();
+  const std::vector<std::string>& notes = rendered->notes;
   EXPECT_EQ((*env)["NCCL_IB_HCA"], "=mlx5_1:1,mlx5_2:1");
   for (const char* k : {"NCCL_IB_GID_INDEX", "UCX_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE"}) {
     EXPECT_THAT(*env, Not(Contains(Key(k))));
   }
-  EXPECT_THAT(notes, Contains(AllOf(HasSubstr("NCCL_IB_GID_INDEX"), HasSubstr("mlx5_2:1"))));
+  EXPECT_THAT(notes, Contains(AllOf(HasSubstr("GID index"), HasSubstr("mlx5_2:1"))));
 
   // Through SelectNics with that port alone.
   Rig alone({{"mlx5_2", "eth2", 3, "", ""}});
   EXPECT_THAT(MustEnv(alone), Not(Contains(Key("NCCL_IB_GID_INDEX"))));
   EXPECT_THAT(Notes(alone),
-              Contains(HasSubstr("NCCL_IB_GID_INDEX and UCX_IB_GID_INDEX left unset")));
+              Contains(HasSubstr("GID index variables left unset")));
 }
 
 TEST(RenderEnvTest, SocketIfname) {
@@ -426,151 +428,16 @@ TEST(RenderEnvTest, Errors) {
   Rig r({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"}});
   absl::StatusOr<v1::Selection> s = r.Select();
   ASSERT_TRUE(s.ok());
-  EXPECT_EQ(RenderEnv(r.b.Build(), v1::Selection(), {}).status().code(),
+  EXPECT_EQ(RenderJobEnv(r.b.Build(), v1::Selection(), {}).status().code(),
             absl::StatusCode::kInvalidArgument);
   v1::SelectionPolicy bad;
   (*bad.mutable_static_env())["1X"] = "y";
-  EXPECT_EQ(RenderEnv(r.b.Build(), *s, bad).status().code(), absl::StatusCode::kInvalidArgument);
-  // RenderEnv on its own gives what SelectNics stored.
-  absl::StatusOr<EnvMap> env = RenderEnv(r.b.Build(), *s, {});
+  EXPECT_EQ(RenderJobEnv(r.b.Build(), *s, bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // RenderJobEnv on its own gives what SelectNics stored.
+  absl::StatusOr<jobenv::Result> env = RenderJobEnv(r.b.Build(), *s, {});
   ASSERT_TRUE(env.ok());
-  EXPECT_EQ(*env, EnvOf(*s));
-}
-
-TEST(FormatTest, ShellQuotesOnlyWhatNeedsIt) {
-  struct Case {
-    std::string value;
-    std::string line;
-  };
-  for (const Case& c :
-       {Case{"=mlx5_1:1,mlx5_10:1", "V==mlx5_1:1,mlx5_10:1"},
-        Case{"10.224.0.0/21", "V=10.224.0.0/21"}, Case{"-1", "V=-1"}, Case{"a@b%c+d", "V=a@b%c+d"},
-        Case{"", "V=''"}, Case{"a b", "V='a b'"}, Case{"it's", "V='it'\\''s'"},
-        Case{"$HOME", "V='$HOME'"}, Case{"~", "V='~'"}, Case{"*", "V='*'"}}) {
-    EXPECT_EQ(FormatShell({{"V", c.value}}), c.line + "\n") << c.value;
-  }
-  EXPECT_EQ(FormatShell({{"B", "2"}, {"A", "1"}}), "A=1\nB=2\n");
-  // Invalid names could run commands: left out.
-  EXPECT_EQ(FormatShell({{"A;touch x", "1"}, {"B", "2"}}), "B=2\n");
-}
-
-// Runs `script` under /bin/sh with the file as $1; returns stdout.
-std::string RunSh(const std::string& script, const std::string& file) {
-  int fds[2];
-  if (pipe(fds) != 0) return "<pipe failed>";
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl("/bin/sh", "sh", "-c", script.c_str(), "sh", file.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::StrCat("<sh failed: ", status, ">", out);
-  }
-  return out;
-}
-
-TEST(FormatTest, ShellRoundTripsThroughARealShell) {
-  std::string dir = ::testing::TempDir();
-  std::string marker = absl::StrCat(dir, "select_env_test_marker_", getpid());
-  const std::vector<std::string> values = {
-      "=mlx5_1:1,mlx5_2:1",
-      "plain",
-      "",
-      "two words",
-      "it's",
-      "''",
-      "'\\''",
-      "\"double\"",
-      "back\\slash",
-      "$HOME",
-      "${HOME}",
-      "`id`",
-      absl::StrCat("$(touch ", marker, ")"),
-      absl::StrCat("; touch ", marker),
-      "tab\there",
-      "line\nbreak\n",
-      "*",
-      "~root",
-      "a=b:~/c",
-      "!event",
-      "#comment",
-      "caf\xc3\xa9",
-      "ends with backslash\\",
-  };
-  EnvMap env;
-  for (size_t i = 0; i < values.size(); ++i) env[absl::StrCat("V", i)] = values[i];
-  std::string file = absl::StrCat(dir, "select_env_test_", getpid(), ".sh");
-  std::ofstream(file) << FormatShell(env);
-
-  for (const char* how : {"eval \"$(cat \"$1\")\"", ". \"$1\""}) {
-    for (size_t i = 0; i < values.size(); ++i) {
-      std::string script = absl::StrCat(how, "; printf %s \"$V", i, "\"");
-      EXPECT_EQ(RunSh(script, file), values[i]) << how << " value " << i;
-    }
-  }
-  struct stat st;
-  EXPECT_NE(stat(marker.c_str(), &st), 0) << "a value ran a command";
-  std::remove(file.c_str());
-  std::remove(marker.c_str());
-}
-
-TEST(FormatTest, NcclConf) {
-  EXPECT_EQ(FormatNcclConf({{"NCCL_IB_HCA", "=mlx5_1:1"},
-                            {"NCCL_IB_GID_INDEX", "3"},
-                            {"NCCL_SOCKET_IFNAME", "=eth0"}}),
-            "# generated by fabricctl\n"
-            "NCCL_IB_GID_INDEX=3\n"
-            "NCCL_IB_HCA==mlx5_1:1\n"
-            "NCCL_SOCKET_IFNAME==eth0\n");
-  EXPECT_EQ(FormatNcclConf({}), "# generated by fabricctl\n");
-  // A line break would start a new setting: left out.
-  EXPECT_EQ(FormatNcclConf({{"A", "x\nB=y"}}), "# generated by fabricctl\n");
-}
-
-TEST(FormatTest, JsonParsesBackToTheSameValues) {
-  EnvMap env = {{"NCCL_IB_HCA", "=mlx5_1:1"}, {"QUOTE", "say \"hi\""},
-                {"BACKSLASH", "a\\b"},        {"CONTROL", std::string("\x01\x1f\n\t\r\b\f", 7)},
-                {"UTF8", "caf\xc3\xa9"},      {"EMPTY", ""}};
-  std::string json = FormatJson(env);
-  google::protobuf::Struct parsed;
-  auto st = google::protobuf::util::JsonStringToMessage(json, &parsed);
-  ASSERT_TRUE(st.ok()) << st.message() << "\n" << json;
-  ASSERT_EQ(parsed.fields_size(), static_cast<int>(env.size()));
-  for (const auto& [k, v] : env) {
-    ASSERT_TRUE(parsed.fields().contains(k)) << k;
-    EXPECT_EQ(parsed.fields().at(k).string_value(), v) << k;
-  }
-  // JSON forbids raw control characters in strings (RFC 8259 section 7), though some parsers,
-  // protobuf's among them, let them through.
-  for (absl::string_view line : absl::StrSplit(json, '\n')) {
-    for (char c : line) EXPECT_GE(static_cast<unsigned char>(c), 0x20) << json;
-  }
-  EXPECT_EQ(FormatJson({{"C", std::string("a\x01\n\"\\", 5)}}),
-            "{\n  \"C\": \"a\\u0001\\n\\\"\\\\\"\n}\n");
-  EXPECT_EQ(FormatJson({{"A", "1"}, {"B", "x"}}), "{\n  \"A\": \"1\",\n  \"B\": \"x\"\n}\n");
-  EXPECT_EQ(FormatJson({}), "{}\n");
-}
-
-TEST(DropAlreadySetTest, UsersSettingWins) {
-  std::map<std::string, std::string> user = {{"NCCL_IB_HCA", "=mlx5_9:1"}, {"NCCL_DEBUG", ""}};
-  auto getenv = [&](const char* name) -> const char* {
-    auto it = user.find(name);
-    return it == user.end() ? nullptr : it->second.c_str();
-  };
-  EnvMap env = {{"NCCL_IB_HCA", "=mlx5_1:1"}, {"NCCL_DEBUG", "WARN"}, {"NCCL_IB_GID_INDEX", "3"}};
-  EXPECT_EQ(DropAlreadySet(env, getenv), (EnvMap{{"NCCL_IB_GID_INDEX", "3"}}));
-  EXPECT_EQ(DropAlreadySet(env, [](const char*) -> const char* { return nullptr; }), env);
+  EXPECT_EQ(env->Merged(), EnvOf(*s));
 }
 
 }  // namespace

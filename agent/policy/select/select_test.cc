@@ -711,7 +711,7 @@ TEST(SelectTest, TypicalRoceHost) {
     EXPECT_EQ(RejectionOf(a, "mlx5_0:1"), "front-end: carries the default route on eth0");
     EXPECT_EQ(a.rejected_size(), 8);
   }
-  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_8:1,mlx5_1:1,mlx5_4:1,mlx5_5:1");
+  EXPECT_EQ(s->env().at("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_4:1,mlx5_5:1,mlx5_8:1");
   EXPECT_EQ(s->env().at("NCCL_IB_GID_INDEX"), "3");
   EXPECT_EQ(s->env().at("NCCL_SOCKET_IFNAME"), "=eth0");
   EXPECT_THAT(s->notes(), IsEmpty());
