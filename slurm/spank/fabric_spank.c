@@ -1,8 +1,9 @@
 // fabric_spank.so: a Slurm SPANK plugin that hands each task the fabric environment fabricctl
 // computes (NCCL_IB_HCA, UCX_NET_DEVICES...). In each task it runs
-//   fabricctl env --gpus=job --rank-gpu=auto --format=nul
-// with a small environment built from the task's variables, bounded in time and size, and sets
-// every NAME=VALUE record the user has not set already. It never fails a task: when anything goes
+//   fabricctl env --gpus=job --rank-gpu=auto --format=nul --timeout=T/2 [--target=...]
+// (and, when the agent cannot be reached, the same with --sysfs=DIR: local discovery) with a
+// small environment built from the task's variables, bounded in time and size, and sets every
+// NAME=VALUE record the user has not set already. It never fails a task: when anything goes
 // wrong the task gets one line on its stderr saying why, and runs without the settings.
 // plugstack.conf arguments and behaviour: slurm/spank/README.md.
 #define _GNU_SOURCE
@@ -213,6 +214,8 @@ static const char* const kPassed[] = {
     "OMPI_COMM_WORLD_LOCAL_RANK",
     "MPI_LOCALRANKID",
     "PMI_LOCAL_RANK",
+    "MV2_COMM_WORLD_LOCAL_RANK",
+    "PALS_LOCAL_RANKID",
     "FABRICCTL_TARGET",
 };
 enum { kPassedCount = sizeof kPassed / sizeof kPassed[0] };
@@ -262,10 +265,12 @@ static void exec_child(int out_fd, int err_fd, char** argv, char** envp) {
   _exit(127);
 }
 
-// Runs fabricctl; its stdout into out (NUL-terminated, *out_len bytes). 0 on success, else -1
-// with the reason in `why`.
-static int run_fabricctl(char** argv, char** envp, char* out, size_t* out_len, char* why,
-                         size_t why_size) {
+// Runs fabricctl until `deadline` (now_ms); its stdout into out (NUL-terminated, *out_len
+// bytes). 0 on success, else -1 with the reason in `why` and its exit status in *exit_code (-1:
+// killed, or it did not exit normally).
+static int run_fabricctl(char** argv, char** envp, long deadline, char* out, size_t* out_len,
+                         int* exit_code, char* why, size_t why_size) {
+  *exit_code = -1;
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) < 0) {
     snprintf(why, why_size, "pipe: %s", strerror(errno));
@@ -281,7 +286,6 @@ static int run_fabricctl(char** argv, char** envp, char* out, size_t* out_len, c
   struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
   sigemptyset(&dfl.sa_mask);
   sigaction(SIGCHLD, &dfl, &old);
-  long deadline = now_ms() + timeout_ms;
   pid_t pid = fork();
   if (pid == 0) exec_child(out_pipe[1], err_pipe[1], argv, envp);
   close(out_pipe[1]);
@@ -379,7 +383,8 @@ static int run_fabricctl(char** argv, char** envp, char* out, size_t* out_len, c
   out[len] = '\0';
   *out_len = len;
   if (killed) return -1;
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (status != -1 && WIFEXITED(status)) *exit_code = WEXITSTATUS(status);
+  if (*exit_code != 0) {
     // fabricctl's last stderr line says why.
     err[err_len] = '\0';
     while (err_len > 0 && (err[err_len - 1] == '\n' || err[err_len - 1] == '\r')) {
@@ -463,34 +468,45 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     return 0;
   }
 
-  char timeout_arg[64], target_arg[kPathMax + 16], sysfs_arg[kPathMax + 32];
-  // Half the budget for the agent, the rest for fabricctl's local discovery without it.
-  snprintf(timeout_arg, sizeof timeout_arg, "--timeout=%ldms", timeout_ms / 2);
-  char* argv[10] = {fabricctl_path,    "env",          "--gpus=job",
-                    "--rank-gpu=auto", "--format=nul", timeout_arg};
-  int argc = 6;
-  if (target[0]) {
-    snprintf(target_arg, sizeof target_arg, "--target=%s", target);
-    argv[argc++] = target_arg;
-  }
-  if (fallback_sysfs[0]) {
-    snprintf(sysfs_arg, sizeof sysfs_arg, "--fallback-sysfs=%s", fallback_sysfs);
-    argv[argc++] = sysfs_arg;
-  }
-  argv[argc] = NULL;
-
   static char env_store[kPassedCount * 256 + 2 * kValueMax];
   char* envp[kPassedCount + 2];
   if (build_env(sp, env_store, sizeof env_store, envp, kPassedCount + 2) < 0) {
     report("fabric-env: no fabric settings for this task: its GPU and rank variables are too long");
     return 0;
   }
+  long deadline = now_ms() + timeout_ms;
+  char timeout_arg[64], source_arg[kPathMax + 16];
+  // Half the budget for the agent, the rest for local discovery when it does not answer.
+  snprintf(timeout_arg, sizeof timeout_arg, "--timeout=%ldms", timeout_ms / 2);
+  char* argv[8] = {fabricctl_path, "env",       "--gpus=job", "--rank-gpu=auto",
+                   "--format=nul", timeout_arg, NULL,         NULL};
+  if (target[0]) {
+    snprintf(source_arg, sizeof source_arg, "--target=%s", target);
+    argv[6] = source_arg;
+  }
   static char out[kOutputMax + 1];
   size_t len = 0;
+  int code = 0;
   char why[kReasonMax + 2 * kPathMax];
-  if (run_fabricctl(argv, envp, out, &len, why, sizeof why) < 0) {
-    report("fabric-env: no fabric settings for this task: %s", why);
-    return 0;
+  if (run_fabricctl(argv, envp, deadline, out, &len, &code, why, sizeof why) < 0) {
+    // Exit 3: the agent could not be reached (fabricctl's other failures would repeat locally).
+    if (code != 3 || now_ms() >= deadline) {
+      report("fabric-env: no fabric settings for this task: %s", why);
+      return 0;
+    }
+    char agent_why[sizeof why];
+    memcpy(agent_why, why, sizeof why);
+    const char* sysfs = fallback_sysfs[0] ? fallback_sysfs : "/sys";
+    snprintf(source_arg, sizeof source_arg, "--sysfs=%s", sysfs);
+    argv[5] = source_arg;  // Local discovery: no agent, so no --timeout or --target.
+    argv[6] = NULL;
+    if (run_fabricctl(argv, envp, deadline, out, &len, &code, why, sizeof why) < 0) {
+      report(
+          "fabric-env: no fabric settings for this task: the agent did not answer (%s), nor "
+          "did discovery from %s (%s)",
+          agent_why, sysfs, why);
+      return 0;
+    }
   }
   int invalid = 0;
   int set = apply(sp, out, len, &invalid);

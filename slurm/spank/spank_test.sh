@@ -170,8 +170,7 @@ pin0=$(val 0 UCX_NET_DEVICES) pin1=$(val 1 UCX_NET_DEVICES)
 [[ -n $gpu0 && -n $gpu1 && $gpu0 != "$gpu1" ]] || die "tasks' GPUs: '$gpu0' '$gpu1' (gres)"
 if [[ -n $nccl0 && $nccl0 == "$nccl1" ]]; then pass "both tasks: the same NCCL_* ($(echo $nccl0))"
 else fail "NCCL_* differ or are missing: task 0 '$nccl0', task 1 '$nccl1'"; fi
-want_hca=$(ctl env --gpus="$gpu0,$gpu1" --format=json | python3 -c \
-  'import json,sys; print(json.load(sys.stdin).get("NCCL_IB_HCA",""))')
+want_hca=$(ctl env --gpus="$gpu0,$gpu1" --format=nul | tr '\0' '\n' | sed -n 's/^NCCL_IB_HCA=//p')
 if [[ -n $want_hca && $(val 0 NCCL_IB_HCA) == "$want_hca" ]]; then
   pass "NCCL_IB_HCA is the step's ($want_hca, fabricctl env --gpus=$gpu0,$gpu1)"
 else fail "NCCL_IB_HCA '$(val 0 NCCL_IB_HCA)', fabricctl env --gpus=$gpu0,$gpu1 says '$want_hca'"; fi
@@ -247,9 +246,10 @@ for t in 0 1; do
   why=$(grep -c "^ *$t: fabric-env: no fabric settings for this task: ." "$R/err")
   [[ $why == 1 ]] || fail "task $t: $why fabric-env lines on stderr (want 1): $(cat "$R/err")"
 done
-# The reason names what failed last: the fallback sysfs.
+# The reason names both tries: the agent's (exit 3: unreachable), then the fallback sysfs.
+both="the agent did not answer (.* 3: .*), nor did discovery from $R/empty (.* exited with [0-9]"
 if [[ $rc == 0 && $(grep -c '^ *[01]: task-ran$' "$R/out") == 2 && $lines == 2 ]] &&
-  grep -q "fabric-env: no fabric settings for this task: .*$R/empty" "$R/err" &&
+  grep -q "this task: $both" "$R/err" &&
   ! grep -qE '^ *[01]: NCCL_' "$R/out"; then
   pass "no agent, no sysfs: tasks ran (exit 0); stderr: $(grep -m1 fabric-env "$R/err")"
 else fail "no agent, no sysfs: rc $rc, stdout '$(grep task-ran "$R/out")', stderr '$(cat "$R/err")'"; fi
