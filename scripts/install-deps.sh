@@ -36,6 +36,8 @@ packages=(
   libpci-dev pci.ids
   # Soft-RoCE VM rig (tests/vm)
   qemu-system-x86 busybox-static cpio kmod
+  # the SPANK plugin (slurm/spank.h) and its system test: a real one-node Slurm cluster
+  slurmctld slurmd slurm-client munge libslurm-dev
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -56,8 +56,9 @@ unit_labels='^(unit|fuzz)$'
 # Golden outputs (tests/cli) compare bytes: the -Werror build runs them, the ASan build skips them.
 rest_labels=$unit_labels
 # The VM rig boots qemu for each test (4-5 minutes together): it runs once, in the ASan build,
-# where the agent inside the guest is also checked for memory errors.
-if has asan; then rest_labels='^(unit|fuzz|vm)$'; fi
+# where the agent inside the guest is also checked for memory errors. So does the Slurm rig
+# (slurm/spank), where the fabricctl each task runs is checked too.
+if has asan; then rest_labels='^(unit|fuzz|vm|slurm)$'; fi
 run_build() {  # name, label regex of the tests this build leaves out, extra cmake args...
   local name=$1 skip=$2 dir=build-$1
   shift 2
