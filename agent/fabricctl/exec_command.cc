@@ -105,8 +105,7 @@ Outcome Exec(const CLI::App* cmd, const CommonOptions& common, const ExecOptions
   for (const auto& [k, v] : env) {
     // overwrite=0: a variable set meanwhile (none is) would still win.
     if (setenv(k.c_str(), v.c_str(), 0) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot set ", k, ": ", std::strerror(errno)));
+      return absl::InvalidArgumentError(absl::StrCat("cannot set ", k, ": ", std::strerror(errno)));
     }
   }
   std::vector<char*> args;

@@ -38,8 +38,7 @@ absl::StatusOr<v1::SelectNicsRequest> GpuRequest(
   return req;
 }
 
-v1::VisibleDevices VisibleFromEnvironment(
-    const std::function<const char*(const char*)>& getenv) {
+v1::VisibleDevices VisibleFromEnvironment(const std::function<const char*(const char*)>& getenv) {
   auto get = [&getenv](const char* name) -> const char* {
     return getenv ? getenv(name) : std::getenv(name);
   };

@@ -34,8 +34,7 @@ struct JobEnvAnswer {
   v1::Selection selection;
   jobenv::EnvMap env;
 };
-absl::StatusOr<JobEnvAnswer> AskJobEnv(HostSource& source, const JobEnvOptions& opt,
-                                       bool keep_set);
+absl::StatusOr<JobEnvAnswer> AskJobEnv(HostSource& source, const JobEnvOptions& opt, bool keep_set);
 
 // The answer as `--format=json` prints it: {"env", "job_env", "pins", "rank_gpu", "scope",
 // "consumers", "notes"}, keys in proto field style.

@@ -25,8 +25,8 @@ const char* Set(const GetEnv& getenv, const char* name) {
 // The visible-devices variable CUDA (or HIP) counts the process's GPUs by, and its entries.
 std::optional<std::pair<std::string, std::vector<std::string>>> EffectiveVisible(
     const GetEnv& getenv) {
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-                           "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}) {
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                           "ROCR_VISIBLE_DEVICES"}) {
     if (const char* v = Set(getenv, name)) {
       std::vector<std::string> entries = absl::StrSplit(v, ',', absl::SkipEmpty());
       return std::make_pair(std::string(name), std::move(entries));
@@ -45,9 +45,9 @@ absl::StatusOr<std::vector<std::string>> ExpandIndexList(std::string_view list) 
     const bool one = range.second.empty() && item.find('-') == std::string_view::npos;
     if (!absl::SimpleAtoi(range.first, &lo) || lo < 0 ||
         (!one && (!absl::SimpleAtoi(range.second, &hi) || hi < lo || hi - lo >= kMaxRange))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("\"", Excerpt(Sv(item), 40), "\" in ", Excerpt(list, 80),
-                       " is not a GPU index or range"));
+      return absl::InvalidArgumentError(absl::StrCat("\"", Excerpt(Sv(item), 40), "\" in ",
+                                                     Excerpt(list, 80),
+                                                     " is not a GPU index or range"));
     }
     if (one) hi = lo;
     for (int i = lo; i <= hi; ++i) out.push_back(absl::StrCat(i));
@@ -68,7 +68,8 @@ absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_vie
       const char* v = Set(getenv, var);
       if (v == nullptr || *v == '\0') continue;
       auto names = ExpandIndexList(v);
-      if (!names.ok()) return absl::InvalidArgumentError(absl::StrCat(var, ": ", names.status().message()));
+      if (!names.ok())
+        return absl::InvalidArgumentError(absl::StrCat(var, ": ", names.status().message()));
       for (std::string& n : *names) req.add_gpus(std::move(n));
       count = req.gpus_size();
       slurm = true;
@@ -77,9 +78,9 @@ absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_vie
     }
     if (!slurm) {
       scope = HasVisible(VisibleFromEnvironment(getenv)) ? "visible" : "all";
-      out.provenance.push_back(scope == "visible"
-                              ? "job scope: the GPUs this process's *_VISIBLE_DEVICES name"
-                              : "job scope: every GPU (no Slurm allocation or *_VISIBLE_DEVICES)");
+      out.provenance.push_back(
+          scope == "visible" ? "job scope: the GPUs this process's *_VISIBLE_DEVICES name"
+                             : "job scope: every GPU (no Slurm allocation or *_VISIBLE_DEVICES)");
     }
   }
   if (!slurm) {
@@ -121,7 +122,8 @@ absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_vie
       return out;
     }
     req.set_rank_position(local);
-    out.provenance.push_back(absl::StrCat("rank GPU: position ", local, " of the scope (", var, ")"));
+    out.provenance.push_back(
+        absl::StrCat("rank GPU: position ", local, " of the scope (", var, ")"));
     return out;
   }
   if (count == 1) {

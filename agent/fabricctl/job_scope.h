@@ -26,8 +26,9 @@ using GetEnv = std::function<const char*(const char*)>;
 // The variables launchers set to a process's rank among those on its node, in the order read:
 // torchrun, Slurm, Open MPI, MPICH/Intel MPI (Hydra), PMIx/PMI, MVAPICH2, Cray PALS.
 inline constexpr const char* kLocalRankVars[] = {
-    "LOCAL_RANK",      "SLURM_LOCALID",  "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-    "PMI_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "PALS_LOCAL_RANKID"};
+    "LOCAL_RANK",       "SLURM_LOCALID",  "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID",  "PMI_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
+    "PALS_LOCAL_RANKID"};
 
 struct JobRequest {
   v1::SelectNicsRequest req;

@@ -147,7 +147,13 @@ TEST_F(CliTest, EnvFormatsAndKeepSet) {
   ASSERT_EQ(json.code, 0) << json.err;
   google::protobuf::Struct parsed;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &parsed).ok()) << json.out;
-  EXPECT_EQ(parsed.fields().at("NCCL_IB_GID_INDEX").string_value(), "3");
+  const google::protobuf::Struct& env = parsed.fields().at("env").struct_value();
+  EXPECT_EQ(env.fields().at("NCCL_IB_GID_INDEX").string_value(), "3");
+  // Scope and pins travel too: every GPU of the host, no rank asked.
+  EXPECT_EQ(parsed.fields().at("scope").list_value().values_size(), 8);
+  EXPECT_EQ(parsed.fields().at("pins").struct_value().fields_size(), 0);
+  EXPECT_EQ(parsed.fields().at("job_env").struct_value().fields().at("NCCL_IB_HCA").string_value(),
+            env.fields().at("NCCL_IB_HCA").string_value());
 
   Result keep = Run("env --gpus=all --keep-set " + host, "NCCL_IB_GID_INDEX=7");
   ASSERT_EQ(keep.code, 0) << keep.err;

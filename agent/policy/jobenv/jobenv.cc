@@ -32,13 +32,13 @@ struct ConsumerField {
   bool Consumers::*field;
 };
 constexpr ConsumerField kConsumers[] = {
-    {"nccl", &Consumers::nccl},         {"ucx", &Consumers::ucx},
-    {"nvshmem", &Consumers::nvshmem},   {"mooncake", &Consumers::mooncake},
-    {"uccl", &Consumers::uccl},         {"sglang", &Consumers::sglang},
+    {"nccl", &Consumers::nccl},       {"ucx", &Consumers::ucx},
+    {"nvshmem", &Consumers::nvshmem}, {"mooncake", &Consumers::mooncake},
+    {"uccl", &Consumers::uccl},       {"sglang", &Consumers::sglang},
     {"vllm", &Consumers::vllm},
 };
 
-bool Lookup(std::string_view name, bool Consumers::**field) {
+bool Lookup(std::string_view name, bool Consumers::** field) {
   for (const ConsumerField& c : kConsumers) {
     if (c.name == name) {
       *field = c.field;
@@ -65,8 +65,8 @@ std::string RangeProblem(const std::vector<const Pick*>& roce, const Ipv4Net& ra
   for (const Pick* p : roce) {
     absl::StatusOr<uint32_t> chosen = ParseIpv4(p->ipv4);
     if (!chosen.ok() || !range.Contains(*chosen)) {
-      return absl::StrCat(range.ToString(), " does not hold ", p->Port(), "'s address \"",
-                          p->ipv4, "\"");
+      return absl::StrCat(range.ToString(), " does not hold ", p->Port(), "'s address \"", p->ipv4,
+                          "\"");
     }
     for (const OtherGid& g : p->other_ipv4_gids) {
       if ((p->gid_index && g.index == *p->gid_index) || !g.roce_v2_or_unknown) continue;
@@ -167,8 +167,7 @@ GidPlan PlanGids(const std::vector<const Pick*>& ports, const NoteFn& note) {
   // Mooncake and UCCL's P2P engine take one index for all devices: left to their own choice.
   note(absl::StrCat("GID indices differ (", absl::StrJoin(uses, "; "),
                     "): NCCL_IB_GID_INDEX=-1 with NCCL_IB_ADDR_FAMILY=", plan.family,
-                    " lets NCCL pick by address family",
-                    ipv6_ports.empty() ? ", range" : "",
+                    " lets NCCL pick by address family", ipv6_ports.empty() ? ", range" : "",
                     " and RoCE version (NCCL 2.21 or later); UCX_IB_GID_INDEX and MC_GID_INDEX "
                     "left unset as they take one index for all devices"));
   if (ipv6_ports.empty()) plan.range = AddrRange(roce, note);
@@ -300,8 +299,9 @@ absl::StatusOr<Consumers> ParseConsumers(std::string_view text) {
     }
     bool Consumers::*field = nullptr;
     if (!Lookup(item, &field)) {
-      return absl::InvalidArgumentError(absl::StrCat("consumers: unknown \"", Av(item), "\" (known: ",
-                                                     absl::StrJoin(ConsumerNames(), ", "), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("consumers: unknown \"", Av(item),
+                       "\" (known: ", absl::StrJoin(ConsumerNames(), ", "), ")"));
     }
     out.*field = on;
   }
@@ -318,8 +318,8 @@ std::string ConsumersText(const Consumers& c) {
 
 EnvMap SubsetInvariant(const EnvMap& job) {
   static const std::set<std::string> kNamesDevices = {
-      "NCCL_IB_HCA",     "UCX_NET_DEVICES",           "NVSHMEM_HCA_LIST",
-      "MC_TE_FILTERS",   "FABRIC_SGLANG_IB_DEVICE",   "VLLM_GPU_NIC_PCIE_MAPPING",
+      "NCCL_IB_HCA",       "UCX_NET_DEVICES",         "NVSHMEM_HCA_LIST",
+      "MC_TE_FILTERS",     "FABRIC_SGLANG_IB_DEVICE", "VLLM_GPU_NIC_PCIE_MAPPING",
       "UCCL_P2P_RDMA_DEV", "VLLM_NIC_SELECTION_VARS",
   };
   EnvMap out;
@@ -338,9 +338,8 @@ absl::StatusOr<Result> Render(const Request& req) {
     }
   }
   if (req.rank && *req.rank >= req.scope.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("rank position ", *req.rank,
-                                                   " is outside the job's ", req.scope.size(),
-                                                   " GPUs"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank position ", *req.rank, " is outside the job's ", req.scope.size(), " GPUs"));
   }
   Result r;
   NoteFn note = [&](std::string n) { r.notes.push_back(std::move(n)); };

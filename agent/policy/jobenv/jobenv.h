@@ -55,16 +55,16 @@ struct OtherGid {
 // One GPU of the scope and the port chosen for it (the agent's selection, or fabric-cni's pod
 // interface).
 struct Pick {
-  std::string gpu;          // Canonical PCI address; empty for a pod interface without a GPU.
-  std::string device;       // "mlx5_1".
+  std::string gpu;     // Canonical PCI address; empty for a pod interface without a GPU.
+  std::string device;  // "mlx5_1".
   uint32_t port = 1;
-  std::string device_pci;   // The NIC's PCI address (vLLM's map); empty when unknown.
+  std::string device_pci;  // The NIC's PCI address (vLLM's map); empty when unknown.
   std::string netdev;
-  bool roce = false;        // Ethernet link layer: GIDs need choosing.
+  bool roce = false;                  // Ethernet link layer: GIDs need choosing.
   std::optional<uint32_t> gid_index;  // RoCE: the chosen GID; unset when none is usable.
-  std::string ipv4;         // The chosen GID's address (IPv4-mapped).
-  std::string ipv4_subnet;  // Its connected subnet, CIDR, when known.
-  std::string ipv6;         // The chosen GID's address when it is a global IPv6 one.
+  std::string ipv4;                   // The chosen GID's address (IPv4-mapped).
+  std::string ipv4_subnet;            // Its connected subnet, CIDR, when known.
+  std::string ipv6;                   // The chosen GID's address when it is a global IPv6 one.
   std::vector<OtherGid> other_ipv4_gids;
   std::string Port() const;  // "mlx5_1:1".
 };
@@ -88,7 +88,7 @@ struct Result {
   // The same for every rank of the scope; NCCL's lines are byte-identical whatever the scope's
   // order (FABRIC_SGLANG_IB_DEVICE follows it: its keys are CUDA ordinals).
   EnvMap job;
-  EnvMap pins;  // The rank GPU's; empty without a rank.
+  EnvMap pins;                     // The rank GPU's; empty without a rank.
   std::vector<std::string> notes;  // Fallbacks and omissions, for an operator to read.
   EnvMap Merged() const;           // job, then pins (no name is in both).
 };

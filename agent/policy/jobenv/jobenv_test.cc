@@ -147,7 +147,8 @@ TEST(JobEnvTest, ConsumersSelectTheirVariables) {
 
   r.consumers = *ParseConsumers("+vllm");
   out = Must(r);
-  EXPECT_EQ(out.job.at("VLLM_GPU_NIC_PCIE_MAPPING"), "0000:16:00.0=0000:144:00.0,0000:17:00.0=0000:145:00.0");
+  EXPECT_EQ(out.job.at("VLLM_GPU_NIC_PCIE_MAPPING"),
+            "0000:16:00.0=0000:144:00.0,0000:17:00.0=0000:145:00.0");
   EXPECT_EQ(out.job.at("VLLM_NIC_SELECTION_VARS"), "UCX_NET_DEVICES:1,NVSHMEM_HCA_LIST:1");
   // vLLM prepends to what it pins: those are left to it.
   EXPECT_THAT(out.pins, Not(Contains(Key("UCX_NET_DEVICES"))));

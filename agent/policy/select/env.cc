@@ -46,10 +46,9 @@ jobenv::Pick PickOf(const Host& host, const GpuAssignment& a) {
     for (const Gid& g : port->gids()) {
       if (g.ipv4().empty()) continue;
       const bool v2 = g.type() == GID_TYPE_ROCE_V2;
-      p.other_ipv4_gids.push_back(
-          {g.index(), g.ipv4(), v2 || g.type() == GID_TYPE_UNSPECIFIED,
-           absl::StrCat(v2 ? "RoCE v2" : "type unknown", " on ",
-                        g.netdev().empty() ? "no netdev" : g.netdev())});
+      p.other_ipv4_gids.push_back({g.index(), g.ipv4(), v2 || g.type() == GID_TYPE_UNSPECIFIED,
+                                   absl::StrCat(v2 ? "RoCE v2" : "type unknown", " on ",
+                                                g.netdev().empty() ? "no netdev" : g.netdev())});
     }
   }
   return p;

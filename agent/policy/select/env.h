@@ -39,8 +39,8 @@ absl::StatusOr<jobenv::Result> RenderJobEnv(const v1::Host& host, const v1::Sele
 
 // RenderJobEnv into `sel` (replacing env, job_env, pins, rank_gpu and consumers; its notes
 // appended).
-absl::Status FillEnv(const v1::Host& host, const v1::SelectionPolicy& policy,
-                     const EnvOptions& opt, v1::Selection* sel);
+absl::Status FillEnv(const v1::Host& host, const v1::SelectionPolicy& policy, const EnvOptions& opt,
+                     v1::Selection* sel);
 
 // The env of a Selection as an EnvMap.
 EnvMap EnvOf(const v1::Selection& sel);

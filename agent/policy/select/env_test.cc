@@ -363,8 +363,7 @@ TEST(RenderEnvTest, RocePortWithoutGidLeavesTheIndexUnset) {
   // Through SelectNics with that port alone.
   Rig alone({{"mlx5_2", "eth2", 3, "", ""}});
   EXPECT_THAT(MustEnv(alone), Not(Contains(Key("NCCL_IB_GID_INDEX"))));
-  EXPECT_THAT(Notes(alone),
-              Contains(HasSubstr("GID index variables left unset")));
+  EXPECT_THAT(Notes(alone), Contains(HasSubstr("GID index variables left unset")));
 }
 
 TEST(RenderEnvTest, SocketIfname) {
@@ -432,8 +431,7 @@ TEST(RenderEnvTest, Errors) {
             absl::StatusCode::kInvalidArgument);
   v1::SelectionPolicy bad;
   (*bad.mutable_static_env())["1X"] = "y";
-  EXPECT_EQ(RenderJobEnv(r.b.Build(), *s, bad).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RenderJobEnv(r.b.Build(), *s, bad).status().code(), absl::StatusCode::kInvalidArgument);
   // RenderJobEnv on its own gives what SelectNics stored.
   absl::StatusOr<jobenv::Result> env = RenderJobEnv(r.b.Build(), *s, {});
   ASSERT_TRUE(env.ok());

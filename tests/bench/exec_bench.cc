@@ -1,0 +1,107 @@
+// What `fabricctl exec` adds to a process's start: `fabricctl exec -- /bin/true` against
+// `/bin/true` alone, interleaved run by run, through a running agent and with local discovery
+// (--sysfs), on an example host (default the 8-GPU dgx-h100-ib). Each run is a fresh process in an
+// environment holding only PATH and the launcher's LOCAL_RANK, as a launcher starts it. Prints
+// medians and the added time; asserts only that every run exited 0.
+//
+// exec_bench [--runs=31] [--host=dgx-h100-ib]
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
+#include "tests/testing/subprocess.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int Main(int argc, char** argv) {
+  int runs = 31;
+  std::string host = "dgx-h100-ib";
+  for (int i = 1; i < argc; ++i) {
+    std::vector<std::string> kv = absl::StrSplit(argv[i], absl::MaxSplits('=', 1));
+    if (kv.size() == 2 && kv[0] == "--runs" && absl::SimpleAtoi(kv[1], &runs) && runs > 0) continue;
+    if (kv.size() == 2 && kv[0] == "--host") {
+      host = kv[1];
+      continue;
+    }
+    std::fprintf(stderr, "exec_bench: bad argument %s\n", argv[i]);
+    return 2;
+  }
+  const std::string dir = testing::MakeTempDir("exec_bench");
+  const fs::path root = fs::path(dir) / host;
+  if (!testing::WriteExampleHost(host, root).ok()) {
+    std::fprintf(stderr, "exec_bench: no example host %s\n", host.c_str());
+    return 2;
+  }
+  const std::string sysfs = "--sysfs=" + (root / "sys").string();
+  const std::string procfs = "--procfs=" + (root / "proc").string();
+  const std::string socket = dir + "/agent.sock";
+  auto agent =
+      testing::Subprocess::Start({testing::kAgentBinary, "--socket=" + socket, sysfs, procfs});
+  if (!agent.ok() || !testing::WaitForSocket(**agent, socket, absl::Seconds(60))) {
+    std::fprintf(stderr, "exec_bench: the agent did not start\n");
+    return 1;
+  }
+  const std::vector<std::string> launcher = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin",
+                                             "LOCAL_RANK=3"};
+  auto with = [&](std::vector<std::string> tail) {
+    std::vector<std::string> cmd = launcher;
+    cmd.insert(cmd.end(), tail.begin(), tail.end());
+    return cmd;
+  };
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"/bin/true", with({"/bin/true"})},
+      {"exec via agent",
+       with({testing::kFabricctlBinary, "exec", "--target=unix://" + socket, "--", "/bin/true"})},
+      {"exec local", with({testing::kFabricctlBinary, "exec", sysfs, procfs, "--", "/bin/true"})},
+  };
+  // The agent answers once its first inventory is published: one warm-up call.
+  (void)testing::Run(cases[1].second, absl::Seconds(60));
+  std::vector<std::vector<double>> ms(cases.size());
+  bool ok = true;
+  for (int i = 0; i < runs; ++i) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const absl::Time start = absl::Now();
+      auto r = testing::Run(cases[c].second, absl::Seconds(60));
+      ms[c].push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+      if (!r.ok() || r->status != 0) {
+        ok = false;
+        std::fprintf(stderr, "%s failed: %s\n", cases[c].first.c_str(),
+                     r.ok() ? r->err.c_str() : r.status().ToString().c_str());
+      }
+    }
+  }
+  const double base = Median(ms[0]);
+  std::printf("exec_bench host=%s runs=%d (median wall ms per process start)\n", host.c_str(),
+              runs);
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::printf("  %-16s %8.2f ms   added %+7.2f ms\n", cases[c].first.c_str(), Median(ms[c]),
+                Median(ms[c]) - base);
+  }
+  (*agent)->Signal(SIGTERM);
+  (*agent)->Wait(absl::Seconds(10));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace fabric
+
+int main(int argc, char** argv) { return fabric::Main(argc, argv); }
