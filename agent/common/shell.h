@@ -10,4 +10,7 @@ namespace fabric {
 // addresses, lists), otherwise single-quoted with each ' written as '\''. The empty value is ''.
 std::string ShellQuote(std::string_view v);
 
+// [A-Za-z_][A-Za-z0-9_]*: a name a POSIX shell can assign.
+bool IsValidEnvName(std::string_view name);
+
 }  // namespace fabric

@@ -95,6 +95,8 @@ Command AddNeighbors(CLI::App& app, CommonOptions& common);
 Command AddSelect(CLI::App& app, CommonOptions& common);
 Command AddPlace(CLI::App& app, CommonOptions& common);
 Command AddEnv(CLI::App& app, CommonOptions& common);
+// exec_command.cc: the job environment, then the command.
+Command AddExec(CLI::App& app, CommonOptions& common);
 Command AddHealth(CLI::App& app, CommonOptions& common);
 Command AddCounters(CLI::App& app, CommonOptions& common);
 // announce_command.cc: packets sent from here, or through the agent.

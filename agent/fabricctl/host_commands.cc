@@ -16,10 +16,10 @@
 #include "agent/fabricctl/counters_view.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/host_source.h"
+#include "agent/fabricctl/job_env.h"
 #include "agent/fabricctl/render.h"
 #include "agent/inventory/query/host_query.h"
 #include "agent/policy/health/health.h"
-#include "agent/policy/select/env.h"
 
 namespace fabric::ctl {
 namespace {
@@ -85,16 +85,6 @@ Command HostCommand(std::shared_ptr<SourceFlags> flags, Run run) {
 absl::Status NoRdma(const v1::Host& host) {
   return absl::NotFoundError(absl::StrCat("no RDMA device found under ", host.sysfs_root(),
                                           "/class/infiniband (is the RDMA driver loaded?)"));
-}
-
-// --gpus, for select and env.
-void AddGpusFlag(CLI::App* cmd, std::string* gpus) {
-  cmd->add_option("--gpus", *gpus,
-                  "GPUs, comma separated: PCI addresses (0000:17:00.0, 17:00.0, nvidia-smi's "
-                  "00000000:17:00.0), indices (nvidia-smi order; rocm-smi order without NVIDIA "
-                  "GPUs), GPU-<uuid>, MIG-<uuid>, AMD GPU-<unique_id>; or 'all'; or 'visible' "
-                  "(this process's NVIDIA_/CUDA_/ROCR_/HIP_VISIBLE_DEVICES)")
-      ->required();
 }
 
 }  // namespace
@@ -244,51 +234,17 @@ Command AddPlace(CLI::App& app, CommonOptions& common) {
   });
 }
 
-namespace {
-
-struct EnvOptions {
-  std::string gpus;
-  std::string format = "shell";
-  bool keep_set = false;
-  bool is_export = false;
-};
-
-Outcome RunEnv(HostSource& source, const EnvOptions& opt) {
-  auto req = GpuRequest(opt.gpus);
-  if (!req.ok()) return UsageError(req.status());
-  auto sel = source.Select(*req);
-  if (!sel.ok()) return sel.status();
-  EnvMap env = EnvOf(*sel);
-  if (opt.keep_set) env = DropAlreadySet(env, [](const char* name) { return std::getenv(name); });
-  if (opt.format == "json") {
-    Print(FormatJson(env));
-  } else if (opt.format == "nccl-conf") {
-    Print(FormatNcclConf(env));
-  } else {
-    std::string text = FormatShell(env);
-    if (opt.is_export) {
-      std::string exported;
-      for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-        absl::StrAppend(&exported, "export ", line, "\n");
-      }
-      text = exported;
-    }
-    Print(text);
-  }
-  for (const std::string& note : sel->notes()) std::fprintf(stderr, "note: %s\n", note.c_str());
-  return {};
-}
-
-}  // namespace
-
 Command AddEnv(CLI::App& app, CommonOptions& common) {
   auto flags = std::make_shared<SourceFlags>(
-      app, "env", "NCCL/RCCL/UCX environment for a set of GPUs", &common);
-  auto opt = std::make_shared<EnvOptions>();
+      app, "env", "the job environment (NCCL/RCCL, UCX, NVSHMEM, ...) for a set of GPUs", &common);
+  auto opt = std::make_shared<JobEnvOptions>();
   CLI::App* cmd = flags->cmd();
   AddGpusFlag(cmd, &opt->gpus);
-  cmd->add_option("--format", opt->format, "shell (NAME=VALUE lines), json or nccl-conf")
-      ->check(CLI::IsMember({"shell", "json", "nccl-conf"}))
+  AddJobEnvFlags(cmd, opt.get(), "none");
+  cmd->add_option("--format", opt->format,
+                  "shell (NAME=VALUE lines), json, nccl-conf or nul (NAME=VALUE records ended "
+                  "by NUL, as env -0)")
+      ->check(CLI::IsMember({"shell", "json", "nccl-conf", "nul"}))
       ->capture_default_str();
   cmd->add_flag("--keep-set", opt->keep_set,
                 "leave out variables already set in this environment (your choice wins)");

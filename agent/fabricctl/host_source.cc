@@ -20,26 +20,28 @@ absl::StatusOr<std::vector<std::string>> GpuNames(const std::string& gpus) {
   return list;
 }
 
-absl::StatusOr<v1::SelectNicsRequest> GpuRequest(const std::string& gpus) {
+absl::StatusOr<v1::SelectNicsRequest> GpuRequest(
+    std::string_view gpus, const std::function<const char*(const char*)>& getenv) {
   v1::SelectNicsRequest req;
   req.set_include_rejected(true);
   if (gpus == "all") {
     req.set_all(true);
   } else if (gpus == "visible") {
-    *req.mutable_visible() = VisibleFromEnvironment();
+    *req.mutable_visible() = VisibleFromEnvironment(getenv);
     // Nothing set: ExpandVisible's error, naming the variables it looked at.
     if (!HasVisible(req.visible())) return ExpandVisible(req.visible(), v1::Host()).status();
   } else {
-    auto names = GpuNames(gpus);
+    auto names = GpuNames(std::string(gpus));
     if (!names.ok()) return names.status();
     for (std::string& g : *names) req.add_gpus(std::move(g));
   }
   return req;
 }
 
-v1::VisibleDevices VisibleFromEnvironment(const char* (*getenv)(const char*)) {
-  auto get = [getenv](const char* name) -> const char* {
-    return getenv != nullptr ? getenv(name) : std::getenv(name);
+v1::VisibleDevices VisibleFromEnvironment(
+    const std::function<const char*(const char*)>& getenv) {
+  auto get = [&getenv](const char* name) -> const char* {
+    return getenv ? getenv(name) : std::getenv(name);
   };
   v1::VisibleDevices v;
   if (const char* e = get("NVIDIA_VISIBLE_DEVICES")) v.set_nvidia_visible_devices(e);

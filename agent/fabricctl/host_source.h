@@ -4,9 +4,11 @@
 // ExitCodeFor (ctl.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,10 +63,12 @@ absl::StatusOr<std::vector<std::string>> GpuNames(const std::string& gpus);
 // --gpus as a SelectNics request: "all", "visible" (this process's NVIDIA_/CUDA_/ROCR_/
 // HIP_VISIBLE_DEVICES; InvalidArgument when none is set), or names (GpuNames). Nothing is
 // resolved here: the request means the same to the agent and to local discovery.
-absl::StatusOr<v1::SelectNicsRequest> GpuRequest(const std::string& gpus);
+absl::StatusOr<v1::SelectNicsRequest> GpuRequest(
+    std::string_view gpus, const std::function<const char*(const char*)>& getenv = nullptr);
 
 // --gpus=visible: this process's NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES,
 // ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, unset ones absent. `getenv` is the environment.
-v1::VisibleDevices VisibleFromEnvironment(const char* (*getenv)(const char*) = nullptr);
+v1::VisibleDevices VisibleFromEnvironment(
+    const std::function<const char*(const char*)>& getenv = nullptr);
 
 }  // namespace fabric::ctl

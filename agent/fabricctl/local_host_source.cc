@@ -14,6 +14,7 @@
 #include "agent/inventory/discovery/parse.h"
 #include "agent/policy/health/health.h"
 #include "agent/policy/place/place.h"
+#include "agent/policy/select/env.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/pairing.h"
 #include "agent/policy/select/select.h"
@@ -42,7 +43,7 @@ class LocalSource : public HostSource {
     }
     auto gpus = RequestedGpus(host, req);
     if (!gpus.ok()) return gpus.status();
-    auto sel = SelectNics(host, *gpus, loaded->config.selection(), ProcessMigResolver());
+    auto sel = SelectForRequest(host, *gpus, req, loaded->config.selection(), ProcessMigResolver());
     if (sel.ok()) return sel;
     std::string msg(sel.status().message());
     // Point at discovery problems that explain an unknown GPU.

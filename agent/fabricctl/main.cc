@@ -39,6 +39,7 @@ int Main(int argc, char** argv) {
   const std::vector<Command> commands = {
       AddInventory(app, common),     AddTopo(app, common),     AddNeighbors(app, common),
       AddSelect(app, common),        AddPlace(app, common),    AddEnv(app, common),
+      AddExec(app, common),
       AddHealth(app, common),        AddCounters(app, common), AddAnnounce(app, common),
       AddAnnouncements(app, common), AddProbe(app, common),    AddProbes(app, common),
       AddWatch(app, common),         AddVersion(app, common),  AddCompletion(app)};
@@ -48,6 +49,8 @@ int Main(int argc, char** argv) {
   // For health a bad argument is UNKNOWN, as monitoring plugins report it; global options may
   // come before the subcommand.
   const bool is_health = SubcommandOf(argv_copy) == "health";
+  // exec's command and its arguments are not fabricctl's (exec takes them as its prefix command).
+  if (SubcommandOf(argv_copy) == "exec") app.allow_extras();
   auto prepared = PrepareArgs(argv_copy);
   if (!prepared.ok()) {
     std::fprintf(stderr, "fabricctl: %s\nRun with --help for more information.\n",

@@ -10,6 +10,7 @@
 #include "agent/daemon/api/raw_call.h"
 #include "agent/inventory/changes/changes.h"
 #include "agent/policy/place/place.h"
+#include "agent/policy/select/env.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/select.h"
 #include "agent/publish/metrics/port_counters.h"
@@ -156,12 +157,24 @@ absl::StatusOr<std::shared_ptr<const std::string>> FabricAgentService::Select(
   auto gpus = RequestedGpus(*(*s)->host, req);
   if (!gpus.ok()) return gpus.status();
   std::string key = req.include_rejected() ? "+\n" : "-\n";
+  // The rank and consumers as written: the same text gives the same answer.
+  switch (req.rank_case()) {
+    case v1::SelectNicsRequest::kRankGpu:
+      absl::StrAppend(&key, "g", req.rank_gpu(), "\n");
+      break;
+    case v1::SelectNicsRequest::kRankPosition:
+      absl::StrAppend(&key, "p", req.rank_position(), "\n");
+      break;
+    default:
+      key.append("-\n");
+  }
+  absl::StrAppend(&key, req.consumers(), "\n");
   for (const std::string& g : *gpus) {
     key.append(g);
     key.push_back('\n');
   }
   if (auto hit = selections_.Find(*s, key)) return hit;
-  auto sel = fabric::SelectNics(*(*s)->host, *gpus, (*s)->policy, opt_.mig);
+  auto sel = SelectForRequest(*(*s)->host, *gpus, req, (*s)->policy, opt_.mig);
   if (!sel.ok()) return sel.status();
   if (!req.include_rejected()) {
     for (v1::GpuAssignment& a : *sel->mutable_assignments()) a.clear_rejected();

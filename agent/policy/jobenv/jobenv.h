@@ -37,7 +37,7 @@ struct Consumers {
 };
 
 // The consumer names, in the order `ParseConsumers` and the help text list them.
-std::vector<std::string_view> ConsumerNames();
+std::vector<std::string> ConsumerNames();
 
 // "default", "all", a list ("nccl,ucx": exactly these) or changes to the default set
 // ("+vllm,-uccl"); names as ConsumerNames. InvalidArgument names an unknown consumer.
@@ -85,11 +85,18 @@ struct Request {
 };
 
 struct Result {
-  EnvMap job;   // Byte-identical for every rank of the scope, whatever its order.
+  // The same for every rank of the scope; NCCL's lines are byte-identical whatever the scope's
+  // order (FABRIC_SGLANG_IB_DEVICE follows it: its keys are CUDA ordinals).
+  EnvMap job;
   EnvMap pins;  // The rank GPU's; empty without a rank.
   std::vector<std::string> notes;  // Fallbacks and omissions, for an operator to read.
   EnvMap Merged() const;           // job, then pins (no name is in both).
 };
+
+// The job variables that hold for every subset of the scope: those that name no device (GID
+// rules, the socket interface, the operator's static env). CDI's per-GPU and per-NIC devices carry
+// only these, so a container given any combination of devices sees no two values of one name.
+EnvMap SubsetInvariant(const EnvMap& job);
 
 // InvalidArgument for an empty scope, a pick without a device, or a rank outside the scope.
 absl::StatusOr<Result> Render(const Request& req);

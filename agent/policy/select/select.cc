@@ -221,8 +221,8 @@ absl::StatusOr<std::vector<Request>> ResolveGpus(const Host& host,
 
 }  // namespace
 
-absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::string>& gpus,
-                                     const SelectionPolicy& policy, const MigResolver* mig) {
+absl::StatusOr<Selection> SelectPorts(const Host& host, const std::vector<std::string>& gpus,
+                                      const SelectionPolicy& policy, const MigResolver* mig) {
   if (absl::Status s = ValidatePolicy(policy); !s.ok()) return s;
   absl::StatusOr<std::vector<Request>> requests = ResolveGpus(host, gpus, mig);
   if (!requests.ok()) return requests.status();
@@ -312,7 +312,14 @@ absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::st
     }
   }
 
-  if (absl::Status s = FillEnv(host, policy, &sel); !s.ok()) return s;
+  return sel;
+}
+
+absl::StatusOr<Selection> SelectNics(const Host& host, const std::vector<std::string>& gpus,
+                                     const SelectionPolicy& policy, const MigResolver* mig) {
+  absl::StatusOr<Selection> sel = SelectPorts(host, gpus, policy, mig);
+  if (!sel.ok()) return sel;
+  if (absl::Status s = FillEnv(host, policy, EnvOptions{}, &*sel); !s.ok()) return s;
   return sel;
 }
 

@@ -13,7 +13,8 @@ namespace fabric {
 
 class MigResolver;  // gpu_names.h
 
-// Picks one active RDMA port per GPU and fills Selection.env (RenderEnv, env.h).
+// Picks one active RDMA port per GPU and fills the Selection's environment for the default
+// consumers, no rank (FillEnv, env.h).
 //
 // `gpus` are GPU names as ResolveGpu (gpu_names.h) reads them: PCI addresses in long
 // ("0000:17:00.0"), nvidia-smi ("00000000:17:00.0") or short ("17:00.0") form, indices in
@@ -46,6 +47,12 @@ class MigResolver;  // gpu_names.h
 absl::StatusOr<v1::Selection> SelectNics(const v1::Host& host, const std::vector<std::string>& gpus,
                                          const v1::SelectionPolicy& policy,
                                          const MigResolver* mig = nullptr);
+
+// SelectNics without the environment: FillEnv (env.h) renders it for a rank and consumers.
+absl::StatusOr<v1::Selection> SelectPorts(const v1::Host& host,
+                                          const std::vector<std::string>& gpus,
+                                          const v1::SelectionPolicy& policy,
+                                          const MigResolver* mig = nullptr);
 
 // GPUs one SelectNics request (or Place's candidates) may name: hosts have 16 at most.
 inline constexpr size_t kMaxGpusPerRequest = 64;

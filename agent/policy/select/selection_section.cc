@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/common/shell.h"
 #include "agent/common/strings.h"
 
 namespace fabric {
@@ -31,14 +32,6 @@ absl::Status ValidateIfname(std::string_view name) {
 }
 
 }  // namespace
-
-bool IsValidEnvName(std::string_view name) {
-  if (name.empty()) return false;
-  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
-  if (!alpha(name[0])) return false;
-  return std::all_of(name.begin() + 1, name.end(),
-                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
-}
 
 absl::Status ValidatePolicy(const v1::SelectionPolicy& policy) {
   for (int i = 0; i < policy.deny_size(); ++i) {

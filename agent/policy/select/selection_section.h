@@ -15,7 +15,4 @@ namespace fabric {
 // files and nccl.conf lines); deny entries are non-empty; socket_ifname is a valid interface name.
 absl::Status ValidatePolicy(const v1::SelectionPolicy& policy);
 
-// [A-Za-z_][A-Za-z0-9_]*: a name a POSIX shell can assign.
-bool IsValidEnvName(std::string_view name);
-
 }  // namespace fabric
