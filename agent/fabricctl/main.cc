@@ -42,7 +42,8 @@ int Main(int argc, char** argv) {
       AddExec(app, common),
       AddHealth(app, common),        AddCounters(app, common), AddAnnounce(app, common),
       AddAnnouncements(app, common), AddProbe(app, common),    AddProbes(app, common),
-      AddWatch(app, common),         AddVersion(app, common),  AddCompletion(app)};
+      AddWatch(app, common),         AddVersion(app, common),  AddCdi(app, common),
+      AddCompletion(app)};
   RefuseEmptyValues(app);
 
   const std::vector<std::string> argv_copy(argv, argv + argc);

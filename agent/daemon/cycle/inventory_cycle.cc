@@ -42,6 +42,7 @@ std::vector<v1::Finding> InventoryCycle::AgentFindings(absl::Time now) const {
   }
   if (stale_finding_) out.push_back(*stale_finding_);
   for (const NeighborSource* n : neighbors_) n->Findings(now, &out);
+  for (const Publisher* p : publishers_) p->Findings(now, &out);
   return out;
 }
 
@@ -86,7 +87,12 @@ void InventoryCycle::Publish(std::optional<RefreshedHost> host, bool policy_chan
   in.now = now;
   Built built = BuildSnapshot(cur.get(), std::move(in));
   events_ = std::move(built.events);
-  if (built.snapshot == nullptr) return;
+  if (built.snapshot == nullptr) {
+    if (cur == nullptr) return;
+    for (Publisher* pub : publishers_) pub->Retry(*cur, now);
+    RepublishIfPublishersChanged(cur->agent_findings_key, now);
+    return;
+  }
   for (const v1::InventoryChange& c : built.changes) {
     Log(LogLevel::kInfo, "change: ", v1::InventoryChange::Kind_Name(c.kind()), " ", c.subject(),
         c.old_value().empty() && c.new_value().empty() ? "" : " ", c.old_value(),
@@ -97,6 +103,18 @@ void InventoryCycle::Publish(std::optional<RefreshedHost> host, bool policy_chan
   store_.Publish(built.snapshot);
   const Publication p{*built.snapshot, cur.get(), built, now};
   for (Publisher* pub : publishers_) pub->Publish(p);
+  RepublishIfPublishersChanged(built.snapshot->agent_findings_key, now);
+}
+
+// A publisher that just failed (or recovered) changes what health says: publish that now, not
+// at the next event. Once: the publish it makes does not come back here.
+void InventoryCycle::RepublishIfPublishersChanged(const std::string& published_key,
+                                                  absl::Time now) {
+  if (republishing_ || publishers_.empty()) return;
+  if (FindingsKey(AgentFindings(now)) == published_key) return;
+  republishing_ = true;
+  Publish(std::nullopt, false);
+  republishing_ = false;
 }
 
 void InventoryCycle::Accept(absl::StatusOr<RefreshedHost> host, const std::string& why,

@@ -68,6 +68,7 @@ class InventoryCycle {
   void Accept(absl::StatusOr<RefreshedHost> host, const std::string& why, bool policy_changed,
               bool check_drift = false);
   std::vector<v1::Finding> AgentFindings(absl::Time now) const;
+  void RepublishIfPublishersChanged(const std::string& published_key, absl::Time now);
 
   const HostFs* sysfs_;
   const HostFs* procfs_;
@@ -88,6 +89,7 @@ class InventoryCycle {
   int stale_retries_ = 0;
   absl::Time stale_retry_at_ = absl::InfiniteFuture();
   std::optional<v1::Finding> stale_finding_;
+  bool republishing_ = false;
 };
 
 }  // namespace fabric

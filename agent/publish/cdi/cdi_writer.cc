@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/atomic_file.h"
+#include "agent/common/errno.h"
 
 namespace fabric::cdi {
 
@@ -24,9 +25,13 @@ absl::StatusOr<bool> SpecWriter::Write(const std::string& json) {
   if (Unchanged(json)) return false;
   struct stat st;
   if (::stat(dir_.c_str(), &st) != 0) {
-    const int err = errno;
+    int err = errno;
+    // Runtimes create it only when they write a spec themselves; its parent must exist.
+    if (err == ENOENT && ::mkdir(dir_.c_str(), 0755) == 0) return Write(json);
     if (err == ENOENT) {
-      return absl::NotFoundError(absl::StrCat("CDI directory ", dir_, " does not exist"));
+      err = errno;
+      return absl::NotFoundError(absl::StrCat(
+          "CDI directory ", dir_, " does not exist and cannot be created: ", ErrnoText(err)));
     }
     return ErrnoError(err, absl::StrCat("CDI directory ", dir_));
   }

@@ -22,9 +22,10 @@ class SpecWriter {
 
   // Writes `json` when the file does not hold it (ReplaceFileIfChanged: a dot file, fsync,
   // rename); returns whether it wrote. When `json` is what this writer wrote last and the file is
-  // still that one (same inode, size and mtime), nothing is read. Errors name the path and the
-  // errno's text: NotFound (no such directory), FailedPrecondition (not a directory, a
-  // read-only file system), ResourceExhausted (ENOSPC), PermissionDenied. The old file stays.
+  // still that one (same inode, size and mtime), nothing is read. A missing directory is created
+  // (mode 0755, not its parents). Errors name the path and the errno's text: NotFound (no such
+  // directory and none can be made), FailedPrecondition (not a directory, a read-only file
+  // system), ResourceExhausted (ENOSPC), PermissionDenied. The old file stays.
   absl::StatusOr<bool> Write(const std::string& json);
   // Removes the file (a host with no RDMA device left has no spec); whether it was there.
   absl::StatusOr<bool> Remove();

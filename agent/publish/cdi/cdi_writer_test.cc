@@ -107,10 +107,15 @@ TEST(SpecWriter, WritesOnlyWhenTheBytesChange) {
 
 TEST(SpecWriter, MissingOrNotADirectory) {
   const std::string base = TempDir("cdi-errors");
-  absl::StatusOr<bool> missing = SpecWriter(base + "/cdi").Write("x\n");
+  // Missing: created, as runtimes do; its parents are not.
+  absl::StatusOr<bool> created = SpecWriter(base + "/cdi").Write("x\n");
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(Slurp(base + "/cdi/" + kSpecFile), "x\n");
+  absl::StatusOr<bool> missing = SpecWriter(base + "/no/cdi").Write("x\n");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(missing.status().message(), HasSubstr(base + "/cdi does not exist"));
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr(base + "/no/cdi does not exist and cannot be created"));
 
   std::ofstream(base + "/file") << "x";
   absl::StatusOr<bool> not_dir = SpecWriter(base + "/file").Write("x\n");
