@@ -70,6 +70,13 @@ void BM_Render(benchmark::State& state) {
 }
 BENCHMARK(BM_Render)->Name("CdiSpec/render")->Unit(benchmark::kMillisecond);
 
+// Of which the devices (the all-GPU selection, the job environment, the nodes), without JSON.
+void BM_Devices(benchmark::State& state) {
+  const v1::Host& host = *Host();
+  for (auto _ : state) benchmark::DoNotOptimize(cdi::Devices(host, {}));
+}
+BENCHMARK(BM_Devices)->Name("CdiSpec/devices")->Unit(benchmark::kMillisecond);
+
 // A GID changed on a port the spec does not show: a new host object, the same spec bytes.
 void BM_PublishNoChange(benchmark::State& state) {
   CdiPublisher pub(g_dir + "/cdi", {});

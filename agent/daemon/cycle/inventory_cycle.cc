@@ -87,10 +87,12 @@ void InventoryCycle::Publish(std::optional<RefreshedHost> host, bool policy_chan
   in.now = now;
   Built built = BuildSnapshot(cur.get(), std::move(in));
   events_ = std::move(built.events);
+  // What the publishers say of themselves before they act: a change after is published at once.
+  const std::string publishers_before = PublisherFindingsKey(now);
   if (built.snapshot == nullptr) {
     if (cur == nullptr) return;
     for (Publisher* pub : publishers_) pub->Retry(*cur, now);
-    RepublishIfPublishersChanged(cur->agent_findings_key, now);
+    RepublishIfPublishersChanged(publishers_before, now);
     return;
   }
   for (const v1::InventoryChange& c : built.changes) {
@@ -103,18 +105,22 @@ void InventoryCycle::Publish(std::optional<RefreshedHost> host, bool policy_chan
   store_.Publish(built.snapshot);
   const Publication p{*built.snapshot, cur.get(), built, now};
   for (Publisher* pub : publishers_) pub->Publish(p);
-  RepublishIfPublishersChanged(built.snapshot->agent_findings_key, now);
+  RepublishIfPublishersChanged(publishers_before, now);
 }
 
 // A publisher that just failed (or recovered) changes what health says: publish that now, not
 // at the next event. Once: the publish it makes does not come back here.
-void InventoryCycle::RepublishIfPublishersChanged(const std::string& published_key,
-                                                  absl::Time now) {
-  if (republishing_ || publishers_.empty()) return;
-  if (FindingsKey(AgentFindings(now)) == published_key) return;
+void InventoryCycle::RepublishIfPublishersChanged(const std::string& before, absl::Time now) {
+  if (republishing_ || PublisherFindingsKey(now) == before) return;
   republishing_ = true;
   Publish(std::nullopt, false);
   republishing_ = false;
+}
+
+std::string InventoryCycle::PublisherFindingsKey(absl::Time now) const {
+  std::vector<v1::Finding> out;
+  for (const Publisher* p : publishers_) p->Findings(now, &out);
+  return FindingsKey(out);
 }
 
 void InventoryCycle::Accept(absl::StatusOr<RefreshedHost> host, const std::string& why,

@@ -68,7 +68,8 @@ class InventoryCycle {
   void Accept(absl::StatusOr<RefreshedHost> host, const std::string& why, bool policy_changed,
               bool check_drift = false);
   std::vector<v1::Finding> AgentFindings(absl::Time now) const;
-  void RepublishIfPublishersChanged(const std::string& published_key, absl::Time now);
+  void RepublishIfPublishersChanged(const std::string& before, absl::Time now);
+  std::string PublisherFindingsKey(absl::Time now) const;
 
   const HostFs* sysfs_;
   const HostFs* procfs_;
