@@ -36,13 +36,23 @@ int Main(int argc, char** argv) {
   if (const char* env = std::getenv(kTargetEnv); env != nullptr && *env != '\0') {
     common.target = env;
   }
-  const std::vector<Command> commands = {
-      AddInventory(app, common), AddTopo(app, common),          AddNeighbors(app, common),
-      AddSelect(app, common),    AddPlace(app, common),         AddEnv(app, common),
-      AddExec(app, common),      AddHealth(app, common),        AddCounters(app, common),
-      AddAnnounce(app, common),  AddAnnouncements(app, common), AddProbe(app, common),
-      AddProbes(app, common),    AddWatch(app, common),         AddVersion(app, common),
-      AddCompletion(app)};
+  const std::vector<Command> commands = {AddInventory(app, common),
+                                         AddTopo(app, common),
+                                         AddNeighbors(app, common),
+                                         AddSelect(app, common),
+                                         AddPlace(app, common),
+                                         AddEnv(app, common),
+                                         AddExec(app, common),
+                                         AddHealth(app, common),
+                                         AddCounters(app, common),
+                                         AddAnnounce(app, common),
+                                         AddAnnouncements(app, common),
+                                         AddProbe(app, common),
+                                         AddProbes(app, common),
+                                         AddWatch(app, common),
+                                         AddVersion(app, common),
+                                         AddCdi(app, common),
+                                         AddCompletion(app)};
   RefuseEmptyValues(app);
 
   const std::vector<std::string> argv_copy(argv, argv + argc);

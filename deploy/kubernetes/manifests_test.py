@@ -541,6 +541,9 @@ def check_daemonset(objects, images, args):
     if check(nfd, "--nfd-features-dir is set"):
         host_mount("--nfd-features-dir", nfd, "/etc/kubernetes/node-feature-discovery/features.d",
                    False)
+    cdi = flags.get("--cdi-dir")
+    if check(cdi, "--cdi-dir is set (--sysfs is not /sys: the agent keeps no spec without it)"):
+        host_mount("--cdi-dir", cdi, "/var/run/cdi", False)
     config = flags.get("--config")
     if check(config, "--config is set"):
         m, v = mount_of(config)

@@ -42,6 +42,7 @@ std::vector<v1::Finding> InventoryCycle::AgentFindings(absl::Time now) const {
   }
   if (stale_finding_) out.push_back(*stale_finding_);
   for (const NeighborSource* n : neighbors_) n->Findings(now, &out);
+  for (const Publisher* p : publishers_) p->Findings(now, &out);
   return out;
 }
 
@@ -86,7 +87,14 @@ void InventoryCycle::Publish(std::optional<RefreshedHost> host, bool policy_chan
   in.now = now;
   Built built = BuildSnapshot(cur.get(), std::move(in));
   events_ = std::move(built.events);
-  if (built.snapshot == nullptr) return;
+  // What the publishers say of themselves before they act: a change after is published at once.
+  const std::string publishers_before = PublisherFindingsKey(now);
+  if (built.snapshot == nullptr) {
+    if (cur == nullptr) return;
+    for (Publisher* pub : publishers_) pub->Retry(*cur, now);
+    RepublishIfPublishersChanged(publishers_before, now);
+    return;
+  }
   for (const v1::InventoryChange& c : built.changes) {
     Log(LogLevel::kInfo, "change: ", v1::InventoryChange::Kind_Name(c.kind()), " ", c.subject(),
         c.old_value().empty() && c.new_value().empty() ? "" : " ", c.old_value(),
@@ -97,6 +105,22 @@ void InventoryCycle::Publish(std::optional<RefreshedHost> host, bool policy_chan
   store_.Publish(built.snapshot);
   const Publication p{*built.snapshot, cur.get(), built, now};
   for (Publisher* pub : publishers_) pub->Publish(p);
+  RepublishIfPublishersChanged(publishers_before, now);
+}
+
+// A publisher that just failed (or recovered) changes what health says: publish that now, not
+// at the next event. Once: the publish it makes does not come back here.
+void InventoryCycle::RepublishIfPublishersChanged(const std::string& before, absl::Time now) {
+  if (republishing_ || PublisherFindingsKey(now) == before) return;
+  republishing_ = true;
+  Publish(std::nullopt, false);
+  republishing_ = false;
+}
+
+std::string InventoryCycle::PublisherFindingsKey(absl::Time now) const {
+  std::vector<v1::Finding> out;
+  for (const Publisher* p : publishers_) p->Findings(now, &out);
+  return FindingsKey(out);
 }
 
 void InventoryCycle::Accept(absl::StatusOr<RefreshedHost> host, const std::string& why,

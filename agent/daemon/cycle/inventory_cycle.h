@@ -68,6 +68,8 @@ class InventoryCycle {
   void Accept(absl::StatusOr<RefreshedHost> host, const std::string& why, bool policy_changed,
               bool check_drift = false);
   std::vector<v1::Finding> AgentFindings(absl::Time now) const;
+  void RepublishIfPublishersChanged(const std::string& before, absl::Time now);
+  std::string PublisherFindingsKey(absl::Time now) const;
 
   const HostFs* sysfs_;
   const HostFs* procfs_;
@@ -88,6 +90,7 @@ class InventoryCycle {
   int stale_retries_ = 0;
   absl::Time stale_retry_at_ = absl::InfiniteFuture();
   std::optional<v1::Finding> stale_finding_;
+  bool republishing_ = false;
 };
 
 }  // namespace fabric

@@ -29,6 +29,13 @@ class Publisher {
   // On the loop thread, after the store has the snapshot, in the order the publishers were
   // added. Errors are the publisher's to log and retry: one failing publisher stops no other.
   virtual void Publish(const Publication& p) = 0;
+  // A rescan or event that changed nothing (no snapshot built): a publisher whose last action
+  // failed tries again with the current snapshot, so a fault that was fixed clears without a
+  // change of the inventory.
+  virtual void Retry(const Snapshot& /*current*/, absl::Time /*now*/) {}
+  // What health says of the publisher (a file it cannot write); the cycle publishes again when
+  // this changes after Publish or Retry.
+  virtual void Findings(absl::Time /*now*/, std::vector<v1::Finding>* /*out*/) const {}
 };
 
 class NeighborSource {

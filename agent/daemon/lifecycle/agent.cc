@@ -123,16 +123,25 @@ void StopSocketLock(AgentState& st) {
   }
 }
 
-// The NFD publisher first: the first snapshot's labels are written as it is published.
+// The publishers first: the first snapshot's labels and CDI spec are written as it is
+// published. A CDI directory that cannot be written is a health finding, not a failed start:
+// the agent serves without it.
 absl::Status StepFirstInventory(AgentState& st) {
   if (!st.opt.nfd_features_dir.empty()) {
     st.nfd = std::make_unique<NfdPublisher>(st.opt.nfd_features_dir);
     st.cycle.AddPublisher(st.nfd.get());
   }
+  if (!st.opt.cdi_dir.empty() && (st.opt.cdi_dir_explicit || st.opt.sysfs == "/sys")) {
+    st.cdi = std::make_unique<CdiPublisher>(st.opt.cdi_dir,
+                                            cdi::SpecOptions{.dev_root = st.opt.cdi_dev_root});
+    st.cycle.AddPublisher(st.cdi.get());
+    Log(LogLevel::kInfo, "keeping the CDI spec ", st.cdi->path());
+  }
   return st.cycle.First();
 }
 void StopFirstInventory(AgentState& st) {
   if (st.nfd != nullptr) st.cycle.RemovePublisher(st.nfd.get());
+  if (st.cdi != nullptr) st.cycle.RemovePublisher(st.cdi.get());
 }
 
 absl::Status StepEvents(AgentState& st) {

@@ -30,6 +30,13 @@ struct AgentOptions {
   std::string config;  // JSON AgentConfig; empty: defaults.
   absl::Duration rescan_interval = absl::Minutes(5);
   std::string nfd_features_dir;
+  // The CDI spec of the RDMA devices (agent/publish/cdi) is kept in this directory; empty: off.
+  // Only for the live host (sysfs "/sys") unless set explicitly (`cdi_dir_explicit`): a spec of
+  // another sysfs root names device nodes this host does not have.
+  std::string cdi_dir = "/var/run/cdi";
+  bool cdi_dir_explicit = false;
+  // Prefix of the spec's host paths of device nodes (tests, hosts whose /dev is elsewhere).
+  std::string cdi_dev_root;
   // Events within this window after the first are handled by one rescan.
   absl::Duration debounce = absl::Milliseconds(50);
   int netlink_rcvbuf = 1 << 20;

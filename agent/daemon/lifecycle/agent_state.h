@@ -12,6 +12,7 @@
 #include "agent/daemon/api/api_server.h"
 #include "agent/daemon/api/service.h"
 #include "agent/daemon/api/tls.h"
+#include "agent/daemon/cycle/cdi_publisher.h"
 #include "agent/daemon/cycle/counters.h"
 #include "agent/daemon/cycle/event_sources.h"
 #include "agent/daemon/cycle/inventory_cycle.h"
@@ -57,6 +58,7 @@ struct AgentState {
   // The inventory: the cycle with its store, and its publishers.
   InventoryCycle cycle;
   std::unique_ptr<NfdPublisher> nfd;  // Null without --nfd-features-dir.
+  std::unique_ptr<CdiPublisher> cdi;  // Null with --no-cdi, --cdi-dir= or another sysfs root.
 
   // What wakes the loop: kernel events, the config file, and the loop itself.
   struct Events {

@@ -132,6 +132,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nfd-features-dir", opt.nfd_features_dir,
                  "write a Node Feature Discovery feature file (fabric-agent) into this directory");
+  app.add_option("--cdi-dir", opt.cdi_dir,
+                 "keep a CDI spec (fabric.io-rdma.json: devices fabric.io/rdma=gpuK, =<RDMA "
+                 "device>, =all) in this directory (default /var/run/cdi), rewritten when the "
+                 "inventory changes it; created if missing; empty (--cdi-dir=) turns it off. "
+                 "With a --sysfs root other than /sys only when given")
+      // As --announce-socket: "--cdi-dir=" is the empty value, i.e. off.
+      ->expected(0, 1)
+      ->default_str("");
+  bool no_cdi = false;
+  app.add_flag("--no-cdi", no_cdi, "keep no CDI spec (as --cdi-dir=)");
+  app.add_option("--cdi-dev-root", opt.cdi_dev_root,
+                 "for tests and hosts whose device nodes live elsewhere: the CDI spec's host paths "
+                 "are DIR/dev/infiniband/...");
   double hold_s = absl::ToDoubleSeconds(opt.announce_hold);
   app.add_option("--announce-socket", opt.announce_socket,
                  "Unix socket (SOCK_SEQPACKET, mode 0600) where fabric-cni hands over the "
@@ -218,6 +231,8 @@ int main(int argc, char** argv) {
   fabric::InitLog("fabric-agent", level);
   opt.rescan_interval = absl::Seconds(rescan_s);
   opt.announce_hold = absl::Seconds(hold_s);
+  opt.cdi_dir_explicit = app.count("--cdi-dir") > 0;
+  if (no_cdi) opt.cdi_dir.clear();
   opt.event_window = absl::Seconds(event_window_s);
   opt.watch_timeout = absl::Seconds(watch_timeout_s);
   auto notifier = fabric::MakeSdNotifier();

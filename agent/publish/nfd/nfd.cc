@@ -1,25 +1,19 @@
 #include "agent/publish/nfd/nfd.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdlib.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "agent/common/errno.h"
-#include "agent/common/fd.h"
+#include "agent/common/atomic_file.h"
 #include "agent/common/k8s_label.h"
 #include "agent/fabric/neighbors/lldp.h"
 #include "agent/inventory/query/host_query.h"
@@ -104,33 +98,6 @@ void Label(std::string& out, std::string_view name, const std::string& value) {
 
 const char* Bool(bool b) { return b ? "true" : "false"; }
 
-absl::Status ErrnoStatus(int err, const std::string& what) {
-  return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(what, ": ", ErrnoText(err)));
-}
-
-// The file's content, or nullopt when it cannot be read (absent, a directory, ...).
-std::optional<std::string> ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
-}
-
-bool WriteFully(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string RenderNfdFeatures(const Host& host, const SelectionPolicy& policy) {
@@ -170,46 +137,13 @@ absl::StatusOr<bool> WriteNfdFeatures(const std::string& dir, const std::string&
       return absl::NotFoundError(
           absl::StrCat("NFD features directory ", dir, " does not exist (is NFD deployed?)"));
     }
-    return ErrnoStatus(err, absl::StrCat("NFD features directory ", dir));
+    return ErrnoError(err, absl::StrCat("NFD features directory ", dir));
   }
   if (!S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat("NFD features directory ", dir, " is not a directory"));
   }
-  const std::string path = absl::StrCat(dir, "/", kNfdFeatureFile);
-  if (std::optional<std::string> current = ReadAll(path); current && *current == text) {
-    return false;
-  }
-
-  // A dot file: nfd-worker skips it while it is incomplete.
-  std::string tmp = absl::StrCat(dir, "/.", kNfdFeatureFile, ".XXXXXX");
-  UniqueFd fd(::mkstemp(tmp.data()));
-  if (!fd.valid()) return ErrnoStatus(errno, absl::StrCat("cannot create a file in ", dir));
-  auto fail = [&](const std::string& what) {
-    const int err = errno;
-    fd.reset();  // before the unlink
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, absl::StrCat(what, " ", tmp));
-  };
-  if (::fchmod(fd.get(), 0644) != 0) return fail("chmod");
-  if (!WriteFully(fd.get(), text)) return fail("write");
-  if (::fsync(fd.get()) != 0) return fail("fsync");
-  // Checked: a failed close of a written file may mean lost data. Closed before the rename.
-  if (const int err = fd.Close(); err != 0) {
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, absl::StrCat("close ", tmp));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, absl::StrCat("rename ", tmp, " to ", path));
-  }
-  // The rename itself survives a crash only once the directory is synced; the file is complete
-  // either way, so a failure here is not an error.
-  if (UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); dfd.valid()) {
-    (void)::fsync(dfd.get());
-  }
-  return true;
+  return ReplaceFileIfChanged(dir, kNfdFeatureFile, text);
 }
 
 }  // namespace fabric
