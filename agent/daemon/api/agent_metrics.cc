@@ -123,10 +123,11 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
                {{"check", key.first}, {"severity", key.second}}, n);
   }
 
-  // The NIC each GPU would get (SelectNics with every GPU, under the agent's policy).
+  // The NIC each GPU would get (the selection's ports for every GPU, under the agent's policy;
+  // no environment is rendered for a scrape).
   const std::vector<std::string> gpus = ComputeGpus(*snap->host);
   if (!gpus.empty() && !snap->host->rdma_devices().empty()) {
-    absl::StatusOr<v1::Selection> sel = SelectNics(*snap->host, gpus, snap->policy);
+    absl::StatusOr<v1::Selection> sel = SelectPorts(*snap->host, gpus, snap->policy);
     if (sel.ok()) {
       for (const v1::GpuAssignment& a : sel->assignments()) {
         out->Gauge("fabric_gpu_nic_distance",

@@ -48,7 +48,8 @@ std::optional<AllGpus> SelectAll(const v1::Host& host, const v1::SelectionPolicy
     notes->push_back("no NVIDIA or AMD GPU: no gpu<K> or all device");
     return std::nullopt;
   }
-  auto sel = SelectNics(host, gpus, policy);
+  // The ports alone: the job environment is rendered once, below.
+  auto sel = SelectPorts(host, gpus, policy);
   if (!sel.ok()) {
     notes->push_back(absl::StrCat("no selection for every GPU (", sel.status().message(),
                                   "): no gpu<K> or all device"));
