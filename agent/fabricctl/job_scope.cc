@@ -17,17 +17,12 @@ namespace {
 // At most this many GPUs from one Slurm range ("0-99999" is a typo, not a host).
 constexpr int kMaxRange = 4096;
 
-const char* Set(const GetEnv& getenv, const char* name) {
-  const char* v = getenv(name);
-  return v;
-}
-
 // The visible-devices variable CUDA (or HIP) counts the process's GPUs by, and its entries.
 std::optional<std::pair<std::string, std::vector<std::string>>> EffectiveVisible(
     const GetEnv& getenv) {
   for (const char* name : {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                            "ROCR_VISIBLE_DEVICES"}) {
-    if (const char* v = Set(getenv, name)) {
+    if (const char* v = getenv(name)) {
       std::vector<std::string> entries = absl::StrSplit(v, ',', absl::SkipEmpty());
       return std::make_pair(std::string(name), std::move(entries));
     }
@@ -65,7 +60,7 @@ absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_vie
   std::string scope = std::string(gpus);
   if (gpus == "job") {
     for (const char* var : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
-      const char* v = Set(getenv, var);
+      const char* v = getenv(var);
       if (v == nullptr || *v == '\0') continue;
       auto names = ExpandIndexList(v);
       if (!names.ok())
@@ -109,7 +104,7 @@ absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_vie
     }
   }
   for (const char* var : kLocalRankVars) {
-    const char* v = Set(getenv, var);
+    const char* v = getenv(var);
     if (v == nullptr) continue;
     uint32_t local = 0;
     if (!absl::SimpleAtoi(v, &local)) {
