@@ -29,6 +29,7 @@ FLOORS = [
     ("agent/daemon/api/", 10),
     ("agent/daemon/lifecycle/", 11),
     ("agent/fabricctl/", 12),
+    ("agent/fabricenv/", 12),
     ("cni-hook/", 12),
 ]
 

@@ -5,24 +5,17 @@
 //
 // Exit: every error before the command runs exits 2 with one line saying why (--best-effort
 // runs the command anyway, without fabric settings); after execve the status is the command's.
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "agent/common/shell.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/host_source.h"
 #include "agent/fabricctl/job_env.h"
-#include "agent/policy/jobenv/format.h"
+#include "agent/inventory/discovery/pci_names.h"
+#include "agent/publish/hostfile/host_file.h"
 
 namespace fabric::ctl {
 namespace {
@@ -32,6 +25,8 @@ constexpr double kExecTimeoutSeconds = 2;
 
 struct ExecOptions {
   JobEnvOptions env;
+  std::string host_file = hostfile::kDefaultPath;
+  bool no_host_file = false;
   LocalOptions local;  // --sysfs/--procfs/--config: discover here only.
   LocalOptions fallback;
   bool no_fallback = false;
@@ -39,23 +34,41 @@ struct ExecOptions {
   bool best_effort = false;
 };
 
-// The agent's answer; when the agent cannot be reached (as opposed to refusing the request),
-// local discovery from the fallback roots, with a note saying so.
+SelectFn SelectWith(HostSource& source) {
+  return [&source](const v1::SelectNicsRequest& r) { return source.Select(r); };
+}
+
+// The published host file when there is one (no RPC, and it works for users the agent's socket
+// does not admit); else the agent's answer; when the agent cannot be reached (as opposed to
+// refusing the request), local discovery from the fallback roots, with a note saying so.
 absl::StatusOr<JobEnvAnswer> Compute(const CLI::App* cmd, const CommonOptions& common,
                                      const ExecOptions& opt, std::vector<std::string>* notes) {
+  DisableDefaultPciNames();  // Discovery here shows no names: a job's start skips pci.ids.
   if (cmd->count("--sysfs") + cmd->count("--procfs") > 0) {
-    return AskJobEnv(*LocalHostSource(opt.local), opt.env, /*keep_set=*/true);
+    auto local = LocalHostSource(opt.local);
+    return AskJobEnv(SelectWith(*local), opt.env, /*keep_set=*/true);
+  }
+  // An agent named (--target, $FABRICCTL_TARGET) is asked; so is the default one after
+  // --no-host-file.
+  if (!opt.no_host_file && common.target == kDefaultTarget) {
+    absl::StatusOr<JobEnvAnswer> a = AskPublishedHost(opt.host_file, opt.env);
+    const absl::StatusCode code = a.status().code();
+    // The file answered, or refused the request as the agent would have.
+    if (a.ok() || code == absl::StatusCode::kInvalidArgument) return a;
+    if (code != absl::StatusCode::kNotFound || cmd->count("--host-file") > 0) {
+      notes->push_back(absl::StrCat(a.status().message(), ": asked the agent"));
+    }
   }
   std::unique_ptr<HostSource> agent = AgentHostSource(common);
-  absl::StatusOr<JobEnvAnswer> a = AskJobEnv(*agent, opt.env, /*keep_set=*/true);
+  absl::StatusOr<JobEnvAnswer> a = AskJobEnv(SelectWith(*agent), opt.env, /*keep_set=*/true);
   const absl::StatusCode code = a.status().code();
   if (a.ok() || opt.no_fallback || code == absl::StatusCode::kInvalidArgument ||
       code == absl::StatusCode::kNotFound || code == absl::StatusCode::kFailedPrecondition) {
     return a;
   }
   const std::string why = absl::StrCat("the agent did not answer (", a.status().message(), ")");
-  absl::StatusOr<JobEnvAnswer> local =
-      AskJobEnv(*LocalHostSource(opt.fallback), opt.env, /*keep_set=*/true);
+  auto fallback = LocalHostSource(opt.fallback);
+  absl::StatusOr<JobEnvAnswer> local = AskJobEnv(SelectWith(*fallback), opt.env, true);
   if (!local.ok()) {
     return absl::Status(local.status().code(),
                         absl::StrCat(why, ", nor did discovery from ", opt.fallback.sysfs, " (",
@@ -67,55 +80,15 @@ absl::StatusOr<JobEnvAnswer> Compute(const CLI::App* cmd, const CommonOptions& c
 
 Outcome Exec(const CLI::App* cmd, const CommonOptions& common, const ExecOptions& opt,
              std::vector<std::string> argv) {
-  if (!argv.empty() && argv.front() == "--") argv.erase(argv.begin());
-  if (argv.empty()) {
-    return absl::InvalidArgumentError("no command: fabricctl exec [OPTIONS] -- CMD [ARGS...]");
-  }
-  std::vector<std::string> notes;
-  absl::StatusOr<JobEnvAnswer> a = Compute(cmd, common, opt, &notes);
-  if (!a.ok() && !opt.best_effort) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(a.status().message(), " (--best-effort runs the command anyway)"));
-  }
-  jobenv::EnvMap env;
-  if (a.ok()) {
-    env = a->env;
-    notes.insert(notes.end(), a->asked.notes.begin(), a->asked.notes.end());
-    notes.insert(notes.end(), a->selection.notes().begin(), a->selection.notes().end());
-  } else {
-    std::fprintf(stderr, "fabricctl exec: %s; running %s without fabric settings\n",
-                 std::string(a.status().message()).c_str(), argv.front().c_str());
-  }
-  if (opt.dry_run) {
-    std::vector<std::string> words;
-    for (const std::string& w : argv) words.push_back(ShellQuote(w));
-    std::string out = absl::StrCat("# would run: ", absl::StrJoin(words, " "), "\n");
-    if (a.ok()) {
-      for (const std::string& p : a->asked.provenance) absl::StrAppend(&out, "# ", p, "\n");
-      for (const auto& [k, v] : a->selection.env()) {
-        if (!env.contains(k)) absl::StrAppend(&out, "# kept as you set it: ", k, "\n");
-      }
-    }
-    out += jobenv::FormatShell(env);
-    for (const std::string& n : notes) absl::StrAppend(&out, "# note: ", n, "\n");
-    Print(out);
-    return {};
-  }
-  for (const std::string& n : notes) std::fprintf(stderr, "fabricctl exec: note: %s\n", n.c_str());
-  for (const auto& [k, v] : env) {
-    // overwrite=0: a variable set meanwhile (none is) would still win.
-    if (setenv(k.c_str(), v.c_str(), 0) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot set ", k, ": ", std::strerror(errno)));
-    }
-  }
-  std::vector<char*> args;
-  for (std::string& s : argv) args.push_back(s.data());
-  args.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  execvp(args[0], args.data());
-  return absl::InvalidArgumentError(
-      absl::StrCat("cannot run \"", argv.front(), "\": ", std::strerror(errno)));
+  ExecRequest req{.argv = std::move(argv),
+                  .dry_run = opt.dry_run,
+                  .best_effort = opt.best_effort,
+                  .program = "fabricctl exec",
+                  .notes = {}};
+  if (!req.argv.empty() && req.argv.front() == "--") req.argv.erase(req.argv.begin());
+  if (req.argv.empty()) return ExecWithJobEnv(std::move(req), JobEnvAnswer{});
+  absl::StatusOr<JobEnvAnswer> a = Compute(cmd, common, opt, &req.notes);
+  return ExecWithJobEnv(std::move(req), a);
 }
 
 }  // namespace
@@ -127,6 +100,11 @@ Command AddExec(CLI::App& app, CommonOptions& common) {
   auto opt = std::make_shared<ExecOptions>();
   AddGpusFlag(cmd, &opt->env.gpus, "job");
   AddJobEnvFlags(cmd, &opt->env, "auto");
+  cmd->add_option("--host-file", opt->host_file,
+                  "the agent's published host (fabric-agent --host-file-dir), answered from "
+                  "without an RPC when it is there (not with --target or $FABRICCTL_TARGET)")
+      ->capture_default_str();
+  cmd->add_flag("--no-host-file", opt->no_host_file, "ask the agent, not its published host");
   cmd->add_option("--sysfs", opt->local.sysfs, "discover here from this sysfs root, not the agent");
   cmd->add_option("--procfs", opt->local.procfs, "procfs root for --sysfs discovery");
   cmd->add_option("--config", opt->local.config,

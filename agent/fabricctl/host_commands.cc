@@ -18,6 +18,7 @@
 #include "agent/fabricctl/host_source.h"
 #include "agent/fabricctl/job_env.h"
 #include "agent/fabricctl/render.h"
+#include "agent/inventory/discovery/pci_names.h"
 #include "agent/inventory/query/host_query.h"
 #include "agent/policy/health/health.h"
 
@@ -241,14 +242,7 @@ Command AddEnv(CLI::App& app, CommonOptions& common) {
   CLI::App* cmd = flags->cmd();
   AddGpusFlag(cmd, &opt->gpus);
   AddJobEnvFlags(cmd, opt.get(), "none");
-  cmd->add_option("--format", opt->format,
-                  "shell (NAME=VALUE lines), json, nccl-conf or nul (NAME=VALUE records ended "
-                  "by NUL, as env -0)")
-      ->check(CLI::IsMember({"shell", "json", "nccl-conf", "nul"}))
-      ->capture_default_str();
-  cmd->add_flag("--keep-set", opt->keep_set,
-                "leave out variables already set in this environment (your choice wins)");
-  cmd->add_flag("--export", opt->is_export, "prefix shell lines with 'export '");
+  AddEnvFormatFlags(cmd, opt.get());
   return HostCommand(flags, [&common, cmd, opt](HostSource& source) -> Outcome {
     // --json is --format=json here; a flag that does not fit the format is refused, not ignored.
     if (common.json) {
@@ -258,11 +252,8 @@ Command AddEnv(CLI::App& app, CommonOptions& common) {
       }
       opt->format = "json";
     }
-    if (opt->is_export && opt->format != "shell") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--export prefixes shell lines; --format=", opt->format, " has none"));
-    }
-    return RunEnv(source, *opt);
+    DisableDefaultPciNames();  // The environment names no vendor: discovery skips pci.ids.
+    return RunEnv([&source](const v1::SelectNicsRequest& r) { return source.Select(r); }, *opt);
   });
 }
 

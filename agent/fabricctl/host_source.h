@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/fabricctl/ctl.h"
+#include "agent/fabricctl/job_scope.h"  // GpuRequest: the request both sources answer.
 #include "fabric/v1/agent.pb.h"
 
 namespace fabric::ctl {
@@ -56,19 +57,5 @@ struct LocalOptions {
 std::unique_ptr<HostSource> LocalHostSource(const LocalOptions& local);
 // The agent at common.target; connects on first use.
 std::unique_ptr<HostSource> AgentHostSource(const CommonOptions& common);
-
-// --gpus as a comma-separated list of names; InvalidArgument when it names none.
-absl::StatusOr<std::vector<std::string>> GpuNames(const std::string& gpus);
-
-// --gpus as a SelectNics request: "all", "visible" (this process's NVIDIA_/CUDA_/ROCR_/
-// HIP_VISIBLE_DEVICES; InvalidArgument when none is set), or names (GpuNames). Nothing is
-// resolved here: the request means the same to the agent and to local discovery.
-absl::StatusOr<v1::SelectNicsRequest> GpuRequest(
-    std::string_view gpus, const std::function<const char*(const char*)>& getenv = nullptr);
-
-// --gpus=visible: this process's NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES,
-// ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, unset ones absent. `getenv` is the environment.
-v1::VisibleDevices VisibleFromEnvironment(
-    const std::function<const char*(const char*)>& getenv = nullptr);
 
 }  // namespace fabric::ctl

@@ -1,20 +1,27 @@
 #include "agent/fabricctl/job_env.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "agent/common/shell.h"
 #include "agent/policy/jobenv/format.h"
 #include "agent/policy/select/env.h"
+#include "agent/publish/hostfile/host_file.h"
 
 namespace fabric::ctl {
 namespace {
 
-void AppendMap(const google::protobuf::Map<std::string, std::string>& m, std::string* out) {
-  jobenv::EnvMap sorted(m.begin(), m.end());
+void AppendMap(const jobenv::EnvMap& sorted, std::string* out) {
   std::vector<std::string> items;
   for (const auto& [k, v] : sorted) {
     std::string item = "    ";
@@ -26,6 +33,10 @@ void AppendMap(const google::protobuf::Map<std::string, std::string>& m, std::st
   *out += items.empty() ? "{}" : absl::StrCat("{\n", absl::StrJoin(items, ",\n"), "\n  }");
 }
 
+void AppendMap(const google::protobuf::Map<std::string, std::string>& m, std::string* out) {
+  AppendMap(jobenv::EnvMap(m.begin(), m.end()), out);
+}
+
 void AppendList(const std::vector<std::string>& list, std::string* out) {
   std::vector<std::string> items;
   for (const std::string& s : list) {
@@ -35,6 +46,10 @@ void AppendList(const std::vector<std::string>& list, std::string* out) {
   }
   *out += items.empty() ? "[]" : absl::StrCat("[\n", absl::StrJoin(items, ",\n"), "\n  ]");
 }
+
+const char* ProcessEnv(const char* name) { return std::getenv(name); }
+
+void Out(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
 }  // namespace
 
@@ -69,22 +84,48 @@ void AddJobEnvFlags(CLI::App* cmd, JobEnvOptions* opt, const char* rank_default)
       ->capture_default_str();
 }
 
-absl::StatusOr<JobEnvAnswer> AskJobEnv(HostSource& source, const JobEnvOptions& opt,
+void AddEnvFormatFlags(CLI::App* cmd, JobEnvOptions* opt) {
+  cmd->add_option("--format", opt->format,
+                  "shell (NAME=VALUE lines), json, nccl-conf or nul (NAME=VALUE records ended "
+                  "by NUL, as env -0)")
+      ->check(CLI::IsMember({"shell", "json", "nccl-conf", "nul"}))
+      ->capture_default_str();
+  cmd->add_flag("--keep-set", opt->keep_set,
+                "leave out variables already set in this environment (your choice wins)");
+  cmd->add_flag("--export", opt->is_export, "prefix shell lines with 'export '");
+}
+
+absl::StatusOr<JobEnvAnswer> AskJobEnv(const SelectFn& select, const JobEnvOptions& opt,
                                        bool keep_set) {
   JobEnvAnswer a;
   if (auto consumers = jobenv::ParseConsumers(opt.consumers); !consumers.ok()) {
-    return UsageError(consumers.status());
+    return absl::InvalidArgumentError(consumers.status().message());
   }
-  auto asked = ReadJobRequest(opt.gpus, opt.rank, opt.consumers,
-                              [](const char* name) { return std::getenv(name); });
-  if (!asked.ok()) return UsageError(asked.status());
+  auto asked = ReadJobRequest(opt.gpus, opt.rank, opt.consumers, ProcessEnv);
+  if (!asked.ok()) return absl::InvalidArgumentError(asked.status().message());
   a.asked = *std::move(asked);
-  auto sel = source.Select(a.asked.req);
+  auto sel = select(a.asked.req);
   if (!sel.ok()) return sel.status();
   a.selection = *std::move(sel);
   a.env = EnvOf(a.selection);
-  if (keep_set) {
-    a.env = jobenv::DropAlreadySet(a.env, [](const char* name) { return std::getenv(name); });
+  if (keep_set) a.env = jobenv::DropAlreadySet(a.env, ProcessEnv);
+  return a;
+}
+
+absl::StatusOr<JobEnvAnswer> AskPublishedHost(const std::string& path, const JobEnvOptions& opt) {
+  absl::StatusOr<hostfile::HostFile> file = hostfile::ReadHostFile(path);
+  if (!file.ok()) return file.status();
+  const v1::PublishedHost& p = file->published;
+  absl::StatusOr<JobEnvAnswer> a = AskJobEnv(
+      [&p, &path](const v1::SelectNicsRequest& r) {
+        return SelectOnHost(p.host(), p.policy(), r, absl::StrCat("in ", path));
+      },
+      opt, /*keep_set=*/true);
+  if (a.ok()) {
+    a->asked.provenance.push_back(absl::StrCat(
+        "answer: the published host ", path, " (fabric-agent ", p.agent_version(), ", changed ",
+        absl::FormatDuration(absl::Trunc(absl::Now() - file->modified, absl::Seconds(1))),
+        " ago)"));
   }
   return a;
 }
@@ -92,8 +133,7 @@ absl::StatusOr<JobEnvAnswer> AskJobEnv(HostSource& source, const JobEnvOptions& 
 std::string FormatEnvJson(const JobEnvAnswer& a) {
   const v1::Selection& s = a.selection;
   std::string out = "{\n  \"env\": ";
-  google::protobuf::Map<std::string, std::string> env(a.env.begin(), a.env.end());
-  AppendMap(env, &out);
+  AppendMap(a.env, &out);
   out += ",\n  \"job_env\": ";
   AppendMap(s.job_env(), &out);
   out += ",\n  \"pins\": ";
@@ -114,17 +154,21 @@ std::string FormatEnvJson(const JobEnvAnswer& a) {
   return out;
 }
 
-Outcome RunEnv(HostSource& source, const JobEnvOptions& opt) {
-  auto a = AskJobEnv(source, opt, opt.keep_set);
+absl::Status RunEnv(const SelectFn& select, const JobEnvOptions& opt) {
+  if (opt.is_export && opt.format != "shell") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--export prefixes shell lines; --format=", opt.format, " has none"));
+  }
+  auto a = AskJobEnv(select, opt, opt.keep_set);
   if (!a.ok()) return a.status();
   if (opt.format == "json") {
-    Print(FormatEnvJson(*a));
-    return {};
+    Out(FormatEnvJson(*a));
+    return absl::OkStatus();
   }
   if (opt.format == "nccl-conf") {
-    Print(jobenv::FormatNcclConf(a->env));
+    Out(jobenv::FormatNcclConf(a->env));
   } else if (opt.format == "nul") {
-    Print(jobenv::FormatNul(a->env));
+    Out(jobenv::FormatNul(a->env));
   } else {
     std::string text = jobenv::FormatShell(a->env);
     if (opt.is_export) {
@@ -134,13 +178,68 @@ Outcome RunEnv(HostSource& source, const JobEnvOptions& opt) {
       }
       text = exported;
     }
-    Print(text);
+    Out(text);
   }
   for (const std::string& note : a->asked.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   for (const std::string& note : a->selection.notes()) {
     std::fprintf(stderr, "note: %s\n", note.c_str());
   }
-  return {};
+  return absl::OkStatus();
+}
+
+absl::Status ExecWithJobEnv(ExecRequest req, const absl::StatusOr<JobEnvAnswer>& a) {
+  std::vector<std::string>& argv = req.argv;
+  if (!argv.empty() && argv.front() == "--") argv.erase(argv.begin());
+  if (argv.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no command: ", req.program, " [OPTIONS] -- CMD [ARGS...]"));
+  }
+  if (!a.ok() && !req.best_effort) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(a.status().message(), " (--best-effort runs the command anyway)"));
+  }
+  std::vector<std::string>& notes = req.notes;
+  jobenv::EnvMap env;
+  if (a.ok()) {
+    env = a->env;
+    notes.insert(notes.end(), a->asked.notes.begin(), a->asked.notes.end());
+    notes.insert(notes.end(), a->selection.notes().begin(), a->selection.notes().end());
+  } else {
+    std::fprintf(stderr, "%s: %s; running %s without fabric settings\n", req.program.c_str(),
+                 std::string(a.status().message()).c_str(), argv.front().c_str());
+  }
+  if (req.dry_run) {
+    std::vector<std::string> words;
+    for (const std::string& w : argv) words.push_back(ShellQuote(w));
+    std::string out = absl::StrCat("# would run: ", absl::StrJoin(words, " "), "\n");
+    if (a.ok()) {
+      for (const std::string& p : a->asked.provenance) absl::StrAppend(&out, "# ", p, "\n");
+      for (const auto& [k, v] : a->selection.env()) {
+        if (!env.contains(k)) absl::StrAppend(&out, "# kept as you set it: ", k, "\n");
+      }
+    }
+    out += jobenv::FormatShell(env);
+    for (const std::string& n : notes) absl::StrAppend(&out, "# note: ", n, "\n");
+    Out(out);
+    return absl::OkStatus();
+  }
+  for (const std::string& n : notes) {
+    std::fprintf(stderr, "%s: note: %s\n", req.program.c_str(), n.c_str());
+  }
+  for (const auto& [k, v] : env) {
+    // overwrite=0: a variable set meanwhile (none is) would still win.
+    if (setenv(k.c_str(), v.c_str(), 0) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot set ", k, ": ", std::strerror(errno)));
+    }
+  }
+  std::vector<char*> args;
+  for (std::string& s : argv) args.push_back(s.data());
+  args.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  execvp(args[0], args.data());
+  return absl::InvalidArgumentError(
+      absl::StrCat("cannot run \"", argv.front(), "\": ", std::strerror(errno)));
 }
 
 }  // namespace fabric::ctl

@@ -1,15 +1,20 @@
-// `fabricctl env` and `fabricctl exec` share these: the flags that name a job's GPUs, its rank
-// and the consumers, and the one way an answer is turned into the variables a process gets.
+// What `fabricctl env`, `fabricctl exec` and fabric-env share: the flags that name a job's GPUs,
+// its rank and the consumers, the one way an answer becomes the variables a process gets, and
+// the exec that hands them over. No gRPC and no discovery here: fabric-env links it statically.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/fabricctl/ctl.h"
-#include "agent/fabricctl/host_source.h"
 #include "agent/fabricctl/job_scope.h"
 #include "agent/policy/jobenv/jobenv.h"
+#include "fabric/v1/agent.pb.h"
+#include "fabric/v1/select.pb.h"
 
 namespace fabric::ctl {
 
@@ -26,6 +31,11 @@ struct JobEnvOptions {
 void AddGpusFlag(CLI::App* cmd, std::string* gpus, const char* default_value = nullptr);
 // --rank-gpu (default `rank_default`) and --consumers.
 void AddJobEnvFlags(CLI::App* cmd, JobEnvOptions* opt, const char* rank_default);
+// --format (and --export) as `fabricctl env` takes them.
+void AddEnvFormatFlags(CLI::App* cmd, JobEnvOptions* opt);
+
+// Whoever answers a SelectNics request: the agent, discovery here, the published host.
+using SelectFn = std::function<absl::StatusOr<v1::Selection>(const v1::SelectNicsRequest&)>;
 
 // What the process gets: the selection and the variables, the user's own settings dropped when
 // `keep_set` (exec always keeps them).
@@ -34,13 +44,32 @@ struct JobEnvAnswer {
   v1::Selection selection;
   jobenv::EnvMap env;
 };
-absl::StatusOr<JobEnvAnswer> AskJobEnv(HostSource& source, const JobEnvOptions& opt, bool keep_set);
+// InvalidArgument for bad flags or launcher variables; else `select`'s error.
+absl::StatusOr<JobEnvAnswer> AskJobEnv(const SelectFn& select, const JobEnvOptions& opt,
+                                       bool keep_set);
+
+// The answer from the published host file at `path` (agent/publish/hostfile), the user's own
+// settings kept; NotFound when there is none. Its provenance names the file and its age.
+absl::StatusOr<JobEnvAnswer> AskPublishedHost(const std::string& path, const JobEnvOptions& opt);
 
 // The answer as `--format=json` prints it: {"env", "job_env", "pins", "rank_gpu", "scope",
 // "consumers", "notes"}, keys in proto field style.
 std::string FormatEnvJson(const JobEnvAnswer& a);
 
-// fabricctl env, after its flags are checked.
-Outcome RunEnv(HostSource& source, const JobEnvOptions& opt);
+// `env`: the answer in opt.format on stdout, its notes on stderr prefixed "note: ".
+absl::Status RunEnv(const SelectFn& select, const JobEnvOptions& opt);
+
+// `exec`: what runs, and with what.
+struct ExecRequest {
+  std::vector<std::string> argv;   // A leading "--" is dropped.
+  bool dry_run = false;            // Print what would be set and why; run nothing.
+  bool best_effort = false;        // Run the command without fabric settings on an error.
+  std::string program;             // "fabricctl exec", "fabric-env": stderr's prefix.
+  std::vector<std::string> notes;  // The caller's own (where the answer came from).
+};
+// Sets the answer's variables (each already set one kept) and execvp's the command; returns only
+// on an error (InvalidArgument: exit 2), or OK after a dry run. `answer` not OK: the error, or
+// with best_effort the command runs without fabric settings after a line on stderr.
+absl::Status ExecWithJobEnv(ExecRequest req, const absl::StatusOr<JobEnvAnswer>& answer);
 
 }  // namespace fabric::ctl

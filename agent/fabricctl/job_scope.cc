@@ -1,5 +1,6 @@
 #include "agent/fabricctl/job_scope.h"
 
+#include <cstdlib>
 #include <optional>
 #include <utility>
 
@@ -8,7 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/common/excerpt.h"
 #include "agent/common/strings.h"
-#include "agent/fabricctl/host_source.h"
+#include "agent/policy/select/env.h"
 #include "agent/policy/select/gpu_names.h"
 
 namespace fabric::ctl {
@@ -31,6 +32,56 @@ std::optional<std::pair<std::string, std::vector<std::string>>> EffectiveVisible
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> GpuNames(const std::string& gpus) {
+  std::vector<std::string> list;
+  for (absl::string_view g : absl::StrSplit(gpus, ',', absl::SkipWhitespace())) {
+    list.emplace_back(g);
+  }
+  if (list.empty()) return absl::InvalidArgumentError("--gpus is empty");
+  return list;
+}
+
+absl::StatusOr<v1::SelectNicsRequest> GpuRequest(
+    std::string_view gpus, const std::function<const char*(const char*)>& getenv) {
+  v1::SelectNicsRequest req;
+  req.set_include_rejected(true);
+  if (gpus == "all") {
+    req.set_all(true);
+  } else if (gpus == "visible") {
+    *req.mutable_visible() = VisibleFromEnvironment(getenv);
+    // Nothing set: ExpandVisible's error, naming the variables it looked at.
+    if (!HasVisible(req.visible())) return ExpandVisible(req.visible(), v1::Host()).status();
+  } else {
+    auto names = GpuNames(std::string(gpus));
+    if (!names.ok()) return names.status();
+    for (std::string& g : *names) req.add_gpus(std::move(g));
+  }
+  return req;
+}
+
+v1::VisibleDevices VisibleFromEnvironment(const std::function<const char*(const char*)>& getenv) {
+  auto get = [&getenv](const char* name) -> const char* {
+    return getenv ? getenv(name) : std::getenv(name);
+  };
+  v1::VisibleDevices v;
+  if (const char* e = get("NVIDIA_VISIBLE_DEVICES")) v.set_nvidia_visible_devices(e);
+  if (const char* e = get("CUDA_VISIBLE_DEVICES")) v.set_cuda_visible_devices(e);
+  if (const char* e = get("ROCR_VISIBLE_DEVICES")) v.set_rocr_visible_devices(e);
+  if (const char* e = get("HIP_VISIBLE_DEVICES")) v.set_hip_visible_devices(e);
+  return v;
+}
+
+absl::StatusOr<v1::Selection> SelectOnHost(const v1::Host& host, const v1::SelectionPolicy& policy,
+                                           const v1::SelectNicsRequest& req,
+                                           std::string_view where) {
+  if (host.rdma_devices().empty()) {
+    return absl::NotFoundError(absl::StrCat("no RDMA device found ", Av(where)));
+  }
+  auto gpus = RequestedGpus(host, req);
+  if (!gpus.ok()) return gpus.status();
+  return SelectForRequest(host, *gpus, req, policy, ProcessMigResolver());
+}
 
 absl::StatusOr<std::vector<std::string>> ExpandIndexList(std::string_view list) {
   std::vector<std::string> out;

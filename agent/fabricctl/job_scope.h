@@ -18,6 +18,8 @@
 
 #include "absl/status/statusor.h"
 #include "fabric/v1/agent.pb.h"
+#include "fabric/v1/host.pb.h"
+#include "fabric/v1/select.pb.h"
 
 namespace fabric::ctl {
 
@@ -41,6 +43,27 @@ struct JobRequest {
 // malformed GPU list or local-rank variable.
 absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_view rank,
                                           std::string_view consumers, const GetEnv& getenv);
+
+// --gpus as a comma-separated list of names; InvalidArgument when it names none.
+absl::StatusOr<std::vector<std::string>> GpuNames(const std::string& gpus);
+
+// --gpus as a SelectNics request: "all", "visible" (this process's NVIDIA_/CUDA_/ROCR_/
+// HIP_VISIBLE_DEVICES; InvalidArgument when none is set), or names (GpuNames). Nothing is
+// resolved here: the request means the same to the agent and to local discovery.
+absl::StatusOr<v1::SelectNicsRequest> GpuRequest(
+    std::string_view gpus, const std::function<const char*(const char*)>& getenv = nullptr);
+
+// --gpus=visible: this process's NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES,
+// ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, unset ones absent. `getenv` is the environment.
+v1::VisibleDevices VisibleFromEnvironment(
+    const std::function<const char*(const char*)>& getenv = nullptr);
+
+// The Selection for `req` on a host in hand (fabricctl's discovery, the published host file):
+// RequestedGpus, then SelectForRequest with the process's NVML for MIG names. NotFound when the
+// host has no RDMA device (`where` says where none was found).
+absl::StatusOr<v1::Selection> SelectOnHost(const v1::Host& host, const v1::SelectionPolicy& policy,
+                                           const v1::SelectNicsRequest& req,
+                                           std::string_view where);
 
 // "0,1,4-6" (Slurm's GPU index lists) as names {"0","1","4","5","6"}; InvalidArgument otherwise.
 absl::StatusOr<std::vector<std::string>> ExpandIndexList(std::string_view list);

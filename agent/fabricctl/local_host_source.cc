@@ -37,18 +37,14 @@ class LocalSource : public HostSource {
     auto loaded = Load();
     if (!loaded.ok()) return loaded.status();
     const v1::Host& host = loaded->host;
-    if (host.rdma_devices().empty()) {
-      return absl::NotFoundError(
-          absl::StrCat("no RDMA device found under ", host.sysfs_root(), "/class/infiniband"));
-    }
-    auto gpus = RequestedGpus(host, req);
-    if (!gpus.ok()) return gpus.status();
-    auto sel = SelectForRequest(host, *gpus, req, loaded->config.selection(), ProcessMigResolver());
+    auto sel = SelectOnHost(host, loaded->config.selection(), req,
+                            absl::StrCat("under ", host.sysfs_root(), "/class/infiniband"));
+    if (absl::IsNotFound(sel.status()) && host.rdma_devices().empty()) return sel.status();
     if (sel.ok()) return sel;
     std::string msg(sel.status().message());
     // Point at discovery problems that explain an unknown GPU.
     for (const v1::FieldProblem& p : host.problems()) {
-      for (const std::string& g : *gpus) {
+      for (const std::string& g : req.gpus()) {
         auto canon = ParsePciAddress(g);
         if (canon.ok() && p.path().find(*canon) != std::string::npos) {
           absl::StrAppend(&msg, "; ", *canon, " could not be read: ", p.reason());

@@ -1,6 +1,7 @@
-// What `fabricctl exec` adds to a process's start: `fabricctl exec -- /bin/true` against
-// `/bin/true` alone, interleaved run by run, through a running agent and with local discovery
-// (--sysfs), on an example host (default the 8-GPU dgx-h100-ib). Each run is a fresh process in an
+// What the job environment adds to a process's start: `fabric-env exec -- /bin/true` (the agent's
+// published host file, no RPC) and `fabricctl exec -- /bin/true` (the published host file, the
+// agent over its socket, local discovery with --sysfs) against `/bin/true` alone, interleaved run
+// by run, on an example host (default the 8-GPU dgx-h100-ib). Each run is a fresh process in an
 // environment holding only PATH and the launcher's LOCAL_RANK, as a launcher starts it. Prints
 // medians and the added time; asserts only that every run exited 0.
 //
@@ -52,8 +53,9 @@ int Main(int argc, char** argv) {
   const std::string sysfs = "--sysfs=" + (root / "sys").string();
   const std::string procfs = "--procfs=" + (root / "proc").string();
   const std::string socket = dir + "/agent.sock";
-  auto agent =
-      testing::Subprocess::Start({testing::kAgentBinary, "--socket=" + socket, sysfs, procfs});
+  const std::string host_file = dir + "/fabric-env/host.pb";
+  auto agent = testing::Subprocess::Start({testing::kAgentBinary, "--socket=" + socket, sysfs,
+                                           procfs, "--host-file-dir=" + dir + "/fabric-env"});
   if (!agent.ok() || !testing::WaitForSocket(**agent, socket, absl::Seconds(60))) {
     std::fprintf(stderr, "exec_bench: the agent did not start\n");
     return 1;
@@ -67,12 +69,16 @@ int Main(int argc, char** argv) {
   };
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"/bin/true", with({"/bin/true"})},
+      {"fabric-env exec",
+       with({testing::kFabricEnvBinary, "--host-file=" + host_file, "exec", "--", "/bin/true"})},
+      {"exec host file",
+       with({testing::kFabricctlBinary, "exec", "--host-file=" + host_file, "--", "/bin/true"})},
       {"exec via agent",
        with({testing::kFabricctlBinary, "exec", "--target=unix://" + socket, "--", "/bin/true"})},
       {"exec local", with({testing::kFabricctlBinary, "exec", sysfs, procfs, "--", "/bin/true"})},
   };
   // The agent answers once its first inventory is published: one warm-up call.
-  (void)testing::Run(cases[1].second, absl::Seconds(60));
+  (void)testing::Run(cases[3].second, absl::Seconds(60));
   std::vector<std::vector<double>> ms(cases.size());
   bool ok = true;
   for (int i = 0; i < runs; ++i) {

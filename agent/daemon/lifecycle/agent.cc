@@ -123,8 +123,8 @@ void StopSocketLock(AgentState& st) {
   }
 }
 
-// The publishers first: the first snapshot's labels and CDI spec are written as it is
-// published. A CDI directory that cannot be written is a health finding, not a failed start:
+// The publishers first: the first snapshot's labels, CDI spec and published host are written as
+// it is published. A directory that cannot be written is a health finding, not a failed start:
 // the agent serves without it.
 absl::Status StepFirstInventory(AgentState& st) {
   if (!st.opt.nfd_features_dir.empty()) {
@@ -137,11 +137,17 @@ absl::Status StepFirstInventory(AgentState& st) {
     st.cycle.AddPublisher(st.cdi.get());
     Log(LogLevel::kInfo, "keeping the CDI spec ", st.cdi->path());
   }
+  if (!st.opt.host_file_dir.empty() && (st.opt.host_file_dir_explicit || st.opt.sysfs == "/sys")) {
+    st.host_file = std::make_unique<HostFilePublisher>(st.opt.host_file_dir);
+    st.cycle.AddPublisher(st.host_file.get());
+    Log(LogLevel::kInfo, "keeping the published host ", st.host_file->path());
+  }
   return st.cycle.First();
 }
 void StopFirstInventory(AgentState& st) {
   if (st.nfd != nullptr) st.cycle.RemovePublisher(st.nfd.get());
   if (st.cdi != nullptr) st.cycle.RemovePublisher(st.cdi.get());
+  if (st.host_file != nullptr) st.cycle.RemovePublisher(st.host_file.get());
 }
 
 absl::Status StepEvents(AgentState& st) {

@@ -37,6 +37,10 @@ struct AgentOptions {
   bool cdi_dir_explicit = false;
   // Prefix of the spec's host paths of device nodes (tests, hosts whose /dev is elsewhere).
   std::string cdi_dev_root;
+  // The published host file (agent/publish/hostfile) is kept in this directory; empty: off. As
+  // cdi_dir, only for the live host unless set explicitly.
+  std::string host_file_dir = "/run/fabric-env";
+  bool host_file_dir_explicit = false;
   // Events within this window after the first are handled by one rescan.
   absl::Duration debounce = absl::Milliseconds(50);
   int netlink_rcvbuf = 1 << 20;

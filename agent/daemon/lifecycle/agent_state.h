@@ -15,6 +15,7 @@
 #include "agent/daemon/cycle/cdi_publisher.h"
 #include "agent/daemon/cycle/counters.h"
 #include "agent/daemon/cycle/event_sources.h"
+#include "agent/daemon/cycle/host_file_publisher.h"
 #include "agent/daemon/cycle/inventory_cycle.h"
 #include "agent/daemon/cycle/nfd_publisher.h"
 #include "agent/daemon/lifecycle/agent.h"
@@ -59,6 +60,7 @@ struct AgentState {
   InventoryCycle cycle;
   std::unique_ptr<NfdPublisher> nfd;  // Null without --nfd-features-dir.
   std::unique_ptr<CdiPublisher> cdi;  // Null with --no-cdi, --cdi-dir= or another sysfs root.
+  std::unique_ptr<HostFilePublisher> host_file;  // Null with --host-file-dir= or another root.
 
   // What wakes the loop: kernel events, the config file, and the loop itself.
   struct Events {

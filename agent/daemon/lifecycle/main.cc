@@ -142,6 +142,14 @@ int main(int argc, char** argv) {
       ->default_str("");
   bool no_cdi = false;
   app.add_flag("--no-cdi", no_cdi, "keep no CDI spec (as --cdi-dir=)");
+  app.add_option("--host-file-dir", opt.host_file_dir,
+                 "keep the published host (host.pb: the host and selection policy fabric-env and "
+                 "fabricctl exec select from without an RPC) in this world-readable directory "
+                 "(default /run/fabric-env), rewritten when the host or policy changes; created "
+                 "if missing; empty (--host-file-dir=) turns it off. With a --sysfs root other "
+                 "than /sys only when given")
+      ->expected(0, 1)
+      ->default_str("");
   app.add_option("--cdi-dev-root", opt.cdi_dev_root,
                  "for tests and hosts whose device nodes live elsewhere: the CDI spec's host paths "
                  "are DIR/dev/infiniband/...");
@@ -233,6 +241,7 @@ int main(int argc, char** argv) {
   opt.announce_hold = absl::Seconds(hold_s);
   opt.cdi_dir_explicit = app.count("--cdi-dir") > 0;
   if (no_cdi) opt.cdi_dir.clear();
+  opt.host_file_dir_explicit = app.count("--host-file-dir") > 0;
   opt.event_window = absl::Seconds(event_window_s);
   opt.watch_timeout = absl::Seconds(watch_timeout_s);
   auto notifier = fabric::MakeSdNotifier();

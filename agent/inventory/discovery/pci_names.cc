@@ -6,6 +6,7 @@ extern "C" {
 
 #include <setjmp.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -87,7 +88,21 @@ std::unique_ptr<PciNames> LibPciNames(const std::string& ids_file) {
   return std::make_unique<LibPci>(ids_file);
 }
 
+namespace {
+std::atomic<bool> g_names_disabled{false};
+
+class NoPciNames final : public PciNames {
+ public:
+  std::string Vendor(uint16_t) const override { return ""; }
+  std::string Device(uint16_t, uint16_t) const override { return ""; }
+};
+}  // namespace
+
+void DisableDefaultPciNames() { g_names_disabled.store(true); }
+
 const PciNames& DefaultPciNames() {
+  static const NoPciNames none;
+  if (g_names_disabled.load()) return none;
   static const PciNames* names = LibPciNames().release();  // Lives as long as the process.
   return *names;
 }

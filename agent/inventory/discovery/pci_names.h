@@ -24,6 +24,9 @@ std::unique_ptr<PciNames> LibPciNames(const std::string& ids_file = "");
 
 // The process's instance over the default database (parsed once, about 15 ms).
 const PciNames& DefaultPciNames();
+// For one-shot processes that show no names (fabricctl env and exec, at a job's start):
+// DefaultPciNames gives empty names from then on, and the database is never loaded.
+void DisableDefaultPciNames();
 
 // The short name operators use: the last bracketed part of a database name when it has one
 // ("GH100 [H100 SXM5 80GB]" -> "H100 SXM5 80GB", "MT2910 Family [ConnectX-7]" -> "ConnectX-7"),

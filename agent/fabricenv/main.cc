@@ -1,0 +1,129 @@
+// fabric-env: the job environment at process start, from the agent's published host file
+// (/run/fabric-env/host.pb) with no RPC. A static binary (no gRPC, no shared libraries), so it
+// adds about a millisecond to a task start and runs in any container it is mounted into.
+//
+//   fabric-env exec [--gpus=job] [--rank-gpu=auto] -- CMD [ARGS...]
+//   fabric-env env  [--gpus=job] [--rank-gpu=none] [--format=shell|json|nccl-conf|nul]
+//
+// Same request, same rules, same bytes as `fabricctl env`/`exec` against the agent
+// (agent/fabricctl/job_env.h). Exit: 2 for every error before the command runs (exec) or a bad
+// request (env), 1 when env has no answer; after execve the command's own.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "agent/common/cli_docs.h"
+#include "agent/common/cli_docs_cli11.h"
+#include "agent/common/version.h"
+#include "agent/fabricctl/job_env.h"
+#include "agent/publish/hostfile/host_file.h"
+
+namespace fabric {
+namespace {
+
+docs::Page Page(const CLI::App& app) {
+  docs::Page p = docs::PageOf(app, "fabric-env", 1, "[--host-file PATH] exec|env [OPTIONS]");
+  p.description = {
+      "fabric-env gives a job's process its fabric settings (NCCL/RCCL, UCX, NVSHMEM, "
+      "Mooncake, UCCL, SGLang, vLLM) at start, as `fabricctl exec` does, but from the host "
+      "fabric-agent(8) publishes in a world-readable file instead of over its socket: no RPC, "
+      "no shared library, so it suits every task start (srun, torchrun, a container's "
+      "entrypoint) and users the agent's socket does not admit.",
+      "The job's GPUs and this process's GPU come from the launcher's variables "
+      "(SLURM_STEP_GPUS, *_VISIBLE_DEVICES, LOCAL_RANK, SLURM_LOCALID, ...). Every variable "
+      "already set is kept."};
+  p.sections.push_back({"EXIT STATUS",
+                        {},
+                        {{"0", "", "env printed the answer"},
+                         {"1", "", "env: no answer (no published host, no RDMA device)"},
+                         {"2", "",
+                          "a bad request, or exec could not run the command (the message "
+                          "says why; --best-effort runs it anyway)"}}});
+  p.sections.push_back(
+      {"FILES",
+       {},
+       {{hostfile::kDefaultPath, "", "the published host (fabric-agent --host-file-dir)"}}});
+  p.see_also = {"fabricctl(1)", "fabric-agent(8)"};
+  return p;
+}
+
+int Fail(const absl::Status& s, int code) {
+  std::fprintf(stderr, "fabric-env: %s\n", std::string(s.message()).c_str());
+  return code;
+}
+
+}  // namespace
+}  // namespace fabric
+
+int main(int argc, char** argv) {
+  using fabric::ctl::JobEnvOptions;
+  CLI::App app{"fabric-env: a job's fabric settings from the agent's published host, no RPC"};
+  app.set_version_flag("--version", std::string("fabric-env ") + fabric::kFabricVersion);
+  app.require_subcommand(1);
+  std::string host_file = fabric::hostfile::kDefaultPath;
+  app.add_option("--host-file", host_file, "the published host (fabric-agent --host-file-dir)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // A wrapper's own wins.
+      ->capture_default_str();
+
+  JobEnvOptions exec_opt;
+  bool dry_run = false;
+  bool best_effort = false;
+  CLI::App* exec = app.add_subcommand(
+      "exec", "run a command with this process's job environment (the caller's settings win)");
+  exec->prefix_command();
+  fabric::ctl::AddGpusFlag(exec, &exec_opt.gpus, "job");
+  fabric::ctl::AddJobEnvFlags(exec, &exec_opt, "auto");
+  exec->add_flag("--dry-run", dry_run, "print what would be set and why; run nothing");
+  exec->add_flag("--best-effort", best_effort,
+                 "run the command without fabric settings when they cannot be computed");
+
+  JobEnvOptions env_opt;
+  CLI::App* env = app.add_subcommand("env", "print the job environment");
+  fabric::ctl::AddGpusFlag(env, &env_opt.gpus, "job");
+  fabric::ctl::AddJobEnvFlags(env, &env_opt, "none");
+  fabric::ctl::AddEnvFormatFlags(env, &env_opt);
+
+  if (auto kind = fabric::docs::GenerateKind(std::vector<std::string>(argv, argv + argc))) {
+    return fabric::docs::PrintGenerated(*kind, fabric::Page(app),
+                                        fabric::docs::CompletionOf(app, "fabric-env"));
+  }
+  // exec's command after "--" is left with the top level: collected there, refused for env.
+  app.allow_extras();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (env->parsed()) {
+    if (!app.remaining().empty() || !env->remaining().empty()) {
+      return fabric::Fail(absl::InvalidArgumentError(absl::StrCat(
+                              "env takes no command (", app.remaining().empty()
+                                                            ? env->remaining().front()
+                                                            : app.remaining().front(),
+                              "): exec runs one")),
+                          2);
+    }
+    absl::Status s = fabric::ctl::RunEnv(
+        [&host_file](const fabric::v1::SelectNicsRequest& r) -> absl::StatusOr<fabric::v1::Selection> {
+          auto file = fabric::hostfile::ReadHostFile(host_file);
+          if (!file.ok()) return file.status();
+          return fabric::ctl::SelectOnHost(file->published.host(), file->published.policy(), r,
+                                           absl::StrCat("in ", host_file));
+        },
+        env_opt);
+    if (s.ok()) return 0;
+    return fabric::Fail(s, absl::IsInvalidArgument(s) ? 2 : 1);
+  }
+  fabric::ctl::ExecRequest req{.argv = exec->remaining(),
+                               .dry_run = dry_run,
+                               .best_effort = best_effort,
+                               .program = "fabric-env",
+                               .notes = {}};
+  if (req.argv.empty()) req.argv = app.remaining();
+  absl::Status s = fabric::ctl::ExecWithJobEnv(
+      req, fabric::ctl::AskPublishedHost(host_file, exec_opt));
+  return s.ok() ? 0 : fabric::Fail(s, 2);
+}

@@ -1,0 +1,248 @@
+// fabric-env as launchers run it: a real agent on example hosts keeps the published host file,
+// and fabric-env (no RPC) gives the same bytes as `fabricctl env` asking that agent; exec hands
+// them to the command, the caller's settings win, and every fault exits 2 with one line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "agent/publish/hostfile/host_file.h"
+#include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
+#include "tests/testing/subprocess.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::RunResult;
+
+class FabricEnvTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("fabric_env");
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override {
+    StopAgent();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // An agent on example host `name` keeping its published host in dir_/NAME-fe; its socket.
+  std::string StartAgent(const std::string& name, const std::string& config = "") {
+    StopAgent();
+    const std::string root = dir_ + "/" + name;
+    EXPECT_TRUE(testing::WriteExampleHost(name, root).ok());
+    socket_ = dir_ + "/" + name + ".sock";
+    host_file_ = dir_ + "/" + name + "-fe/host.pb";
+    std::vector<std::string> argv = {testing::kAgentBinary, "--socket=" + socket_,
+                                     "--sysfs=" + root + "/sys", "--procfs=" + root + "/proc",
+                                     "--host-file-dir=" + dir_ + "/" + name + "-fe"};
+    if (!config.empty()) argv.push_back("--config=" + config);
+    auto agent = testing::Subprocess::Start(argv);
+    EXPECT_TRUE(agent.ok()) << agent.status();
+    if (!agent.ok()) return "";
+    agent_ = *std::move(agent);
+    EXPECT_TRUE(testing::WaitForSocket(*agent_, socket_, absl::Seconds(60))) << agent_->Stderr();
+    return socket_;
+  }
+  void StopAgent() {
+    if (agent_ == nullptr) return;
+    agent_->Signal(SIGTERM);
+    agent_->Wait(absl::Seconds(20));
+    agent_.reset();
+  }
+
+  // BINARY ARGS... in an environment holding only PATH and `env`, as a launcher starts it.
+  RunResult Run(const char* binary, const std::vector<std::string>& env,
+                const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back(binary);
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = testing::Run(argv, absl::Seconds(30));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : RunResult{};
+  }
+  RunResult Env(const std::vector<std::string>& env, std::vector<std::string> args) {
+    args.insert(args.begin(), "--host-file=" + host_file_);
+    return Run(testing::kFabricEnvBinary, env, args);
+  }
+
+  // NAME=VALUE records: `env`'s lines, or with `sep` '\0' --format=nul's.
+  static std::map<std::string, std::string> Vars(const std::string& out, char sep = '\n') {
+    std::map<std::string, std::string> vars;
+    for (absl::string_view line : absl::StrSplit(out, sep, absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+      vars[kv.first] = kv.second;
+    }
+    return vars;
+  }
+
+  std::string dir_;
+  std::string socket_;
+  std::string host_file_;
+  std::unique_ptr<testing::Subprocess> agent_;
+};
+
+// One code path: on every example host, for whole-host, Slurm, visible-device and local-rank
+// scopes and every consumer, fabric-env's answer is byte for byte the agent's.
+TEST_F(FabricEnvTest, GivesTheAgentsAnswerOnEveryExampleHost) {
+  struct Case {
+    std::vector<std::string> env;
+    std::vector<std::string> args;
+  };
+  const std::vector<Case> cases = {
+      {{}, {"--gpus=all"}},
+      {{"LOCAL_RANK=1"}, {"--gpus=job", "--rank-gpu=auto", "--consumers=all"}},
+      {{"SLURM_STEP_GPUS=0,1", "CUDA_VISIBLE_DEVICES=1"}, {"--gpus=job", "--rank-gpu=auto"}},
+      {{"CUDA_VISIBLE_DEVICES=1,0", "SLURM_LOCALID=0"}, {"--gpus=job", "--rank-gpu=auto"}},
+      {{}, {"--gpus=0", "--rank-gpu=0", "--consumers=nccl,ucx"}},
+  };
+  int answered = 0;
+  for (const std::string& name : testing::ExampleHostNames()) {
+    SCOPED_TRACE(name);
+    const std::string socket = StartAgent(name);
+    ASSERT_FALSE(socket.empty());
+    ASSERT_TRUE(fs::exists(host_file_));
+    for (const Case& c : cases) {
+      SCOPED_TRACE(absl::StrJoin(c.args, " "));
+      for (const char* format : {"--format=json", "--format=shell"}) {
+        std::vector<std::string> args = {"env", format};
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        RunResult mine = Env(c.env, args);
+        std::vector<std::string> ctl = {"--target=unix://" + socket};
+        ctl.insert(ctl.end(), args.begin(), args.end());
+        RunResult agents = Run(testing::kFabricctlBinary, c.env, ctl);
+        EXPECT_EQ(mine.status == 0, agents.status == 0) << mine.err << " | " << agents.err;
+        if (mine.status != 0 || agents.status != 0) continue;
+        EXPECT_EQ(mine.out, agents.out);
+        EXPECT_EQ(mine.err, agents.err);  // The notes.
+        ++answered;
+      }
+    }
+  }
+  EXPECT_GE(answered, 50);
+}
+
+TEST_F(FabricEnvTest, ExecHandsItOverAndTheCallersSettingsWin) {
+  StartAgent("roce-9port");
+  const std::vector<std::string> launcher = {"CUDA_VISIBLE_DEVICES=0,1,2,3", "LOCAL_RANK=2",
+                                             "NCCL_IB_GID_INDEX=7", "UCX_IB_GID_INDEX="};
+  // Through two shells: what a child of a child sees.
+  RunResult r = Env(launcher, {"exec", "--", "sh", "-c", "sh -c env"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto vars = Vars(r.out);
+  EXPECT_EQ(vars["NCCL_IB_HCA"], "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1");
+  EXPECT_EQ(vars["NCCL_IB_GID_INDEX"], "7");  // The caller's.
+  EXPECT_EQ(vars["UCX_IB_GID_INDEX"], "");    // The caller's, though empty.
+  // Every other variable is what the agent renders for this rank.
+  RunResult agents = Run(testing::kFabricctlBinary, launcher,
+                         {"--target=unix://" + socket_, "env", "--gpus=job", "--rank-gpu=auto",
+                          "--keep-set", "--format=nul"});
+  ASSERT_EQ(agents.status, 0) << agents.err;
+  for (const auto& [k, v] : Vars(agents.out, '\0')) EXPECT_EQ(vars[k], v) << k;
+  EXPECT_FALSE(vars["UCX_NET_DEVICES"].empty());
+  // The command is the process fabric-env was (execve) and its status is the command's.
+  EXPECT_EQ(Env({}, {"exec", "--", "sh", "-c", "exit 7"}).status, 7);
+  auto p = testing::Subprocess::Start({testing::kFabricEnvBinary, "--host-file=" + host_file_,
+                                       "exec", "--", "sh", "-c", "echo $$"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->get()->Wait(absl::Seconds(30)), 0);
+  EXPECT_EQ(p->get()->Stdout(), absl::StrCat(p->get()->pid(), "\n"));
+}
+
+TEST_F(FabricEnvTest, EveryFaultBeforeTheCommandExitsTwoWithOneLine) {
+  StartAgent("roce-9port");
+  const std::string corrupt = dir_ + "/corrupt.pb";
+  std::ofstream(corrupt) << "this is not a published host";
+  v1::PublishedHost newer;
+  newer.set_format(hostfile::kFormat + 1);
+  newer.mutable_host()->set_hostname("h");
+  const std::string newer_file = dir_ + "/newer.pb";
+  std::ofstream(newer_file) << newer.SerializeAsString();
+  struct Case {
+    std::vector<std::string> env;
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::string missing = "--host-file=" + dir_ + "/none/host.pb";
+  const std::vector<Case> cases = {
+      {{}, {"exec"}, "no command"},
+      {{}, {"exec", "--", "/nonexistent/cmd"}, "cannot run"},
+      {{"CUDA_VISIBLE_DEVICES=42"}, {"exec", "--", "true"}, "42"},
+      {{"LOCAL_RANK=two"}, {"exec", "--", "true"}, "LOCAL_RANK"},
+      {{}, {"exec", "--consumers=mpi", "--", "true"}, "mpi"},
+      {{}, {missing, "exec", "--", "true"}, "no published host at " + dir_ + "/none/host.pb"},
+      {{}, {"--host-file=" + corrupt, "exec", "--", "true"}, corrupt},
+      {{}, {"--host-file=" + newer_file, "exec", "--", "true"}, "newer agent"},
+      {{}, {"env", "--consumers=mpi"}, "mpi"},
+      {{}, {"env", "--gpus=all", "true"}, "true"},
+  };
+  for (const Case& c : cases) {
+    RunResult r = Env(c.env, c.args);
+    EXPECT_EQ(r.status, 2) << c.says << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.says));
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  // env without an answer exits 1.
+  RunResult none = Env({}, {missing, "env"});
+  EXPECT_EQ(none.status, 1) << none.err;
+  EXPECT_THAT(none.err, HasSubstr("--host-file-dir"));
+  // --best-effort runs the command anyway, after the line saying why.
+  RunResult r = Env({}, {missing, "exec", "--best-effort", "--", "sh", "-c", "echo ran"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "ran\n");
+  EXPECT_THAT(r.err, HasSubstr("without fabric settings"));
+}
+
+// The file follows the agent: a reloaded policy reaches the next process started.
+TEST_F(FabricEnvTest, FollowsWhatTheAgentPublishes) {
+  const std::string config = dir_ + "/config.json";
+  std::ofstream(config) << R"({"selection": {"static_env": {"NCCL_DEBUG": "WARN"}}})";
+  StartAgent("roce-9port", config);
+  EXPECT_EQ(Vars(Env({}, {"env", "--gpus=0"}).out)["NCCL_DEBUG"], "WARN");
+  std::ofstream(config) << R"({"selection": {"static_env": {"NCCL_DEBUG": "INFO"}}})";
+  agent_->Signal(SIGHUP);
+  std::string seen;
+  for (absl::Time end = absl::Now() + absl::Seconds(20); absl::Now() < end;) {
+    seen = Vars(Env({}, {"env", "--gpus=0"}).out)["NCCL_DEBUG"];
+    if (seen == "INFO") break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(seen, "INFO");
+}
+
+// fabricctl exec answers from the file too: no RPC, and it works while the agent is down.
+TEST_F(FabricEnvTest, FabricctlExecAnswersFromThePublishedHost) {
+  StartAgent("roce-9port");
+  StopAgent();
+  RunResult r =
+      Run(testing::kFabricctlBinary, {"LOCAL_RANK=0"},
+          {"exec", "--host-file=" + host_file_, "--no-fallback", "--dry-run", "--", "true"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("# answer: the published host " + host_file_));
+  EXPECT_THAT(r.out, HasSubstr("NCCL_IB_HCA="));
+  // Told to ask the agent, which is gone: the error.
+  RunResult asked = Run(testing::kFabricctlBinary, {},
+                        {"exec", "--host-file=" + host_file_, "--no-host-file", "--no-fallback",
+                         "--target=unix://" + socket_, "--", "true"});
+  EXPECT_EQ(asked.status, 2) << asked.err;
+  EXPECT_TRUE(asked.out.empty());
+}
+
+}  // namespace
+}  // namespace fabric
