@@ -10,7 +10,8 @@
 #     logs no warning (every netlink/uevent source opened, nothing refused) and discovers as
 #     much as an unsandboxed discovery;
 #   - /run/fabric-agent is 0750 and the socket 0660: a fabric-agent group member connects,
-#     another user cannot;
+#     another user cannot; the published host in /run/fabric-env (the shipped tmpfiles.d entry)
+#     is written and every user can read it;
 #   - it keeps pinging the watchdog, survives `systemctl reload`, stops with status 0;
 #   - a bad config (exit 2) fails the unit without a restart loop.
 # Exit 0 pass, 1 fail, 77 skip: not root, a tool missing, no daemon built, or this machine cannot
@@ -103,7 +104,7 @@ cp -r "$work/units" /run/sdtest/units
 mkdir -p /run/sdtest/bin /run/sdtest/shipped
 cp "$agent" "$fabricctl" /run/sdtest/bin/
 cp "$dir/fabric-agent.sysusers.conf" "$dir/fabric-agent.default" "$dir/config.json" \
-  /run/sdtest/shipped/
+  "$dir/fabric-agent.tmpfiles.conf" /run/sdtest/shipped/
 mount -t overlay overlay \
   -o lowerdir=/etc,upperdir=/run/sdtest/etc-upper,workdir=/run/sdtest/etc-work /etc
 mount -t tmpfs tmpfs /tmp
@@ -112,8 +113,10 @@ mount -t tmpfs tmpfs /var/log
 mount --bind /proc/sys /proc/sys
 mount -o remount,bind,ro /proc/sys
 mount -o remount,bind,ro /sys
-# What a package install does: the user, the defaults file, the config.
+# What a package install does: the user, its directories (tmpfiles.d), the defaults file, the
+# config.
 systemd-sysusers - </run/sdtest/shipped/fabric-agent.sysusers.conf
+systemd-tmpfiles --create /run/sdtest/shipped/fabric-agent.tmpfiles.conf
 mkdir -p /etc/default /etc/fabric-agent
 cp /run/sdtest/shipped/fabric-agent.default /etc/default/fabric-agent
 cp /run/sdtest/shipped/config.json /etc/fabric-agent/config.json
@@ -225,6 +228,12 @@ else fail "a fabric-agent group member cannot connect: $out"; fi
 if out=$(health setpriv --reuid=65534 --regid=65534 --clear-groups); then
   fail "a user outside the group connected: $out"
 else pass "a user outside the group is refused"; fi
+# The published host: the tmpfiles.d directory, written by the daemon, readable by anyone.
+dir_mode=$(in_ns stat -c '%U %a' /run/fabric-env 2>&1)
+if bytes=$(in_ns setpriv --reuid=65534 --regid=65534 --clear-groups \
+  sh -c 'wc -c </run/fabric-env/host.pb' 2>&1) && [[ $dir_mode == "fabric-agent 755" ]] && ((bytes > 0))
+then pass "published host: /run/fabric-env $dir_mode, host.pb ($bytes bytes) readable by nobody"
+else fail "published host: /run/fabric-env '$dir_mode', host.pb read by nobody: '$bytes'"; fi
 
 # Every event source opened, nothing refused by the sandbox: the daemon logs a warning when it
 # degrades (netlink or uevents unavailable, an unwritable file) rather than failing to start.

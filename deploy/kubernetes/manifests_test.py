@@ -544,6 +544,9 @@ def check_daemonset(objects, images, args):
     cdi = flags.get("--cdi-dir")
     if check(cdi, "--cdi-dir is set (--sysfs is not /sys: the agent keeps no spec without it)"):
         host_mount("--cdi-dir", cdi, "/var/run/cdi", False)
+    host_file = flags.get("--host-file-dir")
+    if check(host_file, "--host-file-dir is set (--sysfs is not /sys: no published host without it)"):
+        host_mount("--host-file-dir", host_file, "/run/fabric-env", False)
     config = flags.get("--config")
     if check(config, "--config is set"):
         m, v = mount_of(config)

@@ -1,5 +1,8 @@
-// fabric_spank.so: a Slurm SPANK plugin that hands each task the fabric environment fabricctl
+// fabric_spank.so: a Slurm SPANK plugin that hands each task the fabric environment the agent
 // computes (NCCL_IB_HCA, UCX_NET_DEVICES...). In each task it runs
+//   fabric-env --host-file=F env --gpus=job --rank-gpu=auto --format=nul
+// (the agent's published host, no RPC: a few milliseconds) when the file is there and no target
+// is named, else
 //   fabricctl env --gpus=job --rank-gpu=auto --format=nul --timeout=T/2 [--target=...]
 // (and, when the agent cannot be reached, the same with --sysfs=DIR: local discovery) with a
 // small environment built from the task's variables, bounded in time and size, and sets every
@@ -26,6 +29,10 @@ SPANK_PLUGIN(fabric, 1);
 #ifndef FABRIC_SPANK_FABRICCTL
 #define FABRIC_SPANK_FABRICCTL "/usr/bin/fabricctl"
 #endif
+#ifndef FABRIC_SPANK_FABRIC_ENV
+#define FABRIC_SPANK_FABRIC_ENV "/usr/bin/fabric-env"
+#endif
+#define FABRIC_SPANK_HOST_FILE "/run/fabric-env/host.pb"
 
 enum {
   kPathMax = 4096,
@@ -39,6 +46,8 @@ enum {
 // The plugin's settings (plugstack.conf) and the step's state. Statics survive from slurmstepd's
 // callbacks into each task: the task process is forked from slurmstepd after user_init.
 static char fabricctl_path[kPathMax] = FABRIC_SPANK_FABRICCTL;
+static char fabric_env_path[kPathMax] = FABRIC_SPANK_FABRIC_ENV;
+static char host_file[kPathMax] = FABRIC_SPANK_HOST_FILE;
 static char target[kPathMax];
 static char fallback_sysfs[kPathMax];
 static long timeout_ms = 2000;
@@ -103,6 +112,10 @@ static void parse_args(int ac, char** av) {
     int bad = 0;
     if (!strncmp(a, "fabricctl=", 10)) {
       bad = set_string(fabricctl_path, sizeof fabricctl_path, a + 10) || a[10] != '/';
+    } else if (!strncmp(a, "fabric_env=", 11)) {
+      bad = set_string(fabric_env_path, sizeof fabric_env_path, a + 11) || a[11] != '/';
+    } else if (!strncmp(a, "host_file=", 10)) {
+      bad = set_string(host_file, sizeof host_file, a + 10) || a[10] != '/';
     } else if (!strncmp(a, "target=", 7)) {
       bad = set_string(target, sizeof target, a + 7);
     } else if (!strncmp(a, "fallback_sysfs=", 15)) {
@@ -117,8 +130,8 @@ static void parse_args(int ac, char** av) {
     }
     if (bad) {
       snprintf(config_error, sizeof config_error,
-               "plugstack.conf argument '%.80s' is not valid (fabricctl=/PATH, target=, "
-               "timeout=%d..%dms, fallback_sysfs=DIR, default=on|off)",
+               "plugstack.conf argument '%.80s' is not valid (fabricctl=/PATH, fabric_env=/PATH, "
+               "host_file=/PATH, target=, timeout=%d..%dms, fallback_sysfs=DIR, default=on|off)",
                a, kTimeoutMinMs, kTimeoutMaxMs);
     }
   }
@@ -456,6 +469,17 @@ static int apply(spank_t sp, char* out, size_t len, int* invalid) {
   return set;
 }
 
+// Sets `out`'s records; one line when none came or some were malformed.
+static void apply_and_report(spank_t sp, char* out, size_t len, const char* from) {
+  int invalid = 0;
+  int set = apply(sp, out, len, &invalid);
+  if (set == 0 && invalid == 0 && len == 0) {
+    report("fabric-env: no fabric settings for this task: %s printed none", from);
+  } else if (invalid) {
+    report("fabric-env: skipped %d malformed record(s) from %s", invalid, from);
+  }
+}
+
 // In each task, after Slurm bound its GPUs and before it execs the user's program.
 int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   (void)ac;
@@ -475,6 +499,30 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     return 0;
   }
   long deadline = now_ms() + timeout_ms;
+  static char out[kOutputMax + 1];
+  size_t len = 0;
+  int code = 0;
+  char why[kReasonMax + 2 * kPathMax];
+  // The published host first: no RPC, a static binary. A named target is asked instead, as
+  // fabricctl exec does. When it has no answer (no file, a file it cannot read), fabricctl.
+  char file_why[sizeof why];
+  file_why[0] = '\0';
+  if (!target[0] && access(host_file, R_OK) == 0 && access(fabric_env_path, X_OK) == 0) {
+    char file_arg[kPathMax + 16];
+    snprintf(file_arg, sizeof file_arg, "--host-file=%s", host_file);
+    char* env_argv[] = {fabric_env_path, file_arg,       "env", "--gpus=job", "--rank-gpu=auto",
+                        "--format=nul",  NULL};
+    if (run_fabricctl(env_argv, envp, deadline, out, &len, &code, why, sizeof why) == 0) {
+      apply_and_report(sp, out, len, fabric_env_path);
+      return 0;
+    }
+    // 2: the request itself is bad (a malformed GPU list): fabricctl would say the same.
+    if (code == 2 || now_ms() >= deadline) {
+      report("fabric-env: no fabric settings for this task: %s", why);
+      return 0;
+    }
+    memcpy(file_why, why, sizeof file_why);
+  }
   char timeout_arg[64], source_arg[kPathMax + 16];
   // Half the budget for the agent, the rest for local discovery when it does not answer.
   snprintf(timeout_arg, sizeof timeout_arg, "--timeout=%ldms", timeout_ms / 2);
@@ -484,10 +532,6 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     snprintf(source_arg, sizeof source_arg, "--target=%s", target);
     argv[6] = source_arg;
   }
-  static char out[kOutputMax + 1];
-  size_t len = 0;
-  int code = 0;
-  char why[kReasonMax + 2 * kPathMax];
   if (run_fabricctl(argv, envp, deadline, out, &len, &code, why, sizeof why) < 0) {
     // Exit 3: the agent could not be reached (fabricctl's other failures would repeat locally).
     if (code != 3 || now_ms() >= deadline) {
@@ -508,12 +552,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
       return 0;
     }
   }
-  int invalid = 0;
-  int set = apply(sp, out, len, &invalid);
-  if (set == 0 && invalid == 0 && len == 0) {
-    report("fabric-env: no fabric settings for this task: %s printed none", fabricctl_path);
-  } else if (invalid) {
-    report("fabric-env: skipped %d malformed record(s) from %s", invalid, fabricctl_path);
-  }
+  if (file_why[0]) report("fabric-env: %s; asked fabricctl", file_why);
+  apply_and_report(sp, out, len, fabricctl_path);
   return 0;
 }

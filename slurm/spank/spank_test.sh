@@ -5,28 +5,32 @@
 # dgx-h100-ib. Checks what the tasks of srun and sbatch get, that the user's settings win, that a
 # task still runs when neither the agent nor local discovery answers, and prints the plugin's
 # added task start time (a figure, not an assertion).
-#   usage: spank_test.sh --plugin SO --agent BIN --fabricctl BIN --mkhost BIN
+# The tasks get their settings through fabric-env (the agent's published host) when no target is
+# named, else through fabricctl.
+#   usage: spank_test.sh --plugin SO --agent BIN --fabricctl BIN --fabric-env BIN --mkhost BIN
 # Exits 77 (skip) when not root or when Slurm or munge is missing; with CI=true a missing tool is
 # a failure instead (CI installs them: scripts/install-deps.sh).
 set -uo pipefail
 
-plugin= agent= fabricctl= mkhost=
+plugin= agent= fabricctl= fabric_env= mkhost=
 while (($#)); do
   case $1 in
     --plugin) plugin=$2 ;;
     --agent) agent=$2 ;;
     --fabricctl) fabricctl=$2 ;;
+    --fabric-env) fabric_env=$2 ;;
     --mkhost) mkhost=$2 ;;
-    *) echo "usage: $0 --plugin SO --agent BIN --fabricctl BIN --mkhost BIN" >&2; exit 2 ;;
+    *) echo "usage: $0 --plugin SO --agent BIN --fabricctl BIN --fabric-env BIN --mkhost BIN" >&2
+       exit 2 ;;
   esac
   shift 2
 done
-for f in "$plugin" "$agent" "$fabricctl" "$mkhost"; do
+for f in "$plugin" "$agent" "$fabricctl" "$fabric_env" "$mkhost"; do
   [[ -n $f && -e $f ]] || { echo "spank_test: missing or unbuilt: '$f'" >&2; exit 2; }
 done
 # slurmstepd and the tasks run elsewhere (the spool): absolute paths.
 plugin=$(realpath "$plugin") agent=$(realpath "$agent") fabricctl=$(realpath "$fabricctl")
-mkhost=$(realpath "$mkhost")
+fabric_env=$(realpath "$fabric_env") mkhost=$(realpath "$mkhost")
 
 if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root (munged, slurmd, mknod)"; exit 77; fi
 for tool in munged mungekey slurmctld slurmd srun sbatch sinfo; do
@@ -134,7 +138,8 @@ done
 sock=$R/run/agent.sock
 ctl() { timeout 30 "$fabricctl" "$@" --target="unix://$sock" 2>/dev/null; }
 start_agent() {
-  "$agent" --socket="$sock" --sysfs="$R/host/sys" --procfs="$R/host/proc" >>"$R/agent.log" 2>&1 &
+  "$agent" --socket="$sock" --sysfs="$R/host/sys" --procfs="$R/host/proc" \
+    --host-file-dir="$R/run/fe" >>"$R/agent.log" 2>&1 &
   agent_pid=$!
   for _ in $(seq 100); do
     ctl health --liveness >/dev/null && return 0
@@ -179,6 +184,30 @@ if [[ -n $want0 && $pin0 == "$want0" && $pin1 == "$want1" && $pin0 != "$pin1" ]]
   pass "pins: GPU $gpu0 -> $pin0, GPU $gpu1 -> $pin1 (as fabricctl select)"
 else fail "pins: GPU $gpu0 -> '$pin0' (select: '$want0'), GPU $gpu1 -> '$pin1' (select: '$want1')"; fi
 grep -q 'fabric-env' "$R/err" && fail "stderr has a fabric-env line: $(cat "$R/err")"
+
+# 1b. No target named: fabric-env answers from the agent's published host, the same settings.
+# The fabricctl named is a fake that fails: only fabric-env can have answered.
+printf '#!/bin/sh\necho "fake fabricctl was asked" >&2\nexit 1\n' >"$R/nofabricctl"
+chmod 755 "$R/nofabricctl"
+plugstack fabricctl="$R/nofabricctl" fabric_env="$fabric_env" host_file="$R/run/fe/host.pb"
+run -n2 --gpus-per-task=1 env || die "srun (fabric-env) failed: $(cat "$R/err")"
+fe_want0=$(expected_pin "$(val 0 CUDA_VISIBLE_DEVICES)")
+fe_want1=$(expected_pin "$(val 1 CUDA_VISIBLE_DEVICES)")
+if [[ $(val 0 NCCL_IB_HCA) == "$want_hca" && $(val 1 NCCL_IB_HCA) == "$want_hca" &&
+  -n $fe_want0 && $(val 0 UCX_NET_DEVICES) == "$fe_want0" &&
+  $(val 1 UCX_NET_DEVICES) == "$fe_want1" ]] && ! grep -q 'fabric-env' "$R/err"; then
+  pass "fabric-env from the published host: the same NCCL_IB_HCA and pins, fabricctl not asked"
+else fail "fabric-env: NCCL_IB_HCA '$(val 0 NCCL_IB_HCA)', pins '$(val 0 UCX_NET_DEVICES)'" \
+  "'$(val 1 UCX_NET_DEVICES)', stderr '$(cat "$R/err")'"; fi
+# A file fabric-env cannot read: fabricctl is asked, and the line says why.
+echo "not a published host" >"$R/corrupt.pb"
+plugstack fabricctl="$fabricctl" fabric_env="$fabric_env" host_file="$R/corrupt.pb" \
+  fallback_sysfs="$R/host/sys"
+run -n1 --gpus-per-task=1 env || die "srun (corrupt host file) failed: $(cat "$R/err")"
+if [[ -n $(val 0 NCCL_IB_HCA) ]] && grep -q "fabric-env: .*$R/corrupt.pb.*asked fabricctl" "$R/err"
+then pass "unreadable host file: fabricctl answered, stderr says why"
+else fail "corrupt host file: NCCL_IB_HCA '$(val 0 NCCL_IB_HCA)', stderr '$(cat "$R/err")'"; fi
+plugstack fabricctl="$fabricctl" target="unix://$sock" fallback_sysfs="$R/host/sys"
 
 # 2. --fabric-env=off: nothing from the plugin.
 run --fabric-env=off -n2 --gpus-per-task=1 env || die "srun --fabric-env=off failed: $(cat "$R/err")"
@@ -288,23 +317,27 @@ if [[ $rc == 0 && $(task 0) == task-ran ]] && grep -q 'printed more than 65536 b
 then pass "70000 bytes from fabricctl: cut off, the task ran"
 else fail "big output: rc $rc, stdout '$(cat "$R/out")', stderr '$(cat "$R/err")'"; fi
 
-# 8. The added task start time: srun -n1 true with and without the plugin, interleaved.
+# 8. The added task start time: srun -n1 true without the plugin, with it through fabric-env
+# (the published host) and through fabricctl (the agent), interleaved.
 start_agent
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 n=${FABRIC_SPANK_BENCH_RUNS:-9}
-: >"$R/with" && : >"$R/without"
+: >"$R/with" && : >"$R/without" && : >"$R/file"
 for _ in $(seq "$n"); do
-  for mode in with without; do
+  for mode in with file without; do
     if [[ $mode == with ]]; then plugstack fabricctl="$fabricctl" target="unix://$sock"
+    elif [[ $mode == file ]]; then
+      plugstack fabric_env="$fabric_env" host_file="$R/run/fe/host.pb"
     else plugstack; fi
     start=$(date +%s%N)
     timeout 60 srun -n1 true 2>>"$R/err.bench" || fail "srun -n1 true ($mode the plugin) failed"
     echo $((($(date +%s%N) - start) / 1000000)) >>"$R/$mode"
   done
 done
-with=$(median <"$R/with") without=$(median <"$R/without")
-echo "bench: srun -n1 true, median of $n: ${with} ms with the plugin, ${without} ms without," \
-  "added $((with - without)) ms (fabricctl: $fabricctl)"
+with=$(median <"$R/with") without=$(median <"$R/without") file=$(median <"$R/file")
+echo "bench: srun -n1 true, median of $n: ${without} ms without the plugin;" \
+  "${file} ms through fabric-env, added $((file - without)) ms ($fabric_env);" \
+  "${with} ms through fabricctl, added $((with - without)) ms ($fabricctl)"
 
 if ((failures)); then logs; echo "spank_test: $failures check(s) failed"; exit 1; fi
 echo "spank_test: all checks passed"

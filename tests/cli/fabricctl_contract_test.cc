@@ -315,6 +315,8 @@ TEST_F(CliTest, EveryBinaryGeneratesACompletionThatLoadsAndACleanManPage) {
        ".TH FABRIC-PROBE 1", "\\fITEST\\fR"},
       {FABRIC_CNI, "fabric-cni", "fabric-cni --vers", 1, "--version", ".TH FABRIC-CNI 8",
        "\\fBpodRouting.tableRange\\fR"},
+      {FABRIC_ENV, "fabric-env", "fabric-env ex", 1, "exec", ".TH FABRIC-ENV 1",
+       "\\fB\\-\\-rank\\-gpu\\fR"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.words);
