@@ -98,16 +98,16 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (env->parsed()) {
-    if (!app.remaining().empty() || !env->remaining().empty()) {
+    std::vector<std::string> extra = app.remaining();
+    if (extra.empty()) extra = env->remaining();
+    if (!extra.empty()) {
       return fabric::Fail(absl::InvalidArgumentError(absl::StrCat(
-                              "env takes no command (", app.remaining().empty()
-                                                            ? env->remaining().front()
-                                                            : app.remaining().front(),
-                              "): exec runs one")),
+                              "env takes no command (", extra.front(), "): exec runs one")),
                           2);
     }
     absl::Status s = fabric::ctl::RunEnv(
-        [&host_file](const fabric::v1::SelectNicsRequest& r) -> absl::StatusOr<fabric::v1::Selection> {
+        [&host_file](
+            const fabric::v1::SelectNicsRequest& r) -> absl::StatusOr<fabric::v1::Selection> {
           auto file = fabric::hostfile::ReadHostFile(host_file);
           if (!file.ok()) return file.status();
           return fabric::ctl::SelectOnHost(file->published.host(), file->published.policy(), r,
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
                                .program = "fabric-env",
                                .notes = {}};
   if (req.argv.empty()) req.argv = app.remaining();
-  absl::Status s = fabric::ctl::ExecWithJobEnv(
-      req, fabric::ctl::AskPublishedHost(host_file, exec_opt));
+  absl::Status s =
+      fabric::ctl::ExecWithJobEnv(req, fabric::ctl::AskPublishedHost(host_file, exec_opt));
   return s.ok() ? 0 : fabric::Fail(s, 2);
 }

@@ -51,8 +51,8 @@ absl::StatusOr<v1::PublishedHost> ParseHostFile(std::string_view bytes) {
 absl::StatusOr<HostFile> ReadHostFile(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
-    return absl::NotFoundError(absl::StrCat("no published host at ", path,
-                                            " (fabric-agent writes it: --host-file-dir)"));
+    return absl::NotFoundError(
+        absl::StrCat("no published host at ", path, " (fabric-agent writes it: --host-file-dir)"));
   }
   // HostFs's read: capped (kMaxBytes), EINTR-safe, errno as status.
   absl::StatusOr<std::string> bytes = HostFsImpl("/").ReadFile(path);

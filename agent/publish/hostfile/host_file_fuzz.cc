@@ -7,8 +7,8 @@
 #include "agent/publish/hostfile/host_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto p = fabric::hostfile::ParseHostFile(
-      std::string_view(reinterpret_cast<const char*>(data), size));
+  auto p =
+      fabric::hostfile::ParseHostFile(std::string_view(reinterpret_cast<const char*>(data), size));
   if (p.ok()) {
     (void)fabric::hostfile::HostFileBytes(p->host(), p->policy());
   }
