@@ -108,8 +108,10 @@ int main(int argc, char** argv) {
     absl::Status s = fabric::ctl::RunEnv(
         [&host_file](
             const fabric::v1::SelectNicsRequest& r) -> absl::StatusOr<fabric::v1::Selection> {
+          // A file that cannot be read is no answer (1), not a bad request (2): the Slurm
+          // plugin asks fabricctl then.
           auto file = fabric::hostfile::ReadHostFile(host_file);
-          if (!file.ok()) return file.status();
+          if (!file.ok()) return absl::UnavailableError(file.status().message());
           return fabric::ctl::SelectOnHost(file->published.host(), file->published.policy(), r,
                                            absl::StrCat("in ", host_file));
         },

@@ -13,6 +13,7 @@
 set -uo pipefail
 
 plugin= agent= fabricctl= fabric_env= mkhost=
+bench_runs=${FABRIC_SPANK_BENCH_RUNS:-9}  # Read now: FABRIC_* is cleared before the tasks run.
 while (($#)); do
   case $1 in
     --plugin) plugin=$2 ;;
@@ -321,7 +322,7 @@ else fail "big output: rc $rc, stdout '$(cat "$R/out")', stderr '$(cat "$R/err")
 # (the published host) and through fabricctl (the agent), interleaved.
 start_agent
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-n=${FABRIC_SPANK_BENCH_RUNS:-9}
+n=$bench_runs
 : >"$R/with" && : >"$R/without" && : >"$R/file"
 for _ in $(seq "$n"); do
   for mode in with file without; do

@@ -198,10 +198,13 @@ TEST_F(FabricEnvTest, EveryFaultBeforeTheCommandExitsTwoWithOneLine) {
     EXPECT_THAT(r.err, HasSubstr(c.says));
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
-  // env without an answer exits 1.
+  // env without an answer (no file, one it cannot read) exits 1.
   RunResult none = Env({}, {missing, "env"});
   EXPECT_EQ(none.status, 1) << none.err;
   EXPECT_THAT(none.err, HasSubstr("--host-file-dir"));
+  RunResult unreadable = Env({}, {"--host-file=" + corrupt, "env"});
+  EXPECT_EQ(unreadable.status, 1) << unreadable.err;
+  EXPECT_THAT(unreadable.err, HasSubstr(corrupt));
   // --best-effort runs the command anyway, after the line saying why.
   RunResult r = Env({}, {missing, "exec", "--best-effort", "--", "sh", "-c", "echo ran"});
   EXPECT_EQ(r.status, 0);
