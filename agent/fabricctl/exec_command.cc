@@ -51,12 +51,11 @@ absl::StatusOr<JobEnvAnswer> Compute(const CLI::App* cmd, const CommonOptions& c
   // An agent named (--target, $FABRICCTL_TARGET) is asked; so is the default one after
   // --no-host-file.
   if (!opt.no_host_file && common.target == kDefaultTarget) {
-    absl::StatusOr<JobEnvAnswer> a = AskPublishedHost(opt.host_file, opt.env);
-    const absl::StatusCode code = a.status().code();
-    // The file answered, or refused the request as the agent would have.
-    if (a.ok() || code == absl::StatusCode::kInvalidArgument) return a;
-    if (code != absl::StatusCode::kNotFound || cmd->count("--host-file") > 0) {
-      notes->push_back(absl::StrCat(a.status().message(), ": asked the agent"));
+    absl::StatusOr<hostfile::HostFile> file = hostfile::ReadHostFile(opt.host_file);
+    // The file answers (or refuses the request, as the agent would) when it can be read.
+    if (file.ok()) return AskPublishedHost(*file, opt.host_file, opt.env);
+    if (!absl::IsNotFound(file.status()) || cmd->count("--host-file") > 0) {
+      notes->push_back(absl::StrCat(file.status().message(), ": asked the agent"));
     }
   }
   std::unique_ptr<HostSource> agent = AgentHostSource(common);

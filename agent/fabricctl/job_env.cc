@@ -112,10 +112,9 @@ absl::StatusOr<JobEnvAnswer> AskJobEnv(const SelectFn& select, const JobEnvOptio
   return a;
 }
 
-absl::StatusOr<JobEnvAnswer> AskPublishedHost(const std::string& path, const JobEnvOptions& opt) {
-  absl::StatusOr<hostfile::HostFile> file = hostfile::ReadHostFile(path);
-  if (!file.ok()) return file.status();
-  const v1::PublishedHost& p = file->published;
+absl::StatusOr<JobEnvAnswer> AskPublishedHost(const hostfile::HostFile& file,
+                                              const std::string& path, const JobEnvOptions& opt) {
+  const v1::PublishedHost& p = file.published;
   absl::StatusOr<JobEnvAnswer> a = AskJobEnv(
       [&p, &path](const v1::SelectNicsRequest& r) {
         return SelectOnHost(p.host(), p.policy(), r, absl::StrCat("in ", path));
@@ -124,8 +123,7 @@ absl::StatusOr<JobEnvAnswer> AskPublishedHost(const std::string& path, const Job
   if (a.ok()) {
     a->asked.provenance.push_back(absl::StrCat(
         "answer: the published host ", path, " (fabric-agent ", p.agent_version(), ", changed ",
-        absl::FormatDuration(absl::Trunc(absl::Now() - file->modified, absl::Seconds(1))),
-        " ago)"));
+        absl::FormatDuration(absl::Trunc(absl::Now() - file.modified, absl::Seconds(1))), " ago)"));
   }
   return a;
 }

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "agent/fabricctl/job_scope.h"
 #include "agent/policy/jobenv/jobenv.h"
+#include "agent/publish/hostfile/host_file.h"
 #include "fabric/v1/agent.pb.h"
 #include "fabric/v1/select.pb.h"
 
@@ -48,9 +49,11 @@ struct JobEnvAnswer {
 absl::StatusOr<JobEnvAnswer> AskJobEnv(const SelectFn& select, const JobEnvOptions& opt,
                                        bool keep_set);
 
-// The answer from the published host file at `path` (agent/publish/hostfile), the user's own
-// settings kept; NotFound when there is none. Its provenance names the file and its age.
-absl::StatusOr<JobEnvAnswer> AskPublishedHost(const std::string& path, const JobEnvOptions& opt);
+// The answer from the published host `file` read from `path` (agent/publish/hostfile), the
+// user's own settings kept. Its provenance names the file and its age. The caller reads the file
+// (hostfile::ReadHostFile): a file it cannot read is no answer, an error here is the request's.
+absl::StatusOr<JobEnvAnswer> AskPublishedHost(const hostfile::HostFile& file,
+                                              const std::string& path, const JobEnvOptions& opt);
 
 // The answer as `--format=json` prints it: {"env", "job_env", "pins", "rank_gpu", "scope",
 // "consumers", "notes"}, keys in proto field style.

@@ -119,13 +119,14 @@ int main(int argc, char** argv) {
     if (s.ok()) return 0;
     return fabric::Fail(s, absl::IsInvalidArgument(s) ? 2 : 1);
   }
+  absl::StatusOr<fabric::hostfile::HostFile> file = fabric::hostfile::ReadHostFile(host_file);
   fabric::ctl::ExecRequest req{.argv = exec->remaining(),
                                .dry_run = dry_run,
                                .best_effort = best_effort,
                                .program = "fabric-env",
                                .notes = {}};
   if (req.argv.empty()) req.argv = app.remaining();
-  absl::Status s =
-      fabric::ctl::ExecWithJobEnv(req, fabric::ctl::AskPublishedHost(host_file, exec_opt));
+  absl::Status s = fabric::ctl::ExecWithJobEnv(
+      req, file.ok() ? fabric::ctl::AskPublishedHost(*file, host_file, exec_opt) : file.status());
   return s.ok() ? 0 : fabric::Fail(s, 2);
 }
