@@ -82,12 +82,10 @@ Outcome Exec(const CLI::App* cmd, const CommonOptions& common, const ExecOptions
   ExecRequest req{.argv = std::move(argv),
                   .dry_run = opt.dry_run,
                   .best_effort = opt.best_effort,
-                  .program = "fabricctl exec",
-                  .notes = {}};
-  if (!req.argv.empty() && req.argv.front() == "--") req.argv.erase(req.argv.begin());
-  if (req.argv.empty()) return ExecWithJobEnv(std::move(req), JobEnvAnswer{});
-  absl::StatusOr<JobEnvAnswer> a = Compute(cmd, common, opt, &req.notes);
-  return ExecWithJobEnv(std::move(req), a);
+                  .program = "fabricctl exec"};
+  return ExecWithJobEnv(std::move(req), [&](std::vector<std::string>* notes) {
+    return Compute(cmd, common, opt, notes);
+  });
 }
 
 }  // namespace

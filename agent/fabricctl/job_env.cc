@@ -185,18 +185,19 @@ absl::Status RunEnv(const SelectFn& select, const JobEnvOptions& opt) {
   return absl::OkStatus();
 }
 
-absl::Status ExecWithJobEnv(ExecRequest req, const absl::StatusOr<JobEnvAnswer>& a) {
+absl::Status ExecWithJobEnv(ExecRequest req, const AnswerFn& answer) {
   std::vector<std::string>& argv = req.argv;
   if (!argv.empty() && argv.front() == "--") argv.erase(argv.begin());
   if (argv.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("no command: ", req.program, " [OPTIONS] -- CMD [ARGS...]"));
   }
+  std::vector<std::string> notes;
+  const absl::StatusOr<JobEnvAnswer> a = answer(&notes);
   if (!a.ok() && !req.best_effort) {
     return absl::InvalidArgumentError(
         absl::StrCat(a.status().message(), " (--best-effort runs the command anyway)"));
   }
-  std::vector<std::string>& notes = req.notes;
   jobenv::EnvMap env;
   if (a.ok()) {
     env = a->env;

@@ -64,15 +64,17 @@ absl::Status RunEnv(const SelectFn& select, const JobEnvOptions& opt);
 
 // `exec`: what runs, and with what.
 struct ExecRequest {
-  std::vector<std::string> argv;   // A leading "--" is dropped.
-  bool dry_run = false;            // Print what would be set and why; run nothing.
-  bool best_effort = false;        // Run the command without fabric settings on an error.
-  std::string program;             // "fabricctl exec", "fabric-env": stderr's prefix.
-  std::vector<std::string> notes;  // The caller's own (where the answer came from).
+  std::vector<std::string> argv;  // A leading "--" is dropped.
+  bool dry_run = false;           // Print what would be set and why; run nothing.
+  bool best_effort = false;       // Run the command without fabric settings on an error.
+  std::string program;            // "fabricctl exec", "fabric-env": stderr's prefix.
 };
-// Sets the answer's variables (each already set one kept) and execvp's the command; returns only
-// on an error (InvalidArgument: exit 2), or OK after a dry run. `answer` not OK: the error, or
-// with best_effort the command runs without fabric settings after a line on stderr.
-absl::Status ExecWithJobEnv(ExecRequest req, const absl::StatusOr<JobEnvAnswer>& answer);
+// Computes the answer; may add notes of its own (where the answer came from).
+using AnswerFn = std::function<absl::StatusOr<JobEnvAnswer>(std::vector<std::string>* notes)>;
+// Computes the answer (`answer` runs only once there is a command), sets its variables (each
+// already set one kept) and execvp's the command; returns only on an error (InvalidArgument:
+// exit 2), or OK after a dry run. An answer that failed is the error, or with best_effort the
+// command runs without fabric settings after a line on stderr.
+absl::Status ExecWithJobEnv(ExecRequest req, const AnswerFn& answer);
 
 }  // namespace fabric::ctl

@@ -119,14 +119,16 @@ int main(int argc, char** argv) {
     if (s.ok()) return 0;
     return fabric::Fail(s, absl::IsInvalidArgument(s) ? 2 : 1);
   }
-  absl::StatusOr<fabric::hostfile::HostFile> file = fabric::hostfile::ReadHostFile(host_file);
   fabric::ctl::ExecRequest req{.argv = exec->remaining(),
                                .dry_run = dry_run,
                                .best_effort = best_effort,
-                               .program = "fabric-env",
-                               .notes = {}};
+                               .program = "fabric-env"};
   if (req.argv.empty()) req.argv = app.remaining();
   absl::Status s = fabric::ctl::ExecWithJobEnv(
-      req, file.ok() ? fabric::ctl::AskPublishedHost(*file, host_file, exec_opt) : file.status());
+      req, [&](std::vector<std::string>*) -> absl::StatusOr<fabric::ctl::JobEnvAnswer> {
+        auto file = fabric::hostfile::ReadHostFile(host_file);
+        if (!file.ok()) return file.status();
+        return fabric::ctl::AskPublishedHost(*file, host_file, exec_opt);
+      });
   return s.ok() ? 0 : fabric::Fail(s, 2);
 }

@@ -15,12 +15,12 @@ class CdiPublisher final : public FilePublisher {
   CdiPublisher(std::string dir, cdi::SpecOptions opt)
       : FilePublisher(cdi::SpecWriter(std::move(dir)), "cdi", "CDI spec",
                       "containers get the previous spec's devices",
-                      [opt](const Snapshot& s) -> absl::StatusOr<std::string> {
+                      [opt](const Snapshot& s) -> std::optional<std::string> {
                         // No device to name (a spec must have one): a spec left from before
-                        // would name gone ones, so the file goes (NotFound).
+                        // would name gone ones, so the file goes.
                         absl::StatusOr<std::string> spec = cdi::SpecJson(*s.host, s.policy, opt);
-                        if (!spec.ok()) return absl::NotFoundError(spec.status().message());
-                        return spec;
+                        if (!spec.ok()) return std::nullopt;
+                        return *std::move(spec);
                       }) {}
 };
 

@@ -14,16 +14,8 @@ absl::Status FilePublisher::Sync(const Snapshot& s) {
     return absl::OkStatus();
   }
   ++renders_;
-  absl::StatusOr<std::string> text = render_(s);
-  if (!text.ok() && !absl::IsNotFound(text.status())) {
-    // Nothing to write is NotFound; any other error is a fault to report, not an empty file.
-    const bool was_failing = !last_.ok();
-    last_ = text.status();
-    host_.reset();
-    if (!was_failing) Log(LogLevel::kWarning, what_, " ", path(), ": ", last_.message());
-    return last_;
-  }
-  absl::StatusOr<bool> wrote = text.ok() ? file_.Write(*text) : file_.Remove();
+  const std::optional<std::string> text = render_(s);
+  absl::StatusOr<bool> wrote = text ? file_.Write(*text) : file_.Remove();
   const bool was_failing = !last_.ok();
   last_ = wrote.status();
   if (!wrote.ok()) {
@@ -35,7 +27,7 @@ absl::Status FilePublisher::Sync(const Snapshot& s) {
   if (was_failing) Log(LogLevel::kInfo, what_, " ", path(), " written again");
   if (*wrote) {
     ++writes_;
-    Log(LogLevel::kDebug, what_, text.ok() ? " written: " : " removed: ", path());
+    Log(LogLevel::kDebug, what_, text ? " written: " : " removed: ", path());
   }
   host_ = s.host;
   policy_ = std::move(policy);

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,8 @@ namespace fabric {
 
 class FilePublisher : public Publisher {
  public:
-  // The file's text for a snapshot; NotFound: the file must not exist (the old one is removed).
-  using Render = std::function<absl::StatusOr<std::string>(const Snapshot&)>;
+  // The file's text for a snapshot; nullopt: the file must not exist (the old one is removed).
+  using Render = std::function<std::optional<std::string>(const Snapshot&)>;
 
   // `check`: the finding's check name; `what`: the file in log lines and findings ("CDI spec");
   // `consequence`: what readers get meanwhile ("containers get the previous spec's devices").

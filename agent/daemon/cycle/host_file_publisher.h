@@ -15,7 +15,7 @@ class HostFilePublisher final : public FilePublisher {
       : FilePublisher(KeptFile(std::move(dir), hostfile::kFileName, "published host"), "host-file",
                       "published host",
                       "jobs started with fabric-env get the previous host's answer",
-                      [](const Snapshot& s) -> absl::StatusOr<std::string> {
+                      [](const Snapshot& s) -> std::optional<std::string> {
                         return hostfile::HostFileBytes(*s.host, s.policy);
                       }) {}
 };

@@ -7,6 +7,7 @@
 
 #include "absl/time/time.h"
 #include "agent/daemon/api/tls.h"
+#include "agent/publish/hostfile/host_file.h"
 
 namespace fabric {
 
@@ -39,7 +40,7 @@ struct AgentOptions {
   std::string cdi_dev_root;
   // The published host file (agent/publish/hostfile) is kept in this directory; empty: off. As
   // cdi_dir, only for the live host unless set explicitly.
-  std::string host_file_dir = "/run/fabric-env";
+  std::string host_file_dir = hostfile::kDefaultDir;
   bool host_file_dir_explicit = false;
   // Events within this window after the first are handled by one rescan.
   absl::Duration debounce = absl::Milliseconds(50);
