@@ -94,6 +94,37 @@ std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
   return out;
 }
 
+std::vector<jobenv::Pick> PodPicks(const std::vector<RdmaMatch>& rdma) {
+  std::vector<jobenv::Pick> out;
+  for (const RdmaMatch& m : rdma) {
+    jobenv::Pick p;
+    p.device = m.device;
+    p.port = static_cast<uint32_t>(m.port);
+    p.netdev = m.ifname;
+    p.roce = true;  // The pod's interface is Ethernet: a VF or macvlan of a RoCE port.
+    if (m.gid_index >= 0) p.gid_index = static_cast<uint32_t>(m.gid_index);
+    p.ipv4 = m.ipv4;
+    p.ipv6 = m.ipv6;
+    p.other_ipv4_gids = m.other_ipv4_gids;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+podrecord::PodRecord PodRecordOf(const std::vector<EnvInterface>& ifaces,
+                                 const std::vector<RdmaMatch>& rdma) {
+  podrecord::PodRecord r;
+  for (const EnvInterface& in : ifaces) {
+    podrecord::Interface i{in.ifname, {}};
+    for (const announce::Address& a : in.addresses) {
+      i.addresses.push_back(absl::StrCat(IpToString(a.family, a.addr), "/", a.prefix_len));
+    }
+    r.interfaces.push_back(std::move(i));
+  }
+  r.ports = PodPicks(rdma);
+  return r;
+}
+
 std::string RenderEnvFile(const std::vector<EnvInterface>& ifaces,
                           const std::vector<RdmaMatch>& rdma) {
   std::vector<std::string> names, ips;
@@ -107,18 +138,7 @@ std::string RenderEnvFile(const std::vector<EnvInterface>& ifaces,
     absl::StrAppend(&out, "# no RDMA device found behind ", absl::StrJoin(names, ", "), "\n");
   } else {
     jobenv::Request req;
-    for (const RdmaMatch& m : rdma) {
-      jobenv::Pick p;
-      p.device = m.device;
-      p.port = static_cast<uint32_t>(m.port);
-      p.netdev = m.ifname;
-      p.roce = true;  // The pod's interface is Ethernet: a VF or macvlan of a RoCE port.
-      if (m.gid_index >= 0) p.gid_index = static_cast<uint32_t>(m.gid_index);
-      p.ipv4 = m.ipv4;
-      p.ipv6 = m.ipv6;
-      p.other_ipv4_gids = m.other_ipv4_gids;
-      req.scope.push_back(std::move(p));
-    }
+    req.scope = PodPicks(rdma);
     req.socket_ifname = absl::StrJoin(names, ",");
     absl::StatusOr<jobenv::Result> r = jobenv::Render(req);
     if (!r.ok()) {

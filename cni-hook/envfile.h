@@ -8,6 +8,7 @@
 
 #include "agent/fabric/announce/announce.h"
 #include "agent/policy/jobenv/jobenv.h"
+#include "agent/publish/podrecord/pod_record.h"
 
 namespace fabric::cni {
 
@@ -37,6 +38,14 @@ struct RdmaMatch {
 // of its IPv6 address (agent/rdma/gid_choice.h).
 std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
                                 const std::vector<EnvInterface>& ifaces);
+
+// The pod's RDMA ports as the job environment's picks (no GPU): what the env file renders and the
+// pod record (agent/publish/podrecord) carries.
+std::vector<jobenv::Pick> PodPicks(const std::vector<RdmaMatch>& rdma);
+
+// The attachment's pod record: its interfaces with their addresses (CIDR form), its ports.
+podrecord::PodRecord PodRecordOf(const std::vector<EnvInterface>& ifaces,
+                                 const std::vector<RdmaMatch>& rdma);
 
 // The file's text: the job environment of the pod's RDMA ports by the agent's rules
 // (jobenv::Render: job scope = the pod's ports, NCCL_SOCKET_IFNAME = the pod's interfaces, no

@@ -56,6 +56,26 @@ absl::Status WriteAtomically(const std::string& dir, const std::string& name,
   return absl::OkStatus();
 }
 
+absl::Status MakeDirOwnedLike(const std::string& dir, const std::string& like) {
+  FABRIC_RETURN_IF_ERROR(MakeDir(dir));
+  struct stat want {
+  }, have{};
+  if (stat(like.c_str(), &want) != 0 || lstat(dir.c_str(), &have) != 0) {
+    return Error(kIoFailure, absl::StrCat("stat ", dir, ": ", ErrnoText(errno)));
+  }
+  if ((have.st_uid != want.st_uid || have.st_gid != want.st_gid) &&
+      lchown(dir.c_str(), want.st_uid, want.st_gid) != 0) {
+    return Error(kIoFailure, absl::StrCat("chown ", dir, ": ", ErrnoText(errno)));
+  }
+  return absl::OkStatus();
+}
+
+std::optional<uint64_t> InodeOf(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<uint64_t>(st.st_ino);
+}
+
 std::optional<std::string> ReadText(const std::string& path) {
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return std::nullopt;

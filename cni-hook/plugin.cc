@@ -39,6 +39,7 @@
 #include "agent/common/strings.h"
 #include "agent/fabric/announce/handoff.h"
 #include "agent/fabric/announce/link.h"
+#include "agent/publish/podrecord/pod_record.h"
 #include "cni-hook/envfile.h"
 #include "cni-hook/files.h"
 #include "cni-hook/routing.h"
@@ -340,6 +341,22 @@ std::string EnvPath(const Config& config, std::string_view container_id) {
   return absl::StrCat(config.env_dir, "/", Av(container_id), ".env");
 }
 
+std::string RecordsDir(const Config& config) {
+  return absl::StrCat(config.env_dir, "/", podrecord::kDirName);
+}
+
+// Removes this attachment's pod records (whatever namespace inode they were written under: at DEL
+// the namespace may be gone); `keep` is the one just written.
+void RemoveRecords(const Ctx& c, const std::string& keep = "") {
+  const std::string dir = RecordsDir(c.config);
+  for (const std::string& name : ListDir(dir)) {
+    if (name == keep || !podrecord::IsRecordOf(name, c.env.container_id, c.env.ifname)) continue;
+    const std::string path = absl::StrCat(dir, "/", name);
+    if (unlink(path.c_str()) != 0 && errno != ENOENT)
+      Warn(c, "remove ", path, ": ", ErrnoText(errno));
+  }
+}
+
 // Stops what ADD started for this attachment: the agent's jobs, a repeater, the files.
 void Teardown(const Ctx& c) {
   CancelAgent(c, c.options.cancel_timeout);
@@ -352,6 +369,7 @@ void Teardown(const Ctx& c) {
     const std::string env = EnvPath(c.config, c.env.container_id);
     if (unlink(env.c_str()) != 0 && errno != ENOENT)
       Warn(c, "remove ", env, ": ", ErrnoText(errno));
+    RemoveRecords(c);
   }
 }
 
@@ -410,16 +428,32 @@ absl::Status HandOff(const Ctx& c, std::vector<Prepared>& prepared, const absl::
   return absl::OkStatus();
 }
 
+// The env file (<envDir>/<containerid>.env) and the pod record (<envDir>/pods/), which the pod's
+// fabric-env finds by its network namespace's inode.
 absl::Status WriteEnvFile(const Ctx& c, const std::vector<Prepared>& prepared) {
   std::vector<EnvInterface> ifaces;
   for (const Prepared& p : prepared) ifaces.push_back({p.pod.name, p.bus_info, p.pod.addresses});
   const std::vector<RdmaMatch> rdma = FindRdma(c.options.sysfs_root, ifaces);
   FABRIC_RETURN_IF_ERROR(
       WriteAtomically(c.config.env_dir, c.env.container_id + ".env", RenderEnvFile(ifaces, rdma)));
+  podrecord::PodRecord record = PodRecordOf(ifaces, rdma);
+  record.container_id = c.env.container_id;
+  record.ifname = c.env.ifname;
+  record.netns = c.env.netns;
+  const std::optional<uint64_t> inode = InodeOf(c.env.netns);
+  if (!inode) {
+    return Error(kIoFailure, absl::StrCat("stat CNI_NETNS ", c.env.netns, ": ", ErrnoText(errno)));
+  }
+  record.netns_inode = *inode;
+  const std::string name = podrecord::FileName(*inode, c.env.container_id, c.env.ifname);
+  FABRIC_RETURN_IF_ERROR(MakeDirOwnedLike(RecordsDir(c.config), c.config.env_dir));
+  FABRIC_RETURN_IF_ERROR(
+      WriteAtomically(RecordsDir(c.config), name, podrecord::RecordJson(record)));
+  RemoveRecords(c, name);  // A repeated ADD in a new namespace leaves one record.
   std::vector<std::string> devs;
   for (const RdmaMatch& m : rdma) devs.push_back(absl::StrCat(m.device, ":", m.port));
-  Info(c, "wrote ", EnvPath(c.config, c.env.container_id), " (",
-       devs.empty() ? "no RDMA device" : absl::StrJoin(devs, ","), ")");
+  Info(c, "wrote ", EnvPath(c.config, c.env.container_id), " and ", RecordsDir(c.config), "/", name,
+       " (", devs.empty() ? "no RDMA device" : absl::StrJoin(devs, ","), ")");
   return absl::OkStatus();
 }
 
@@ -537,6 +571,17 @@ absl::Status Gc(const Ctx& c) {
       if (valid_ids.count(id) > 0) continue;
       stale_ids.insert(id);
       if (unlink(absl::StrCat(c.config.env_dir, "/", name).c_str()) == 0) ++removed;
+    }
+  }
+  if (!c.config.env_dir.empty()) {
+    const std::string dir = RecordsDir(c.config);
+    for (const std::string& name : ListDir(dir)) {
+      auto r = ReadText(absl::StrCat(dir, "/", name));
+      auto record = r ? podrecord::ParseRecord(*r) : absl::NotFoundError("gone");
+      // A record that does not parse is nobody's: removed too.
+      if (record.ok() && valid.count({record->container_id, record->ifname}) > 0) continue;
+      if (record.ok()) stale_ids.insert(record->container_id);
+      if (unlink(absl::StrCat(dir, "/", name).c_str()) == 0) ++removed;
     }
   }
   removed += GcPodRouting(c.config, valid);

@@ -30,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "agent/fabric/announce/frames.h"
 #include "agent/fabric/announce/link.h"
+#include "agent/publish/podrecord/pod_record.h"
 #include "cni-hook/cni.h"
 #include "gtest/gtest.h"
 #include "tests/testing/subprocess.h"
@@ -353,6 +354,12 @@ class PluginTest : public ::testing::TestWithParam<std::string> {
     return state_dir_ + "/" + StateFileName(id, "eth0");
   }
   std::string EnvFile(const std::string& id) const { return env_dir_ + "/" + id + ".env"; }
+  // The pod record of container `id` (eth0) in the namespace at `netns`.
+  std::string RecordFile(const std::string& id, const std::string& netns) const {
+    struct stat st {};
+    EXPECT_EQ(stat(netns.c_str(), &st), 0) << netns;
+    return absl::StrCat(env_dir_, "/pods/", podrecord::FileName(st.st_ino, id, "eth0"));
+  }
   static bool Exists(const std::string& p) { return access(p.c_str(), F_OK) == 0; }
   int RecordedPid(const std::string& id) const {
     int pid = 0;
@@ -403,6 +410,18 @@ TEST_P(PluginTest, AddCheckDel) {
   struct stat st;
   ASSERT_EQ(stat(EnvFile("ctr1").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u);
+  // The pod record, named by the namespace's inode: the interface and address, no RDMA port.
+  const std::string record_path = RecordFile("ctr1", pod->netns_path());
+  absl::StatusOr<podrecord::PodRecord> record = podrecord::ParseRecord(ReadFile(record_path));
+  ASSERT_TRUE(record.ok()) << record.status() << " " << record_path;
+  EXPECT_EQ(record->container_id, "ctr1");
+  EXPECT_EQ(record->netns, pod->netns_path());
+  ASSERT_EQ(record->interfaces.size(), 1u);
+  EXPECT_EQ(record->interfaces[0].name, "eth0");
+  EXPECT_EQ(record->interfaces[0].addresses, std::vector<std::string>{"10.77.0.2/24"});
+  EXPECT_TRUE(record->ports.empty());
+  ASSERT_EQ(stat(record_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
 
   RunResult check = Cni("CHECK", "ctr1", pod->netns_path(), conf);
   EXPECT_EQ(check.status, 0) << check.out << check.err;
@@ -415,6 +434,7 @@ TEST_P(PluginTest, AddCheckDel) {
   }
   EXPECT_FALSE(Exists(EnvFile("ctr1")));
   EXPECT_FALSE(Exists(StateFile("ctr1")));
+  EXPECT_FALSE(Exists(record_path));
 }
 
 TEST_P(PluginTest, CheckNoticesALostAddressAndEnvFile) {
@@ -611,6 +631,8 @@ TEST_P(Plugin11Test, GcRemovesWhatIsNotValid) {
   EXPECT_TRUE(Exists(EnvFile("keep")));
   EXPECT_FALSE(Exists(StateFile("stale")));
   EXPECT_FALSE(Exists(EnvFile("stale")));
+  EXPECT_TRUE(Exists(RecordFile("keep", pod->netns_path())));
+  EXPECT_FALSE(Exists(RecordFile("stale", pod->netns_path())));
   EXPECT_EQ(Cni("DEL", "keep", pod->netns_path(), conf).status, 0);
   EXPECT_FALSE(Alive(keep));
 }

@@ -19,6 +19,8 @@
 #include "agent/common/cli_docs_cli11.h"
 #include "agent/common/version.h"
 #include "agent/fabricctl/job_env.h"
+#include "agent/fabricenv/pod_host.h"
+#include "agent/fabricenv/pod_view.h"
 #include "agent/publish/hostfile/host_file.h"
 
 namespace fabric {
@@ -45,9 +47,29 @@ docs::Page Page(const CLI::App& app) {
   p.sections.push_back(
       {"FILES",
        {},
-       {{hostfile::kDefaultPath, "", "the published host (fabric-agent --host-file-dir)"}}});
+       {{hostfile::kDefaultPath, "", "the published host (fabric-agent --host-file-dir)"},
+        {"/run/fabric-env/pods/", "",
+         "fabric-cni's records of pods with their own network: a process whose network "
+         "namespace is not the agent's takes the RDMA ports and GID of its pod's interfaces "
+         "from the records named by its namespace's inode, and runs its command unchanged "
+         "(exec, with a note) when there is none"}}});
+  p.sections.push_back(
+      {"ENVIRONMENT",
+       {},
+       {{podenv::kDevicesVar, "",
+         "set by fabric-agent's Kubernetes device plugin (Allocate): only these RDMA devices "
+         "are the job's (a host-network pod given some NICs)"}}});
   p.see_also = {"fabricctl(1)", "fabric-agent(8)"};
   return p;
+}
+
+// The published host as this process sees it (pod_view.h). A file that cannot be read is no
+// answer (env exits 1, not 2: the Slurm plugin asks fabricctl then); FailedPrecondition: a pod
+// without RDMA.
+absl::StatusOr<podenv::View> ViewHere(const std::string& host_file) {
+  auto file = hostfile::ReadHostFile(host_file);
+  if (!file.ok()) return absl::UnavailableError(file.status().message());
+  return podenv::ViewFor(*std::move(file), podenv::RecordsDirOf(host_file), podenv::ReadHere());
 }
 
 int Fail(const absl::Status& s, int code) {
@@ -108,12 +130,15 @@ int main(int argc, char** argv) {
     absl::Status s = fabric::ctl::RunEnv(
         [&host_file](
             const fabric::v1::SelectNicsRequest& r) -> absl::StatusOr<fabric::v1::Selection> {
-          // A file that cannot be read is no answer (1), not a bad request (2): the Slurm
-          // plugin asks fabricctl then.
-          auto file = fabric::hostfile::ReadHostFile(host_file);
-          if (!file.ok()) return absl::UnavailableError(file.status().message());
-          return fabric::ctl::SelectOnHost(file->published.host(), file->published.policy(), r,
-                                           absl::StrCat("in ", host_file));
+          auto view = fabric::ViewHere(host_file);
+          if (!view.ok()) return view.status();
+          auto sel =
+              fabric::ctl::SelectOnHost(view->file.published.host(), view->file.published.policy(),
+                                        r, absl::StrCat("in ", host_file));
+          for (const std::string& n : view->notes) {
+            if (sel.ok()) sel->add_notes(n);
+          }
+          return sel;
         },
         env_opt);
     if (s.ok()) return 0;
@@ -125,10 +150,22 @@ int main(int argc, char** argv) {
                                .program = "fabric-env"};
   if (req.argv.empty()) req.argv = app.remaining();
   absl::Status s = fabric::ctl::ExecWithJobEnv(
-      req, [&](std::vector<std::string>*) -> absl::StatusOr<fabric::ctl::JobEnvAnswer> {
-        auto file = fabric::hostfile::ReadHostFile(host_file);
-        if (!file.ok()) return file.status();
-        return fabric::ctl::AskPublishedHost(*file, host_file, exec_opt);
+      req, [&](std::vector<std::string>* notes) -> absl::StatusOr<fabric::ctl::JobEnvAnswer> {
+        auto view = fabric::ViewHere(host_file);
+        if (absl::IsFailedPrecondition(view.status())) {
+          // A pod without RDMA: its command runs as it is, and stderr says why.
+          notes->push_back(
+              absl::StrCat(view.status().message(), "; the command runs without fabric settings"));
+          return fabric::ctl::JobEnvAnswer{};
+        }
+        if (!view.ok()) return view.status();
+        notes->insert(notes->end(), view->notes.begin(), view->notes.end());
+        auto a = fabric::ctl::AskPublishedHost(view->file, host_file, exec_opt);
+        if (a.ok()) {
+          a->asked.provenance.insert(a->asked.provenance.end(), view->provenance.begin(),
+                                     view->provenance.end());
+        }
+        return a;
       });
   return s.ok() ? 0 : fabric::Fail(s, 2);
 }

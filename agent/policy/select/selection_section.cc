@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "agent/common/shell.h"
 #include "agent/common/strings.h"
 
@@ -60,7 +61,10 @@ absl::Status ValidatePolicy(const v1::SelectionPolicy& policy) {
     }
   }
   if (!policy.socket_ifname().empty()) {
-    if (absl::Status s = ValidateIfname(policy.socket_ifname()); !s.ok()) return s;
+    // NCCL takes a list ("=net1,net2"): each name is checked.
+    for (absl::string_view name : absl::StrSplit(policy.socket_ifname(), ',')) {
+      if (absl::Status s = ValidateIfname(Sv(name)); !s.ok()) return s;
+    }
   }
   // Sorted, so that the first bad entry reported does not depend on hash order.
   std::vector<std::string> keys;

@@ -14,8 +14,10 @@ namespace fabric::hostfile {
 
 static_assert(kMaxBytes == HostFs::kMaxFileBytes, "ReadHostFile reads through HostFs");
 
-std::string HostFileBytes(const v1::Host& host, const v1::SelectionPolicy& policy) {
+std::string HostFileBytes(const v1::Host& host, const v1::SelectionPolicy& policy,
+                          uint64_t netns_inode) {
   v1::PublishedHost p;
+  p.set_netns_inode(netns_inode);
   p.set_format(kFormat);
   *p.mutable_host() = host;
   *p.mutable_policy() = policy;
@@ -66,6 +68,11 @@ absl::StatusOr<HostFile> ReadHostFile(const std::string& path) {
                         absl::StrCat("published host ", path, ": ", p.status().message()));
   }
   return HostFile{*std::move(p), absl::TimeFromTimespec(st.st_mtim)};
+}
+
+uint64_t OwnNetnsInode() {
+  struct stat st {};
+  return stat("/proc/self/ns/net", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
 }
 
 }  // namespace fabric::hostfile

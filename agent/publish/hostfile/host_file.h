@@ -27,8 +27,13 @@ inline constexpr uint32_t kFormat = 1;
 // HostFs's read cap; the 512-VF example host is far below it.
 inline constexpr size_t kMaxBytes = 16u << 20;
 
-// The file's bytes: deterministic, so an unchanged host and policy write nothing.
-std::string HostFileBytes(const v1::Host& host, const v1::SelectionPolicy& policy);
+// The file's bytes: deterministic, so an unchanged host and policy write nothing. `netns_inode`:
+// the agent's network namespace (OwnNetnsInode), which tells fabric-env whether it runs in a pod.
+std::string HostFileBytes(const v1::Host& host, const v1::SelectionPolicy& policy,
+                          uint64_t netns_inode = 0);
+
+// This process's network namespace inode (/proc/self/ns/net); 0 when it cannot be read.
+uint64_t OwnNetnsInode();
 
 // InvalidArgument for bytes that are not a PublishedHost (or exceed kMaxBytes),
 // FailedPrecondition for a newer format or a file without a host.
