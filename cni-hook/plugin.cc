@@ -224,6 +224,7 @@ absl::StatusOr<pid_t> SpawnRepeater(std::vector<Job*> jobs, const std::vector<in
 struct Prepared {
   PodInterface pod;
   std::string bus_info;
+  int parent_ifindex = 0;  // A macvlan's lower device, in the host's namespace.
   std::unique_ptr<Job> job;
   PacketLink* link = nullptr;  // owned by job
   bool handed_off = false;
@@ -268,6 +269,7 @@ absl::StatusOr<std::vector<Prepared>> Prepare(const Ctx& c, std::vector<PodInter
     }
     Prepared p;
     if (!c.config.env_dir.empty()) p.bus_info = BusInfo(pod.name);
+    p.parent_ifindex = target->parent_ifindex;
     p.link = link->get();
     p.job = std::make_unique<Job>(*target, c.config.plan, std::move(*link), start);
     p.pod = std::move(pod);
@@ -432,7 +434,18 @@ absl::Status HandOff(const Ctx& c, std::vector<Prepared>& prepared, const absl::
 // fabric-env finds by its network namespace's inode.
 absl::Status WriteEnvFile(const Ctx& c, const std::vector<Prepared>& prepared) {
   std::vector<EnvInterface> ifaces;
-  for (const Prepared& p : prepared) ifaces.push_back({p.pod.name, p.bus_info, p.pod.addresses});
+  for (const Prepared& p : prepared) {
+    std::string bus = p.bus_info;
+    // A macvlan has no bus of its own: its lower device's (a PF or VF) carries the RDMA port
+    // whose GID table holds the pod's address. Looked up here, in the host's namespace.
+    char lower[IF_NAMESIZE] = {};
+    if (bus.empty() && p.parent_ifindex > 0 &&
+        if_indextoname(static_cast<unsigned>(p.parent_ifindex), lower) != nullptr) {
+      bus = BusInfo(lower);
+      if (!bus.empty()) Debug(c, p.pod.name, ": lower device ", lower, " at ", bus);
+    }
+    ifaces.push_back({p.pod.name, bus, p.pod.addresses});
+  }
   const std::vector<RdmaMatch> rdma = FindRdma(c.options.sysfs_root, ifaces);
   FABRIC_RETURN_IF_ERROR(
       WriteAtomically(c.config.env_dir, c.env.container_id + ".env", RenderEnvFile(ifaces, rdma)));

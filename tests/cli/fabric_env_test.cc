@@ -3,6 +3,8 @@
 // them to the command, the caller's settings win, and every fault exits 2 with one line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -18,8 +20,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "agent/publish/hostfile/host_file.h"
+#include "agent/publish/podrecord/pod_record.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/binaries.h"
+#include "tests/testing/netns.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric {
@@ -27,6 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::RunResult;
 
 class FabricEnvTest : public ::testing::Test {
@@ -68,8 +73,9 @@ class FabricEnvTest : public ::testing::Test {
 
   // BINARY ARGS... in an environment holding only PATH and `env`, as a launcher starts it.
   RunResult Run(const char* binary, const std::vector<std::string>& env,
-                const std::vector<std::string>& args) {
+                const std::vector<std::string>& args, const std::string& netns = "") {
     std::vector<std::string> argv = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin"};
+    if (!netns.empty()) argv.insert(argv.begin(), {"/usr/sbin/ip", "netns", "exec", netns});
     argv.insert(argv.end(), env.begin(), env.end());
     argv.push_back(binary);
     argv.insert(argv.end(), args.begin(), args.end());
@@ -245,6 +251,78 @@ TEST_F(FabricEnvTest, FabricctlExecAnswersFromThePublishedHost) {
                          "--target=unix://" + socket_, "--", "true"});
   EXPECT_EQ(asked.status, 2) << asked.err;
   EXPECT_TRUE(asked.out.empty());
+}
+
+// In a pod with its own network namespace, fabric-env answers from fabric-cni's records of that
+// namespace (the pod's NIC and the GID of the pod's address, not the host's), skips a record whose
+// addresses are not the pod's (a dead pod's, its inode reused), and without a record runs the
+// command unchanged, saying why. Needs root for the namespace.
+TEST_F(FabricEnvTest, InAPodTheRecordsOfItsNamespaceDecide) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace";
+  StartAgent("amd-mi300x-bnxt");
+  testing::VethPairSpec spec;
+  spec.prefix = "fenv";
+  spec.pod_if = "net1";
+  spec.pod_cidr = "10.50.0.11/24";
+  auto pod = testing::VethPair::Create(spec);
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  struct stat st {};
+  ASSERT_EQ(stat((*pod)->pod_path().c_str(), &st), 0);
+  const std::string records = dir_ + "/amd-mi300x-bnxt-fe/pods";
+  fs::create_directories(records);
+  podrecord::PodRecord r;
+  r.container_id = "ctr";
+  r.ifname = "net1";
+  r.netns_inode = st.st_ino;
+  r.interfaces = {{"net1", {"10.50.0.11/24"}}};
+  jobenv::Pick p;
+  p.device = "bnxt_re2";
+  p.netdev = "net1";
+  p.gid_index = 200;
+  p.ipv4 = "10.50.0.11";
+  r.ports = {p};
+  const std::string record = records + "/" + podrecord::FileName(st.st_ino, "ctr", "net1");
+  // First a dead pod's record under the same inode: its address is not the pod's.
+  podrecord::PodRecord stale = r;
+  stale.container_id = "dead";
+  stale.interfaces = {{"net1", {"10.50.0.99/24"}}};
+  std::ofstream(records + "/" + podrecord::FileName(st.st_ino, "dead", "net1"))
+      << podrecord::RecordJson(stale);
+  const std::string ns = (*pod)->pod();
+
+  RunResult none =
+      Run(testing::kFabricEnvBinary, {},
+          {"--host-file=" + host_file_, "exec", "--", "sh", "-c", "echo ran; env"}, ns);
+  EXPECT_EQ(none.status, 0) << none.err;
+  EXPECT_THAT(none.out, HasSubstr("ran\n"));
+  EXPECT_THAT(none.out, Not(HasSubstr("NCCL_IB_HCA")));
+  EXPECT_THAT(none.err, HasSubstr("no valid fabric-cni record"));
+  EXPECT_THAT(none.err, HasSubstr("holds none of the record's addresses"));
+  EXPECT_THAT(none.err, HasSubstr("the command runs without fabric settings"));
+  EXPECT_EQ(Run(testing::kFabricEnvBinary, {}, {"--host-file=" + host_file_, "env"}, ns).status, 1);
+
+  std::ofstream(record) << podrecord::RecordJson(r);
+  RunResult env = Run(testing::kFabricEnvBinary, {"LOCAL_RANK=3"},
+                      {"--host-file=" + host_file_, "exec", "--", "env"}, ns);
+  ASSERT_EQ(env.status, 0) << env.err;
+  std::map<std::string, std::string> vars = Vars(env.out);
+  EXPECT_EQ(vars["NCCL_IB_HCA"], "=bnxt_re2:1");
+  EXPECT_EQ(vars["NCCL_IB_GID_INDEX"], "200");
+  EXPECT_EQ(vars["UCX_IB_GID_INDEX"], "200");
+  EXPECT_EQ(vars["NCCL_SOCKET_IFNAME"], "=net1");
+  EXPECT_EQ(vars["UCX_NET_DEVICES"], "bnxt_re2:1");  // this rank's pin: the pod's one NIC
+  RunResult dry = Run(testing::kFabricEnvBinary, {},
+                      {"--host-file=" + host_file_, "exec", "--dry-run", "--", "true"}, ns);
+  EXPECT_THAT(dry.out, HasSubstr("NICs: the pod's, from fabric-cni's records"));
+  EXPECT_THAT(dry.out, HasSubstr("net1: bnxt_re2:1 GID 200"));
+
+  // On the host (the agent's namespace) the host's answer, all eight NICs.
+  EXPECT_THAT(Vars(Env({}, {"env", "--gpus=all"}).out)["NCCL_IB_HCA"], HasSubstr("bnxt_re7:1"));
+  // A host-network pod the device plugin gave two NICs.
+  EXPECT_EQ(
+      Vars(
+          Env({"FABRIC_RDMA_DEVICES=bnxt_re1,bnxt_re5"}, {"env", "--gpus=all"}).out)["NCCL_IB_HCA"],
+      "=bnxt_re1:1,bnxt_re5:1");
 }
 
 }  // namespace

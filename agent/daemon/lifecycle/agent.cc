@@ -25,6 +25,7 @@
 #include "agent/fabric/announce/handoff.h"
 #include "agent/fabric/probes/schedule.h"
 #include "agent/policy/select/gpu_names.h"
+#include "agent/publish/podrecord/pod_record.h"
 
 namespace fabric {
 namespace {
@@ -140,6 +141,10 @@ absl::Status StepFirstInventory(AgentState& st) {
   if (!st.opt.host_file_dir.empty() && (st.opt.host_file_dir_explicit || st.opt.sysfs == "/sys")) {
     st.host_file = std::make_unique<HostFilePublisher>(st.opt.host_file_dir);
     st.cycle.AddPublisher(st.host_file.get());
+    // fabric-cni's pod records beside it (envDir = this directory): those of gone pods removed.
+    st.pod_records = std::make_unique<PodRecordSweeper>(
+        absl::StrCat(st.opt.host_file_dir, "/", podrecord::kDirName));
+    st.cycle.AddPublisher(st.pod_records.get());
     Log(LogLevel::kInfo, "keeping the published host ", st.host_file->path());
   }
   return st.cycle.First();
@@ -148,6 +153,7 @@ void StopFirstInventory(AgentState& st) {
   if (st.nfd != nullptr) st.cycle.RemovePublisher(st.nfd.get());
   if (st.cdi != nullptr) st.cycle.RemovePublisher(st.cdi.get());
   if (st.host_file != nullptr) st.cycle.RemovePublisher(st.host_file.get());
+  if (st.pod_records != nullptr) st.cycle.RemovePublisher(st.pod_records.get());
 }
 
 absl::Status StepEvents(AgentState& st) {

@@ -18,6 +18,7 @@
 #include "agent/daemon/cycle/host_file_publisher.h"
 #include "agent/daemon/cycle/inventory_cycle.h"
 #include "agent/daemon/cycle/nfd_publisher.h"
+#include "agent/daemon/cycle/pod_record_sweeper.h"
 #include "agent/daemon/lifecycle/agent.h"
 #include "agent/daemon/lifecycle/event_loop.h"
 #include "agent/daemon/lifecycle/memory.h"
@@ -60,7 +61,8 @@ struct AgentState {
   InventoryCycle cycle;
   std::unique_ptr<NfdPublisher> nfd;  // Null without --nfd-features-dir.
   std::unique_ptr<CdiPublisher> cdi;  // Null with --no-cdi, --cdi-dir= or another sysfs root.
-  std::unique_ptr<HostFilePublisher> host_file;  // Null with --host-file-dir= or another root.
+  std::unique_ptr<HostFilePublisher> host_file;   // Null with --host-file-dir= or another root.
+  std::unique_ptr<PodRecordSweeper> pod_records;  // Beside host_file.
 
   // What wakes the loop: kernel events, the config file, and the loop itself.
   struct Events {

@@ -292,6 +292,7 @@ absl::StatusOr<Target> DescribeInterface(const std::string& ifname, bool with_ad
   Target t;
   t.ifname = ifname;
   t.ifindex = rtnl_link_get_ifindex(link);
+  if (const int parent = rtnl_link_get_link(link); parent != t.ifindex) t.parent_ifindex = parent;
   const unsigned arptype = rtnl_link_get_arptype(link);
   nl_addr* hw = rtnl_link_get_addr(link);
   const bool ether = arptype == ARPHRD_ETHER && hw != nullptr && nl_addr_get_len(hw) == 6;
