@@ -1,6 +1,8 @@
 #include "agent/daemon/cycle/pod_record_sweeper.h"
 
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,9 +27,15 @@ bool Stale(const HostFs& fs, const std::string& path, absl::Time now) {
   if (!r.ok()) return true;  // Nobody can use it; fabric-cni writes only whole records.
   if (r->netns.empty() || r->netns.front() != '/') return false;
   const std::string parent = r->netns.substr(0, r->netns.rfind('/'));
-  struct stat ns {
-  }, dir{};
-  if (stat(r->netns.c_str(), &ns) == 0) return static_cast<uint64_t>(ns.st_ino) != r->netns_inode;
+  struct stat ns {};
+  if (stat(r->netns.c_str(), &ns) == 0) {
+    // Another namespace at that path now, but only if it is one in this view: without mount
+    // propagation a container sees the empty file the namespace was mounted on.
+    struct statfs type {};
+    const bool nsfs = statfs(r->netns.c_str(), &type) == 0 && type.f_type == NSFS_MAGIC;
+    return nsfs && static_cast<uint64_t>(ns.st_ino) != r->netns_inode;
+  }
+  struct stat dir {};
   // Gone only where its directory is visible: an unmounted path proves nothing.
   return errno == ENOENT && !parent.empty() && stat(parent.c_str(), &dir) == 0;
 }

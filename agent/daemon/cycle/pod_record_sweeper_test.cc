@@ -61,8 +61,8 @@ TEST_F(SweeperTest, RemovesOnlyRecordsOfPodsThatAreGone) {
   const std::string gone_ns = Namespace("cni-gone");
   const std::string gone = Record("gone", gone_ns);
   ASSERT_EQ(unlink(gone_ns.c_str()), 0);
-  // The path is a new namespace now: the inode differs.
-  const std::string reused = Record("reused", Namespace("cni-reused"), 12345);
+  // A file that is not a namespace at the path (a mount not propagated here): left alone.
+  const std::string unmounted = Record("unmounted", Namespace("cni-unmounted"), 12345);
   // Where the agent cannot see the namespace directory it judges nothing.
   const std::string unseen = Record("unseen", dir_ + "/not-mounted/cni-x");
   const std::string corrupt = absl::StrCat(records_, "/99-bad-net1.json");
@@ -73,16 +73,27 @@ TEST_F(SweeperTest, RemovesOnlyRecordsOfPodsThatAreGone) {
   PodRecordSweeper sweeper(records_);
   // Within the grace nothing goes.
   EXPECT_EQ(sweeper.Sweep(absl::Now()), 0);
-  EXPECT_EQ(sweeper.Sweep(later_), 3);
+  EXPECT_EQ(sweeper.Sweep(later_), 2);
   EXPECT_TRUE(Exists(live));
   EXPECT_FALSE(Exists(gone));
-  EXPECT_FALSE(Exists(reused));
+  EXPECT_TRUE(Exists(unmounted));
   EXPECT_TRUE(Exists(unseen));
   EXPECT_FALSE(Exists(corrupt));
   EXPECT_TRUE(Exists(other));
   std::vector<v1::Finding> findings;
   sweeper.Findings(later_, &findings);
   EXPECT_TRUE(findings.empty());
+}
+
+// A real namespace (this process's) at a path whose inode is not the record's: the path is
+// another pod's now.
+TEST_F(SweeperTest, RemovesARecordWhosePathIsAnotherNamespaceNow) {
+  const std::string mine = Record("mine", "/proc/self/ns/net");
+  const std::string reused = Record("reused", "/proc/self/ns/net", 12345);
+  PodRecordSweeper sweeper(records_);
+  EXPECT_EQ(sweeper.Sweep(later_), 1);
+  EXPECT_TRUE(Exists(mine));
+  EXPECT_FALSE(Exists(reused));
 }
 
 TEST_F(SweeperTest, NoDirectoryIsNoError) {
