@@ -117,13 +117,16 @@ TEST(ParseConfigTest, DenyEntriesMustBeNonEmpty) {
 }
 
 TEST(ParseConfigTest, SocketIfnameMustBeAnInterfaceName) {
-  for (const char* name : {"eth0 ", "a/b", "eth0:1", "abcdefghijklmnop", ".."}) {
+  for (const char* name :
+       {"eth0 ", "a/b", "eth0:1", "abcdefghijklmnop", "..", "net1,", "net1,,net2", "net1,a:1"}) {
     v1::SelectionPolicy p;
     p.set_socket_ifname(name);
     EXPECT_EQ(ValidatePolicy(p).code(), absl::StatusCode::kInvalidArgument) << name;
   }
   v1::SelectionPolicy p;
   p.set_socket_ifname("abcdefghijklmno");  // 15 bytes: the kernel's limit.
+  EXPECT_TRUE(ValidatePolicy(p).ok());
+  p.set_socket_ifname("net1,net2,abcdefghijklmno");  // NCCL takes a list: each name is checked.
   EXPECT_TRUE(ValidatePolicy(p).ok());
 }
 

@@ -22,6 +22,7 @@ absl::Status ValidateIfname(std::string_view name) {
         absl::StrFormat("selection.socket_ifname \"%s\" is not an interface name: %s",
                         absl::CHexEscape(Av(name)), Av(why)));
   };
+  if (name.empty()) return bad("an empty name in the list");
   if (name.size() > 15) return bad("longer than 15 bytes");
   if (name == "." || name == "..") return bad("reserved name");
   for (char c : name) {
