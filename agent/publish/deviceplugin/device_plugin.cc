@@ -310,14 +310,12 @@ absl::StatusOr<v1beta1::PreferredAllocationResponse> PreferredAllocation(
         }
       }
     }
+    std::set<std::string> seen;
     for (const std::string& id : c.must_include_deviceids()) {
-      if (std::find(must.begin(), must.end(), id) == must.end()) must.push_back(id);
+      if (seen.insert(id).second) must.push_back(id);
     }
     for (const std::string& id : c.available_deviceids()) {
-      if (std::find(must.begin(), must.end(), id) == must.end() &&
-          std::find(avail.begin(), avail.end(), id) == avail.end()) {
-        avail.push_back(id);
-      }
+      if (seen.insert(id).second) avail.push_back(id);
     }
     const size_t size = c.allocation_size() < 0 ? 0 : static_cast<size_t>(c.allocation_size());
     if (size < must.size() || size > must.size() + avail.size()) {
@@ -328,19 +326,31 @@ absl::StatusOr<v1beta1::PreferredAllocationResponse> PreferredAllocation(
     std::vector<std::string> chosen = must;
     SortNatural(&avail);
     if (view.resource.mode() == v1::RdmaResource::EXCLUSIVE) {
-      auto numa = [&](const std::string& id) -> std::optional<int64_t> {
-        const RdmaDevice* d = FindDevice(host, id);
-        if (d == nullptr || !d->has_pci() || !d->pci().has_numa_node()) return std::nullopt;
-        return d->pci().numa_node();
+      // What the choice reads of each NIC, looked up once (a host has hundreds of VFs).
+      std::map<std::string, const RdmaDevice*> by_name;
+      for (const RdmaDevice& d : host.rdma_devices()) by_name.emplace(d.name(), &d);
+      struct Facts {
+        std::optional<int64_t> numa;
+        std::string pcie_switch;
       };
+      auto facts = [&](const std::string& id) {
+        auto it = by_name.find(id);
+        const RdmaDevice* d = it == by_name.end() ? nullptr : it->second;
+        Facts f;
+        if (d != nullptr && d->has_pci() && d->pci().has_numa_node()) f.numa = d->pci().numa_node();
+        f.pcie_switch = SwitchOf(d);
+        return f;
+      };
+      std::vector<Facts> cand;
+      for (const std::string& id : avail) cand.push_back(facts(id));
       std::optional<int64_t> anchor;
       for (const std::string& id : must) {
-        if (!anchor) anchor = numa(id);
+        if (!anchor) anchor = facts(id).numa;
       }
       if (!anchor) {
         std::map<int64_t, size_t> count;
-        for (const std::string& id : avail) {
-          if (auto n = numa(id)) ++count[*n];
+        for (const Facts& f : cand) {
+          if (f.numa) ++count[*f.numa];
         }
         const size_t need = size - chosen.size();
         for (const auto& [n, k] : count) {  // The smallest node that holds them all.
@@ -351,21 +361,22 @@ absl::StatusOr<v1beta1::PreferredAllocationResponse> PreferredAllocation(
         }
       }
       std::set<std::string> switches;
-      for (const std::string& id : chosen) switches.insert(SwitchOf(FindDevice(host, id)));
+      for (const std::string& id : chosen) switches.insert(facts(id).pcie_switch);
+      std::vector<bool> taken(avail.size(), false);
       while (chosen.size() < size) {
-        auto best = avail.end();
+        size_t best = avail.size();
         std::pair<bool, bool> best_key{true, true};
-        for (auto it = avail.begin(); it != avail.end(); ++it) {
-          std::pair<bool, bool> key{numa(*it) != anchor,
-                                    !switches.count(SwitchOf(FindDevice(host, *it)))};
-          if (best == avail.end() || key < best_key) {
-            best = it;
+        for (size_t i = 0; i < avail.size(); ++i) {  // Natural order breaks ties.
+          if (taken[i]) continue;
+          std::pair<bool, bool> key{cand[i].numa != anchor, !switches.count(cand[i].pcie_switch)};
+          if (best == avail.size() || key < best_key) {
+            best = i;
             best_key = key;
           }
         }
-        switches.insert(SwitchOf(FindDevice(host, *best)));
-        chosen.push_back(*best);
-        avail.erase(best);
+        taken[best] = true;
+        switches.insert(cand[best].pcie_switch);
+        chosen.push_back(avail[best]);
       }
     } else {
       for (size_t i = 0; chosen.size() < size; ++i) chosen.push_back(avail[i]);
