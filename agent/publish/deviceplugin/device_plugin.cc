@@ -59,7 +59,8 @@ class Matcher {
     }
     if (!sel.link_types().empty() &&
         std::none_of(dev.ports().begin(), dev.ports().end(), [&](const v1::Port& p) {
-          return (p.link_layer() == v1::LINK_LAYER_ETHERNET && In(sel.link_types(), "ethernet")) ||
+          return (p.link_layer() == v1::LINK_LAYER_ETHERNET &&
+                  (In(sel.link_types(), "ethernet") || In(sel.link_types(), "ether"))) ||
                  (p.link_layer() == v1::LINK_LAYER_INFINIBAND &&
                   In(sel.link_types(), "infiniband"));
         })) {

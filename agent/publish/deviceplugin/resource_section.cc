@@ -50,7 +50,8 @@ absl::Status CheckList(const std::string& what,
 }
 
 bool NonEmpty(std::string_view s) { return !s.empty() && s.size() <= 64; }
-bool LinkType(std::string_view s) { return s == "ethernet" || s == "infiniband"; }
+// "ether" is k8s-rdma-shared-dev-plugin's word for it, taken so its configs carry over.
+bool LinkType(std::string_view s) { return s == "ethernet" || s == "ether" || s == "infiniband"; }
 
 }  // namespace
 
