@@ -51,7 +51,10 @@ fabric::docs::Page Page(const CLI::App& app) {
          "where fabric-cni hands over a pod's announcements (--announce-socket)"},
         {"/etc/default/fabric-agent", "",
          "FABRIC_AGENT_ARGS: the options the systemd unit starts the agent with"},
-        {"/etc/fabric-agent/config.json", "", "the config file those options name (--config)"}}});
+        {"/etc/fabric-agent/config.json", "", "the config file those options name (--config)"},
+        {fabric::AgentOptions{}.device_plugin_dir + "/kubelet.sock", "",
+         "the kubelet's registration socket; the device plugins serve fabric-<resource>.sock "
+         "beside it (--device-plugin-dir)"}}});
   p.see_also = {"fabricctl(1)", "fabric-probe(1)", "fabric-cni(8)", "systemd.service(5)"};
   return p;
 }
