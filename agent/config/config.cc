@@ -14,6 +14,7 @@
 #include "agent/common/strings.h"
 #include "agent/fabric/probes/probes_section.h"
 #include "agent/policy/select/selection_section.h"
+#include "agent/publish/deviceplugin/resource_section.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace fabric {
@@ -39,6 +40,11 @@ absl::StatusOr<v1::AgentConfig> ParseConfig(std::string_view json) {
     return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
   }
   if (absl::Status s = probes::ValidateSchedule(config.probes()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
+  }
+  if (absl::Status s =
+          deviceplugin::ValidateDevicePlugin(config.device_plugin(), config.selection());
+      !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
   }
   return config;

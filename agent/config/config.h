@@ -1,6 +1,7 @@
 // The agent's config file: the proto3 JSON mapping of fabric.v1.AgentConfig. The one loader: the
 // daemon and fabricctl --config read it here, and every section is checked here (`selection`
-// in selection_section.h, `probes` in probes_section.h).
+// in selection_section.h, `probes` in probes_section.h, `device_plugin` in
+// agent/publish/deviceplugin/resource_section.h).
 #pragma once
 
 #include <string>

@@ -183,6 +183,34 @@ TEST_F(LoadConfigTest, ReadsAFile) {
   EXPECT_THAT(c->selection().deny(), UnorderedElementsAre("mlx5_0"));
 }
 
+TEST(ParseConfigTest, DevicePluginResourcesInJson) {
+  absl::StatusOr<v1::AgentConfig> c = ParseConfig(R"({"devicePlugin": {"resources": [
+      {"name": "rdma/hca", "mode": "SHARED", "sharedCount": 100,
+       "selectors": {"vendors": ["15b3"], "linkTypes": ["infiniband"]}},
+      {"name": "fabric.io/rdma-vf", "mode": "EXCLUSIVE", "envAtAllocate": true,
+       "selectors": {"function": "vf", "deviceIds": ["101e"]}}]}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->device_plugin().resources_size(), 2);
+  EXPECT_EQ(c->device_plugin().resources(0).shared_count(), 100u);
+  EXPECT_EQ(c->device_plugin().resources(1).mode(), v1::RdmaResource::EXCLUSIVE);
+  EXPECT_TRUE(c->device_plugin().resources(1).env_at_allocate());
+}
+
+TEST(ParseConfigTest, DevicePluginSectionIsChecked) {
+  for (const char* json : {
+           R"({"devicePlugin": {"resources": [{"name": "hca", "mode": "SHARED",
+               "selectors": {"vendors": ["15b3"]}}]}})",
+           R"({"devicePlugin": {"resources": [{"name": "rdma/hca", "mode": "SHARD",
+               "selectors": {"vendors": ["15b3"]}}]}})",
+           R"({"devicePlugin": {"resources": [{"name": "rdma/hca", "mode": "SHARED"}]}})",
+           R"({"devicePlugin": {"resources": [{"name": "rdma/hca", "mode": "SHARED",
+               "selectors": {"rails": ["rail9"]}}]}})",
+       }) {
+    absl::StatusOr<v1::AgentConfig> c = ParseConfig(json);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << json;
+  }
+}
+
 TEST_F(LoadConfigTest, MissingFileNamesThePath) {
   std::string path = ::testing::TempDir() + "no_such_dir_for_select/agent.json";
   absl::StatusOr<v1::AgentConfig> c = LoadConfig(path);

@@ -309,6 +309,8 @@ TEST_F(CliTest, EveryBinaryGeneratesACompletionThatLoadsAndACleanManPage) {
   } cases[] = {
       {FABRIC_AGENT, "fabric-agent", "fabric-agent --rescan-i", 1, "--rescan-interval",
        ".TH FABRIC-AGENT 8", "\\fB\\-\\-probe\\-listen\\fR \\fITEXT\\fR"},
+      {FABRIC_AGENT, "fabric-agent", "fabric-agent --device-pl", 1, "--device-plugin-dir",
+       ".TH FABRIC-AGENT 8", "\\fB\\-\\-device\\-plugin\\-dir\\fR"},
       {FABRIC_PROBE, "fabric-probe", "fabric-probe write_b", 1, "write_bw", ".TH FABRIC-PROBE 1",
        "\\fB\\-d, \\-\\-ib\\-dev\\fR"},
       {FABRIC_PROBE, "fabric-probe", "fabric-probe read_lat --secret-f", 2, "--secret-file",

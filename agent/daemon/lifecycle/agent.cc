@@ -124,6 +124,29 @@ void StopSocketLock(AgentState& st) {
   }
 }
 
+// The kubelet device plugins, when the config names resources; they answer from the first
+// snapshot on. Config reloads do not change the resources (the kubelet knows them by socket).
+absl::Status StartDevicePlugins(AgentState& st) {
+  const v1::DevicePluginConfig& config = st.process.config.device_plugin();
+  if (config.resources().empty() || st.opt.device_plugin_dir.empty() ||
+      !(st.opt.device_plugin_dir_explicit || st.opt.sysfs == "/sys")) {
+    return absl::OkStatus();
+  }
+  DevicePluginOptions o;
+  o.dir = st.opt.device_plugin_dir;
+  o.config = config;
+  if (st.host_file != nullptr) o.allocate.host_file_dir = st.opt.host_file_dir;
+  o.allocate.pod_helper = st.opt.pod_helper;
+  o.allocate.cdi = st.cdi != nullptr;
+  auto plugins = DevicePlugins::Start(std::move(o));
+  if (!plugins.ok()) return plugins.status();
+  st.device_plugins = *std::move(plugins);
+  st.cycle.AddPublisher(st.device_plugins.get());
+  Log(LogLevel::kInfo, "serving ", config.resources_size(), " device plugin resources in ",
+      st.opt.device_plugin_dir);
+  return absl::OkStatus();
+}
+
 // The publishers first: the first snapshot's labels, CDI spec and published host are written as
 // it is published. A directory that cannot be written is a health finding, not a failed start:
 // the agent serves without it.
@@ -147,9 +170,14 @@ absl::Status StepFirstInventory(AgentState& st) {
     st.cycle.AddPublisher(st.pod_records.get());
     Log(LogLevel::kInfo, "keeping the published host ", st.host_file->path());
   }
+  if (absl::Status s = StartDevicePlugins(st); !s.ok()) return s;
   return st.cycle.First();
 }
 void StopFirstInventory(AgentState& st) {
+  if (st.device_plugins != nullptr) {
+    st.cycle.RemovePublisher(st.device_plugins.get());
+    st.device_plugins.reset();  // Stops the servers, removes the sockets.
+  }
   if (st.nfd != nullptr) st.cycle.RemovePublisher(st.nfd.get());
   if (st.cdi != nullptr) st.cycle.RemovePublisher(st.cdi.get());
   if (st.host_file != nullptr) st.cycle.RemovePublisher(st.host_file.get());

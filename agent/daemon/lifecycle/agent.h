@@ -42,6 +42,14 @@ struct AgentOptions {
   // cdi_dir, only for the live host unless set explicitly.
   std::string host_file_dir = hostfile::kDefaultDir;
   bool host_file_dir_explicit = false;
+  // The kubelet's device plugin directory: with resources in the config's device_plugin section
+  // the agent serves them there (agent/daemon/workers/device_plugin.h); empty: off. As cdi_dir,
+  // only for the live host unless set explicitly.
+  std::string device_plugin_dir = "/var/lib/kubelet/device-plugins";
+  bool device_plugin_dir_explicit = false;
+  // The helper mounted into pods the device plugins allocate for (read-only at
+  // /usr/local/bin/fabric-env); empty: none.
+  std::string pod_helper = "/usr/bin/fabric-env";
   // Events within this window after the first are handled by one rescan.
   absl::Duration debounce = absl::Milliseconds(50);
   int netlink_rcvbuf = 1 << 20;

@@ -23,6 +23,7 @@
 #include "agent/daemon/lifecycle/event_loop.h"
 #include "agent/daemon/lifecycle/memory.h"
 #include "agent/daemon/workers/announcer.h"
+#include "agent/daemon/workers/device_plugin.h"
 #include "agent/daemon/workers/ib_neighbors.h"
 #include "agent/daemon/workers/lldp_listener.h"
 #include "agent/daemon/workers/prober.h"
@@ -63,6 +64,8 @@ struct AgentState {
   std::unique_ptr<CdiPublisher> cdi;  // Null with --no-cdi, --cdi-dir= or another sysfs root.
   std::unique_ptr<HostFilePublisher> host_file;   // Null with --host-file-dir= or another root.
   std::unique_ptr<PodRecordSweeper> pod_records;  // Beside host_file.
+  // Null without device_plugin resources, with --device-plugin-dir= or another root.
+  std::unique_ptr<DevicePlugins> device_plugins;
 
   // What wakes the loop: kernel events, the config file, and the loop itself.
   struct Events {

@@ -51,7 +51,10 @@ fabric::docs::Page Page(const CLI::App& app) {
          "where fabric-cni hands over a pod's announcements (--announce-socket)"},
         {"/etc/default/fabric-agent", "",
          "FABRIC_AGENT_ARGS: the options the systemd unit starts the agent with"},
-        {"/etc/fabric-agent/config.json", "", "the config file those options name (--config)"}}});
+        {"/etc/fabric-agent/config.json", "", "the config file those options name (--config)"},
+        {fabric::AgentOptions{}.device_plugin_dir + "/kubelet.sock", "",
+         "the kubelet's registration socket; the device plugins serve fabric-<resource>.sock "
+         "beside it (--device-plugin-dir)"}}});
   p.see_also = {"fabricctl(1)", "fabric-probe(1)", "fabric-cni(8)", "systemd.service(5)"};
   return p;
 }
@@ -150,6 +153,17 @@ int main(int argc, char** argv) {
                  "than /sys only when given")
       ->expected(0, 1)
       ->default_str("");
+  app.add_option("--device-plugin-dir", opt.device_plugin_dir,
+                 "serve the config's device_plugin resources as kubelet device plugins "
+                 "(fabric-<resource>.sock, registered on kubelet.sock) in this directory (default "
+                 "/var/lib/kubelet/device-plugins); empty (--device-plugin-dir=) turns them off. "
+                 "With a --sysfs root other than /sys only when given")
+      ->expected(0, 1)
+      ->default_str("");
+  app.add_option("--pod-helper", opt.pod_helper,
+                 "the fabric-env binary the device plugins mount read-only into the containers "
+                 "they allocate for, at /usr/local/bin/fabric-env; empty: none")
+      ->capture_default_str();
   app.add_option("--cdi-dev-root", opt.cdi_dev_root,
                  "for tests and hosts whose device nodes live elsewhere: the CDI spec's host paths "
                  "are DIR/dev/infiniband/...");
@@ -242,6 +256,7 @@ int main(int argc, char** argv) {
   opt.cdi_dir_explicit = app.count("--cdi-dir") > 0;
   if (no_cdi) opt.cdi_dir.clear();
   opt.host_file_dir_explicit = app.count("--host-file-dir") > 0;
+  opt.device_plugin_dir_explicit = app.count("--device-plugin-dir") > 0;
   opt.event_window = absl::Seconds(event_window_s);
   opt.watch_timeout = absl::Seconds(watch_timeout_s);
   auto notifier = fabric::MakeSdNotifier();

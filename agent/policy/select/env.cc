@@ -1,10 +1,12 @@
 #include "agent/policy/select/env.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/policy/select/candidates.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/select.h"
 #include "agent/policy/select/selection_section.h"
@@ -85,6 +87,39 @@ absl::StatusOr<jobenv::Result> RenderJobEnv(const Host& host, const Selection& s
   absl::StatusOr<jobenv::Request> req = JobRequest(host, sel, policy, opt);
   if (!req.ok()) return req.status();
   return jobenv::Render(*req);
+}
+
+absl::StatusOr<jobenv::Result> RenderPortsEnv(const Host& host,
+                                              const std::vector<std::string>& ports,
+                                              const SelectionPolicy& policy) {
+  if (ports.empty()) return absl::InvalidArgumentError("no port");
+  std::vector<select_internal::Candidate> cands =
+      select_internal::PortCandidates(host, policy, [&](const RdmaDevice& d, const Port& p) {
+        return std::find(ports.begin(), ports.end(), absl::StrCat(d.name(), ":", p.number())) !=
+               ports.end();
+      });
+  Selection sel;
+  for (const std::string& name : ports) {
+    auto c = std::find_if(cands.begin(), cands.end(),
+                          [&](const select_internal::Candidate& x) { return x.name == name; });
+    if (c == cands.end()) return absl::InvalidArgumentError(absl::StrCat("no port ", name));
+    // As SelectNics fills an assignment, without a GPU.
+    GpuAssignment* a = sel.add_assignments();
+    a->set_rdma_device(c->dev->name());
+    a->set_port(c->port->number());
+    a->set_netdev(c->port->netdev());
+    if (c->gid != nullptr) {
+      a->set_gid_index(c->gid->index());
+      if (c->gid_ipv6) {
+        a->set_ipv6(c->gid->ipv6());
+      } else {
+        a->set_ipv4(c->gid->ipv4());
+        a->set_ipv4_subnet(c->subnet);
+      }
+    }
+    a->set_link_layer(c->roce ? LINK_LAYER_ETHERNET : c->port->link_layer());
+  }
+  return RenderJobEnv(host, sel, policy);
 }
 
 absl::Status FillEnv(const Host& host, const SelectionPolicy& policy, const EnvOptions& opt,

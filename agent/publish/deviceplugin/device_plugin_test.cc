@@ -1,0 +1,293 @@
+// The device plugins' answers on the example hosts: which NICs each selector takes, their
+// health and NUMA nodes, Allocate's edits and GetPreferredAllocation's NUMA packing; and the
+// config section's refusals.
+#include "agent/publish/deviceplugin/device_plugin.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "agent/publish/deviceplugin/resource_section.h"
+#include "google/protobuf/text_format.h"
+#include "tests/hosts/discovered.h"
+
+namespace fabric::deviceplugin {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+v1::DevicePluginConfig Config(const std::string& text) {
+  v1::DevicePluginConfig c;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &c)) << text;
+  EXPECT_TRUE(ValidateDevicePlugin(c, {}).ok()) << ValidateDevicePlugin(c, {});
+  return c;
+}
+
+std::vector<std::string> Ids(const ResourceView& v) {
+  std::vector<std::string> out;
+  for (const auto& d : v.list.devices()) out.push_back(d.id());
+  return out;
+}
+
+struct SelectorCase {
+  std::string host;
+  std::string selectors;  // Text format of RdmaSelectors.
+  std::vector<std::string> nics;
+};
+
+class SelectorTest : public ::testing::TestWithParam<SelectorCase> {};
+
+TEST_P(SelectorTest, MatchesTheExpectedNics) {
+  const SelectorCase& c = GetParam();
+  const v1::Host& host = testing::DiscoveredExampleHost(c.host);
+  Plan plan = PlanResources(
+      host, {},
+      Config("resources { name: \"rdma/x\" mode: EXCLUSIVE selectors { " + c.selectors + " } }"),
+      {});
+  ASSERT_EQ(plan.resources.size(), 1u);
+  EXPECT_THAT(plan.resources[0].nics, ElementsAreArray(c.nics)) << c.selectors;
+  EXPECT_THAT(Ids(plan.resources[0]), ElementsAreArray(c.nics));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Hosts, SelectorTest,
+    ::testing::Values(
+        SelectorCase{
+            "dgx-h100-ib",
+            "link_types: \"infiniband\"",
+            {"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"}},
+        SelectorCase{"dgx-h100-ib",
+                     "link_types: \"ethernet\" function: \"vf\"",
+                     {"mlx5_12", "mlx5_13", "mlx5_14", "mlx5_15"}},
+        SelectorCase{"dgx-h100-ib",
+                     "link_types: \"ether\" function: \"vf\"",
+                     {"mlx5_12", "mlx5_13", "mlx5_14", "mlx5_15"}},
+        SelectorCase{"dgx-h100-ib",
+                     "if_names: \"enp46s0np0\" if_names: \"enp166s0np0\"",
+                     {"mlx5_2", "mlx5_7"}},
+        SelectorCase{"dgx-h100-ib", "rdma_devices: \"mlx5_9\" vendors: \"15B3\"", {"mlx5_9"}},
+        SelectorCase{"dgx-h100-ib", "vendors: \"14e4\"", {}},
+        SelectorCase{"amd-mi300x-bnxt",
+                     "drivers: \"bnxt_en\"",
+                     {"bnxt_re0", "bnxt_re1", "bnxt_re2", "bnxt_re3", "bnxt_re4", "bnxt_re5",
+                      "bnxt_re6", "bnxt_re7"}},
+        SelectorCase{"many-hcas", "role: \"front-end\"", {"mlx5_0"}},
+        SelectorCase{"roce-9port", "role: \"back-end\" rdma_devices: \"mlx5_0\"", {}}));
+
+TEST(DevicePluginTest, DgxIbListsHealthAndNuma) {
+  const v1::Host& host = testing::DiscoveredExampleHost("dgx-h100-ib");
+  v1::Health health;
+  v1::Finding* f = health.add_findings();
+  f->set_severity(v1::SEVERITY_CRITICAL);
+  f->set_subject("mlx5_4:1");
+  f->set_check("port_rate");
+  Plan plan = PlanResources(host, {},
+                            Config("resources { name: \"rdma/ib\" mode: EXCLUSIVE selectors { "
+                                   "link_types: \"infiniband\" } }"),
+                            health);
+  const ResourceView& v = plan.resources[0];
+  ASSERT_EQ(v.list.devices_size(), 8);
+  for (const auto& d : v.list.devices()) {
+    ASSERT_EQ(d.topology().nodes_size(), 1) << d.id();
+    const int64_t numa = d.topology().nodes(0).id();
+    const bool first_half =
+        d.id() == "mlx5_0" || d.id() == "mlx5_3" || d.id() == "mlx5_4" || d.id() == "mlx5_5";
+    EXPECT_EQ(numa, first_half ? 0 : 1) << d.id();
+    EXPECT_EQ(d.health(), d.id() == "mlx5_4" ? kUnhealthy : kHealthy) << d.id();
+  }
+  // A port DOWN is unhealthy; gone, it is listed unhealthy while the kubelet knew it.
+  v1::Host down = host;
+  for (auto& d : *down.mutable_rdma_devices()) {
+    if (d.name() == "mlx5_9") d.mutable_ports(0)->set_state(v1::PORT_STATE_DOWN);
+  }
+  EXPECT_EQ(Unhealthy(*std::find_if(down.rdma_devices().begin(), down.rdma_devices().end(),
+                                    [](const auto& d) { return d.name() == "mlx5_9"; }),
+                      {}),
+            "port 1 is PORT_STATE_DOWN");
+  v1beta1::ListAndWatchResponse list = v.list;
+  AddVanished({"mlx5_0", "mlx5_99"}, &list);
+  ASSERT_EQ(list.devices_size(), 9);
+  EXPECT_EQ(list.devices(8).id(), "mlx5_99");
+  EXPECT_EQ(list.devices(8).health(), kUnhealthy);
+}
+
+TEST(DevicePluginTest, SharedAdvertisesCountAndGivesEveryNic) {
+  const v1::Host& host = testing::DiscoveredExampleHost("dgx-h100-ib");
+  Plan plan = PlanResources(host, {},
+                            Config("resources { name: \"rdma/hca_shared\" mode: SHARED "
+                                   "shared_count: 3 selectors { link_types: \"infiniband\" } }"),
+                            {});
+  const ResourceView& v = plan.resources[0];
+  EXPECT_THAT(Ids(v), ElementsAre("hca_shared-0", "hca_shared-1", "hca_shared-2"));
+  EXPECT_EQ(v.list.devices(0).topology().nodes_size(), 2);
+  v1beta1::AllocateRequest req;
+  req.add_container_requests()->add_devices_ids("hca_shared-1");
+  auto resp = Allocate(host, {}, v, req, {});
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->container_responses(0).devices_size(), 9);  // 8 uverbs + rdma_cm.
+  EXPECT_EQ(resp->container_responses(0).envs().at(kEnvDevices),
+            "mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11");
+  EXPECT_EQ(SharedCount(v1::RdmaResource()), 1000u);
+}
+
+TEST(DevicePluginTest, AllocateGivesNodesMountsAndEnv) {
+  const v1::Host& host = testing::DiscoveredExampleHost("dgx-h100-ib");
+  Plan plan = PlanResources(host, {},
+                            Config("resources { name: \"fabric.io/rdma-ib\" mode: EXCLUSIVE "
+                                   "env_at_allocate: true cdi_devices: true "
+                                   "selectors { link_types: \"infiniband\" } }"),
+                            {});
+  v1beta1::AllocateRequest req;
+  auto* c = req.add_container_requests();
+  c->add_devices_ids("mlx5_10");
+  c->add_devices_ids("mlx5_3");
+  AllocateOptions opt{
+      .host_file_dir = "/run/fabric-env", .pod_helper = kPodHelperDefault, .cdi = true};
+  auto resp = Allocate(host, {}, plan.resources[0], req, opt);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  const auto& r = resp->container_responses(0);
+  std::vector<std::string> nodes;
+  for (const auto& d : r.devices()) {
+    EXPECT_EQ(d.container_path(), d.host_path());
+    EXPECT_EQ(d.permissions(), "rw");
+    nodes.push_back(d.container_path());
+  }
+  EXPECT_THAT(nodes, ElementsAre("/dev/infiniband/uverbs3", "/dev/infiniband/uverbs10", kRdmaCm));
+  ASSERT_EQ(r.mounts_size(), 2);
+  EXPECT_EQ(r.mounts(0).host_path(), "/run/fabric-env");
+  EXPECT_EQ(r.mounts(0).container_path(), "/run/fabric-env");
+  EXPECT_TRUE(r.mounts(0).read_only());
+  EXPECT_EQ(r.mounts(1).host_path(), "/usr/bin/fabric-env");
+  EXPECT_EQ(r.mounts(1).container_path(), "/usr/local/bin/fabric-env");
+  EXPECT_TRUE(r.mounts(1).read_only());
+  EXPECT_EQ(r.envs().at(kEnvResource), "fabric.io/rdma-ib");
+  EXPECT_EQ(r.envs().at(kEnvDevices), "mlx5_3,mlx5_10");
+  ASSERT_TRUE(r.envs().count("NCCL_IB_HCA")) << "env_at_allocate";
+  EXPECT_THAT(r.envs().at("NCCL_IB_HCA"), HasSubstr("mlx5_3"));
+  EXPECT_THAT(r.envs().at("NCCL_IB_HCA"), HasSubstr("mlx5_10"));
+  EXPECT_THAT(r.envs().at("NCCL_IB_HCA"), ::testing::Not(HasSubstr("mlx5_0")));
+  ASSERT_EQ(r.cdi_devices_size(), 2);
+  EXPECT_EQ(r.cdi_devices(0).name(), "fabric.io/rdma=mlx5_3");
+
+  v1beta1::AllocateRequest bad;
+  bad.add_container_requests()->add_devices_ids("mlx5_1");  // RoCE: not this resource's.
+  auto err = Allocate(host, {}, plan.resources[0], bad, opt);
+  EXPECT_EQ(err.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(err.status().message(), HasSubstr("\"mlx5_1\""));
+}
+
+TEST(DevicePluginTest, TwoResourcesOnOneNicServeItNeither) {
+  const v1::Host& host = testing::DiscoveredExampleHost("dgx-h100-ib");
+  Plan plan = PlanResources(
+      host, {},
+      Config("resources { name: \"rdma/a\" mode: EXCLUSIVE selectors { rdma_devices: \"mlx5_0\" "
+             "rdma_devices: \"mlx5_3\" } } resources { name: \"rdma/b\" mode: SHARED selectors { "
+             "rdma_devices: \"mlx5_3\" } }"),
+      {});
+  EXPECT_THAT(plan.resources[0].nics, ElementsAre("mlx5_0"));
+  EXPECT_TRUE(plan.resources[1].nics.empty());
+  ASSERT_EQ(plan.findings.size(), 1u);
+  EXPECT_EQ(plan.findings[0].subject(), "mlx5_3");
+  EXPECT_THAT(plan.findings[0].message(), HasSubstr("rdma/a and rdma/b"));
+  EXPECT_EQ(plan.resources[1].list.devices(0).health(), kUnhealthy);
+}
+
+struct PreferCase {
+  std::string host;
+  int size;
+  std::vector<std::string> must;
+  std::vector<int64_t> numa;  // The NUMA node every chosen NIC must be on.
+};
+
+class PreferTest : public ::testing::TestWithParam<PreferCase> {};
+
+TEST_P(PreferTest, PicksOneNumaNode) {
+  const PreferCase& c = GetParam();
+  const v1::Host& host = testing::DiscoveredExampleHost(c.host);
+  Plan plan = PlanResources(host, {},
+                            Config("resources { name: \"rdma/gpu-nics\" mode: EXCLUSIVE selectors "
+                                   "{ role: \"back-end\" function: \"pf\" } }"),
+                            {});
+  const ResourceView& v = plan.resources[0];
+  v1beta1::PreferredAllocationRequest req;
+  auto* cr = req.add_container_requests();
+  // Interleave the nodes, so that the natural order alone would mix them.
+  std::vector<std::string> avail = v.nics;
+  std::reverse(avail.begin(), avail.end());
+  for (const auto& id : avail) cr->add_available_deviceids(id);
+  for (const auto& id : c.must) cr->add_must_include_deviceids(id);
+  cr->set_allocation_size(c.size);
+  auto resp = PreferredAllocation(host, v, req);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  const auto& ids = resp->container_responses(0).deviceids();
+  ASSERT_EQ(ids.size(), c.size);
+  for (const std::string& m : c.must) EXPECT_THAT(ids, ::testing::Contains(m));
+  for (const std::string& id : ids) {
+    const auto& d = *std::find_if(v.list.devices().begin(), v.list.devices().end(),
+                                  [&](const auto& x) { return x.id() == id; });
+    EXPECT_THAT(c.numa, ::testing::Contains(d.topology().nodes(0).id())) << id;
+  }
+  cr->set_allocation_size(static_cast<int>(v.nics.size()) + 1);
+  EXPECT_EQ(PreferredAllocation(host, v, req).status().code(), absl::StatusCode::kInvalidArgument);
+  cr->add_available_deviceids("nope0");
+  EXPECT_THAT(PreferredAllocation(host, v, req).status().message(), HasSubstr("\"nope0\""));
+}
+
+INSTANTIATE_TEST_SUITE_P(Hosts, PreferTest,
+                         ::testing::Values(PreferCase{"dgx-h100-ib", 4, {}, {0}},
+                                           PreferCase{"dgx-h100-ib", 2, {"mlx5_9"}, {1}},
+                                           PreferCase{"amd-mi300x-bnxt", 4, {}, {0}},
+                                           PreferCase{"amd-mi300x-bnxt", 3, {"bnxt_re6"}, {1}},
+                                           PreferCase{"roce-9port", 4, {"mlx5_5"}, {1}}));
+
+TEST(ResourceSectionTest, RefusesBadConfig) {
+  struct Case {
+    std::string text;
+    std::string error;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"resources { name: \"hca\" mode: SHARED selectors { vendors: \"15b3\" } }",
+            "domain/name"},
+           {"resources { name: \"Rdma/hca\" mode: SHARED selectors { vendors: \"15b3\" } }", "DNS"},
+           {"resources { name: \"kubernetes.io/hca\" mode: SHARED selectors { vendors: \"15b3\" } "
+            "}",
+            "kubernetes.io"},
+           {"resources { name: \"rdma/-x\" mode: SHARED selectors { vendors: \"15b3\" } }", "1-63"},
+           {"resources { name: \"rdma/hca\" selectors { vendors: \"15b3\" } }",
+            "SHARED or EXCLUSIVE"},
+           {"resources { name: \"rdma/hca\" mode: SHARED }", "no selector"},
+           {"resources { name: \"rdma/hca\" mode: SHARED selectors { vendors: \"15b3x\" } }",
+            "four hex"},
+           {"resources { name: \"rdma/hca\" mode: SHARED selectors { link_types: \"roce\" } }",
+            "ethernet"},
+           {"resources { name: \"rdma/hca\" mode: SHARED selectors { role: \"backend\" } }",
+            "back-end"},
+           {"resources { name: \"rdma/hca\" mode: SHARED selectors { function: \"sf\" } }",
+            "pf or vf"},
+           {"resources { name: \"rdma/hca\" mode: SHARED selectors { rails: \"r9\" } }", "rail"},
+           {"resources { name: \"rdma/hca\" mode: EXCLUSIVE shared_count: 4 selectors { vendors: "
+            "\"15b3\" } }",
+            "shared_count"},
+           {"resources { name: \"rdma/hca\" mode: SHARED shared_count: 10001 selectors { vendors: "
+            "\"15b3\" } }",
+            "above"},
+           {"resources { name: \"rdma/hca\" mode: SHARED selectors { vendors: \"15b3\" } } "
+            "resources { name: \"rdma/hca\" mode: EXCLUSIVE selectors { vendors: \"15b3\" } }",
+            "twice"}}) {
+    v1::DevicePluginConfig cfg;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(c.text, &cfg)) << c.text;
+    absl::Status s = ValidateDevicePlugin(cfg, {});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.text;
+    EXPECT_THAT(s.message(), HasSubstr(c.error)) << c.text;
+  }
+  EXPECT_EQ(SocketName("fabric.io/rdma-rail0"), "fabric-fabric.io-rdma-rail0.sock");
+}
+
+}  // namespace
+}  // namespace fabric::deviceplugin
