@@ -113,13 +113,14 @@ absl::StatusOr<JobEnvAnswer> AskJobEnv(const SelectFn& select, const JobEnvOptio
 }
 
 absl::StatusOr<JobEnvAnswer> AskPublishedHost(const hostfile::HostFile& file,
-                                              const std::string& path, const JobEnvOptions& opt) {
+                                              const std::string& path, const JobEnvOptions& opt,
+                                              const SelectFn& select) {
   const v1::PublishedHost& p = file.published;
-  absl::StatusOr<JobEnvAnswer> a = AskJobEnv(
-      [&p, &path](const v1::SelectNicsRequest& r) {
-        return SelectOnHost(p.host(), p.policy(), r, absl::StrCat("in ", path));
-      },
-      opt, /*keep_set=*/true);
+  absl::StatusOr<JobEnvAnswer> a =
+      AskJobEnv(select != nullptr ? select : SelectFn([&p, &path](const v1::SelectNicsRequest& r) {
+                  return SelectOnHost(p.host(), p.policy(), r, absl::StrCat("in ", path));
+                }),
+                opt, /*keep_set=*/true);
   if (a.ok()) {
     a->asked.provenance.push_back(absl::StrCat(
         "answer: the published host ", path, " (fabric-agent ", p.agent_version(), ", changed ",

@@ -52,8 +52,10 @@ absl::StatusOr<JobEnvAnswer> AskJobEnv(const SelectFn& select, const JobEnvOptio
 // The answer from the published host `file` read from `path` (agent/publish/hostfile), the
 // user's own settings kept. Its provenance names the file and its age. The caller reads the file
 // (hostfile::ReadHostFile): a file it cannot read is no answer, an error here is the request's.
+// `select`: who answers from the file; null: SelectOnHost over its host and policy.
 absl::StatusOr<JobEnvAnswer> AskPublishedHost(const hostfile::HostFile& file,
-                                              const std::string& path, const JobEnvOptions& opt);
+                                              const std::string& path, const JobEnvOptions& opt,
+                                              const SelectFn& select = nullptr);
 
 // The answer as `--format=json` prints it: {"env", "job_env", "pins", "rank_gpu", "scope",
 // "consumers", "notes"}, keys in proto field style.

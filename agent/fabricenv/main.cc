@@ -72,6 +72,17 @@ absl::StatusOr<podenv::View> ViewHere(const std::string& host_file) {
   return podenv::ViewFor(*std::move(file), podenv::RecordsDirOf(host_file), podenv::ReadHere());
 }
 
+// The one answer of env and exec from a view: the selection over the (narrowed) published host,
+// or in a pod that names no GPU (--gpus=job found no launcher variable) the pod's ports alone.
+ctl::SelectFn PodAwareSelect(const podenv::View& view, const std::string& host_file,
+                             const ctl::JobEnvOptions& opt) {
+  return [&view, &host_file, &opt](const v1::SelectNicsRequest& r) {
+    const v1::PublishedHost& p = view.file.published;
+    if (view.pod && r.all() && opt.gpus == "job") return podenv::SelectPodPorts(p, r);
+    return ctl::SelectOnHost(p.host(), p.policy(), r, absl::StrCat("in ", host_file));
+  };
+}
+
 int Fail(const absl::Status& s, int code) {
   std::fprintf(stderr, "fabric-env: %s\n", std::string(s.message()).c_str());
   return code;
@@ -128,13 +139,10 @@ int main(int argc, char** argv) {
                           2);
     }
     absl::Status s = fabric::ctl::RunEnv(
-        [&host_file](
-            const fabric::v1::SelectNicsRequest& r) -> absl::StatusOr<fabric::v1::Selection> {
+        [&](const fabric::v1::SelectNicsRequest& r) -> absl::StatusOr<fabric::v1::Selection> {
           auto view = fabric::ViewHere(host_file);
           if (!view.ok()) return view.status();
-          auto sel =
-              fabric::ctl::SelectOnHost(view->file.published.host(), view->file.published.policy(),
-                                        r, absl::StrCat("in ", host_file));
+          auto sel = fabric::PodAwareSelect(*view, host_file, env_opt)(r);
           for (const std::string& n : view->notes) {
             if (sel.ok()) sel->add_notes(n);
           }
@@ -160,7 +168,8 @@ int main(int argc, char** argv) {
         }
         if (!view.ok()) return view.status();
         notes->insert(notes->end(), view->notes.begin(), view->notes.end());
-        auto a = fabric::ctl::AskPublishedHost(view->file, host_file, exec_opt);
+        auto a = fabric::ctl::AskPublishedHost(view->file, host_file, exec_opt,
+                                               fabric::PodAwareSelect(*view, host_file, exec_opt));
         if (a.ok()) {
           a->asked.provenance.insert(a->asked.provenance.end(), view->provenance.begin(),
                                      view->provenance.end());

@@ -13,6 +13,7 @@
 #include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
+#include "agent/policy/select/env.h"
 
 namespace fabric::podenv {
 namespace {
@@ -133,6 +134,29 @@ absl::StatusOr<v1::PublishedHost> NarrowToPod(const v1::PublishedHost& published
   }
   out.mutable_policy()->set_socket_ifname(absl::StrJoin(ifnames, ","));
   return out;
+}
+
+absl::StatusOr<v1::Selection> SelectPodPorts(const v1::PublishedHost& narrowed,
+                                             const v1::SelectNicsRequest& req) {
+  absl::StatusOr<jobenv::Consumers> consumers = jobenv::ParseConsumers(req.consumers());
+  if (!consumers.ok()) return absl::InvalidArgumentError(consumers.status().message());
+  std::vector<std::string> ports;
+  for (const v1::RdmaDevice& d : narrowed.host().rdma_devices()) {
+    for (const v1::Port& p : d.ports()) ports.push_back(absl::StrCat(d.name(), ":", p.number()));
+  }
+  std::sort(ports.begin(), ports.end(), NaturalLess);
+  absl::StatusOr<jobenv::Result> r =
+      RenderPortsEnv(narrowed.host(), ports, narrowed.policy(), *consumers);
+  if (!r.ok()) return r.status();
+  v1::Selection sel;
+  for (const auto& [k, v] : r->job) (*sel.mutable_job_env())[k] = v;
+  for (const auto& [k, v] : r->Merged()) (*sel.mutable_env())[k] = v;
+  for (std::string& n : r->notes) sel.add_notes(std::move(n));
+  sel.add_notes(
+      absl::StrCat("no GPU named (no Slurm or *_VISIBLE_DEVICES scope): the job is the "
+                   "pod's RDMA ports, no per-GPU pins"));
+  sel.set_consumers(jobenv::ConsumersText(*consumers));
+  return sel;
 }
 
 absl::StatusOr<v1::PublishedHost> NarrowToDevices(const v1::PublishedHost& published,

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "agent/publish/podrecord/pod_record.h"
 #include "fabric/v1/agent.pb.h"
+#include "fabric/v1/select.pb.h"
 
 namespace fabric::podenv {
 
@@ -31,6 +32,12 @@ inline constexpr char kDevicesVar[] = "FABRIC_RDMA_DEVICES";
 // port (the pod's interfaces carry none) or a device the host does not have.
 absl::StatusOr<v1::PublishedHost> NarrowToPod(const v1::PublishedHost& published,
                                               const std::vector<podrecord::PodRecord>& records);
+
+// A pod whose processes name no GPU (no Slurm or *_VISIBLE_DEVICES scope: the pod was given
+// none): the job is the pod's RDMA ports, every one, as fabric-cni's env file has it, no pins.
+// `narrowed` is NarrowToPod's; the request's consumers apply.
+absl::StatusOr<v1::Selection> SelectPodPorts(const v1::PublishedHost& narrowed,
+                                             const v1::SelectNicsRequest& req);
 
 // Only the named devices ("mlx5_0,mlx5_3"), everything else as published. InvalidArgument for an
 // empty list or a name the host does not have.

@@ -126,6 +126,24 @@ TEST(NarrowToPod, Refusals) {
   EXPECT_THAT(std::string(b.status().message()), HasSubstr("mlx5_9 is not in the published"));
 }
 
+TEST(SelectPodPorts, APodWithoutGpusGetsItsPorts) {
+  absl::StatusOr<v1::PublishedHost> pod = NarrowToPod(Published(), TwoRails());
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  v1::SelectNicsRequest req;
+  req.set_all(true);
+  req.set_consumers("nccl,ucx");
+  absl::StatusOr<v1::Selection> sel = SelectPodPorts(*pod, req);
+  ASSERT_TRUE(sel.ok()) << sel.status();
+  EXPECT_EQ(sel->job_env().at("NCCL_IB_HCA"), "=bnxt_re0:1,bnxt_re4:1");
+  EXPECT_EQ(sel->job_env().at("NCCL_IB_GID_INDEX"), absl::StrCat(kPodGid));
+  EXPECT_EQ(sel->job_env().at("UCX_NET_DEVICES"), "bnxt_re0:1,bnxt_re4:1");
+  EXPECT_FALSE(sel->job_env().contains("MC_TE_FILTERS"));  // consumers as asked
+  EXPECT_TRUE(sel->pins().empty());
+  EXPECT_EQ(sel->consumers(), "nccl,ucx");
+  req.set_consumers("nosuch");
+  EXPECT_TRUE(absl::IsInvalidArgument(SelectPodPorts(*pod, req).status()));
+}
+
 TEST(NarrowToDevices, KeepsOnlyTheGivenNics) {
   absl::StatusOr<v1::PublishedHost> p = NarrowToDevices(Published(), "bnxt_re2,bnxt_re3");
   ASSERT_TRUE(p.ok()) << p.status();

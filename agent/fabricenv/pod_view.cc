@@ -111,6 +111,7 @@ absl::StatusOr<View> ViewFor(hostfile::HostFile file, const std::string& records
   absl::StatusOr<v1::PublishedHost> narrowed = NarrowToPod(file.published, records);
   if (!narrowed.ok()) return narrowed.status();
   file.published = *std::move(narrowed);
+  v.pod = true;
   v.provenance.push_back(absl::StrCat("NICs: the pod's, from fabric-cni's records in ", records_dir,
                                       " (", PortsText(records), ")"));
   v.file = std::move(file);

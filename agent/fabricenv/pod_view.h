@@ -27,6 +27,7 @@ Here ReadHere();
 
 struct View {
   hostfile::HostFile file;              // Narrowed to the pod's or the given NICs.
+  bool pod = false;                     // Narrowed to fabric-cni's records (NarrowToPod).
   std::vector<std::string> provenance;  // Why this scope (exec --dry-run prints it).
   std::vector<std::string> notes;       // Records skipped, and why.
 };

@@ -302,7 +302,8 @@ TEST_F(FabricEnvTest, InAPodTheRecordsOfItsNamespaceDecide) {
   EXPECT_EQ(Run(testing::kFabricEnvBinary, {}, {"--host-file=" + host_file_, "env"}, ns).status, 1);
 
   std::ofstream(record) << podrecord::RecordJson(r);
-  RunResult env = Run(testing::kFabricEnvBinary, {"LOCAL_RANK=3"},
+  // The pod's GPUs, as the GPU runtime names them; this rank's is the second.
+  RunResult env = Run(testing::kFabricEnvBinary, {"ROCR_VISIBLE_DEVICES=0,1", "LOCAL_RANK=1"},
                       {"--host-file=" + host_file_, "exec", "--", "env"}, ns);
   ASSERT_EQ(env.status, 0) << env.err;
   std::map<std::string, std::string> vars = Vars(env.out);
@@ -311,6 +312,13 @@ TEST_F(FabricEnvTest, InAPodTheRecordsOfItsNamespaceDecide) {
   EXPECT_EQ(vars["UCX_IB_GID_INDEX"], "200");
   EXPECT_EQ(vars["NCCL_SOCKET_IFNAME"], "=net1");
   EXPECT_EQ(vars["UCX_NET_DEVICES"], "bnxt_re2:1");  // this rank's pin: the pod's one NIC
+  // A pod given no GPU: the job is its ports, no pin, and a note says so.
+  RunResult no_gpu = Run(testing::kFabricEnvBinary, {"LOCAL_RANK=0"},
+                         {"--host-file=" + host_file_, "env", "--format=json"}, ns);
+  EXPECT_EQ(no_gpu.status, 0) << no_gpu.err;
+  EXPECT_THAT(no_gpu.out, HasSubstr("\"NCCL_IB_GID_INDEX\": \"200\""));
+  EXPECT_THAT(no_gpu.out, HasSubstr("\"pins\": {}"));
+  EXPECT_THAT(no_gpu.out, HasSubstr("the job is the pod's RDMA ports"));
   RunResult dry = Run(testing::kFabricEnvBinary, {},
                       {"--host-file=" + host_file_, "exec", "--dry-run", "--", "true"}, ns);
   EXPECT_THAT(dry.out, HasSubstr("NICs: the pod's, from fabric-cni's records"));

@@ -91,7 +91,8 @@ absl::StatusOr<jobenv::Result> RenderJobEnv(const Host& host, const Selection& s
 
 absl::StatusOr<jobenv::Result> RenderPortsEnv(const Host& host,
                                               const std::vector<std::string>& ports,
-                                              const SelectionPolicy& policy) {
+                                              const SelectionPolicy& policy,
+                                              const jobenv::Consumers& consumers) {
   if (ports.empty()) return absl::InvalidArgumentError("no port");
   std::vector<select_internal::Candidate> cands =
       select_internal::PortCandidates(host, policy, [&](const RdmaDevice& d, const Port& p) {
@@ -119,7 +120,7 @@ absl::StatusOr<jobenv::Result> RenderPortsEnv(const Host& host,
     }
     a->set_link_layer(c->roce ? LINK_LAYER_ETHERNET : c->port->link_layer());
   }
-  return RenderJobEnv(host, sel, policy);
+  return RenderJobEnv(host, sel, policy, EnvOptions{.consumers = consumers, .rank = {}});
 }
 
 absl::Status FillEnv(const Host& host, const SelectionPolicy& policy, const EnvOptions& opt,

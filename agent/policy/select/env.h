@@ -39,10 +39,12 @@ absl::StatusOr<jobenv::Result> RenderJobEnv(const v1::Host& host, const v1::Sele
 
 // The job environment of ports given without GPUs ("mlx5_3:1", in the job's order): each port as
 // SelectNics would take it (its usable GID and subnet), then RenderJobEnv, no rank. The device
-// plugin's Allocate for host-network pods. InvalidArgument for none, or a port the host lacks.
+// plugin's Allocate for host-network pods, fabric-env in a pod that names no GPU.
+// InvalidArgument for none, or a port the host lacks.
 absl::StatusOr<jobenv::Result> RenderPortsEnv(const v1::Host& host,
                                               const std::vector<std::string>& ports,
-                                              const v1::SelectionPolicy& policy);
+                                              const v1::SelectionPolicy& policy,
+                                              const jobenv::Consumers& consumers = {});
 
 // RenderJobEnv into `sel` (replacing env, job_env, pins, rank_gpu and consumers; its notes
 // appended).
