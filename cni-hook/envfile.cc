@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -35,7 +36,21 @@ std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
   const HostFsImpl sysfs(sysfs_root);
   std::vector<RdmaMatch> out;
   for (const EnvInterface& in : ifaces) {
-    if (in.pci_bdf.empty() || in.pci_bdf.find('/') != std::string::npos) continue;
+    // The RDMA devices behind the interface: its PCI function's (a VF, or a macvlan's lower PF),
+    // else a software device (rxe, siw) whose parent is the macvlan's lower netdev.
+    std::vector<std::string> devices;  // sysfs paths of the devices
+    if (!in.pci_bdf.empty() && in.pci_bdf.find('/') == std::string::npos) {
+      const std::string ib = absl::StrCat("bus/pci/devices/", in.pci_bdf, "/infiniband");
+      for (const std::string& dev : List(sysfs, ib)) devices.push_back(absl::StrCat(ib, "/", dev));
+    } else if (!in.lower_netdev.empty()) {
+      for (const std::string& dev : List(sysfs, "class/infiniband")) {
+        const std::string path = absl::StrCat("class/infiniband/", dev);
+        absl::StatusOr<std::string> parent = sysfs.ReadFile(absl::StrCat(path, "/parent"));
+        if (parent.ok() && absl::StripAsciiWhitespace(*parent) == in.lower_netdev) {
+          devices.push_back(path);
+        }
+      }
+    }
     // The pod's interface is a VF or macvlan of the port: its GID is the one holding the pod's
     // IPv4 (else its global IPv6) address, whichever netdev the kernel lists it under.
     rdma::GidWanted wanted;
@@ -50,11 +65,11 @@ std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,
         wanted.ipv6.push_back(v6);
       }
     }
-    const std::string ib = absl::StrCat("bus/pci/devices/", in.pci_bdf, "/infiniband");
-    for (const std::string& dev : List(sysfs, ib)) {
+    for (const std::string& dev_path : devices) {
+      const std::string dev = dev_path.substr(dev_path.rfind('/') + 1);
       std::optional<RdmaMatch> first_port;
       std::optional<RdmaMatch> found;
-      const std::string ports = absl::StrCat(ib, "/", dev, "/ports");
+      const std::string ports = absl::StrCat(dev_path, "/ports");
       for (const std::string& port : List(sysfs, ports)) {
         RdmaMatch m;
         m.ifname = in.ifname;

@@ -15,6 +15,9 @@ namespace fabric::cni {
 struct EnvInterface {
   std::string ifname;   // the pod's interface name
   std::string pci_bdf;  // ETHTOOL_GDRVINFO bus_info inside the netns; empty for virtual devices
+  // A macvlan's lower netdev (host namespace) when it has no PCI address: a software RDMA
+  // device's (rxe, siw) parent.
+  std::string lower_netdev;
   std::vector<announce::Address> addresses;
 };
 
@@ -33,7 +36,8 @@ struct RdmaMatch {
   std::vector<jobenv::OtherGid> other_ipv4_gids;
 };
 
-// Looks under <sysfs_root>/bus/pci/devices/<bdf>/infiniband/ for each interface's RDMA device,
+// Looks under <sysfs_root>/bus/pci/devices/<bdf>/infiniband/ for each interface's RDMA device
+// (for one without a PCI address, the software devices whose `parent` is its lower netdev),
 // and in its ports' gids/ and gid_attrs/types/ for the RoCE v2 GID of the interface's IPv4, else
 // of its IPv6 address (agent/rdma/gid_choice.h).
 std::vector<RdmaMatch> FindRdma(const std::string& sysfs_root,

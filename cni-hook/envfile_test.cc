@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "cni-hook/cni.h"
@@ -42,7 +43,7 @@ class EnvFileTest : public ::testing::Test {
   }
   static EnvInterface Iface(const std::string& name, const std::string& bdf,
                             std::vector<std::string> cidrs) {
-    EnvInterface e{name, bdf, {}};
+    EnvInterface e{name, bdf, "", {}};
     for (const auto& c : cidrs) e.addresses.push_back(*ParseCidr(c));
     return e;
   }
@@ -124,6 +125,33 @@ TEST_F(EnvFileTest, RoceV2GidOfThePodIpv6) {
   const auto none = FindRdma(root_, ll);
   ASSERT_EQ(none.size(), 1u);
   EXPECT_EQ(none[0].gid_index, -1);
+}
+
+// A macvlan on a software device's netdev (rxe on eth1): no PCI address, the device whose
+// `parent` is the macvlan's lower netdev.
+TEST_F(EnvFileTest, SoftwareDeviceOfAMacvlansLowerNetdev) {
+  for (const auto& [dev, parent, gid] :
+       {std::tuple{"rxe0", "eth0", "0000:0000:0000:0000:0000:ffff:0a00:0005"},
+        std::tuple{"rxe1", "eth1", "0000:0000:0000:0000:0000:ffff:0a00:0005"}}) {
+    const std::string d = std::string("class/infiniband/") + dev;
+    Write(d + "/parent", parent);
+    Write(d + "/ports/1/gids/0", "fe80:0000:0000:0000:0000:0000:0000:0001");
+    Write(d + "/ports/1/gid_attrs/types/0", "RoCE v2");
+    Write(d + "/ports/1/gids/1", "0000:0000:0000:0000:0000:ffff:0a00:0001");
+    Write(d + "/ports/1/gid_attrs/types/1", "RoCE v2");
+    Write(d + "/ports/1/gids/2", gid);
+    Write(d + "/ports/1/gid_attrs/types/2", "RoCE v2");
+  }
+  EnvInterface net1 = Iface("net1", "", {"10.0.0.5/24"});
+  net1.lower_netdev = "eth1";
+  const auto rdma = FindRdma(root_, {net1});
+  ASSERT_EQ(rdma.size(), 1u);
+  EXPECT_EQ(rdma[0].device, "rxe1");
+  EXPECT_EQ(rdma[0].gid_index, 2);
+  ASSERT_EQ(rdma[0].other_ipv4_gids.size(), 1u);  // the host's 10.0.0.1
+  EXPECT_EQ(rdma[0].other_ipv4_gids[0].ipv4, "10.0.0.1");
+  // Without a lower netdev (a veth) there is none.
+  EXPECT_TRUE(FindRdma(root_, {Iface("net1", "", {"10.0.0.5/24"})}).empty());
 }
 
 TEST_F(EnvFileTest, NoRdmaBehindVirtualInterfaces) {

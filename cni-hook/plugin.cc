@@ -444,7 +444,7 @@ absl::Status WriteEnvFile(const Ctx& c, const std::vector<Prepared>& prepared) {
       bus = BusInfo(lower);
       if (!bus.empty()) Debug(c, p.pod.name, ": lower device ", lower, " at ", bus);
     }
-    ifaces.push_back({p.pod.name, bus, p.pod.addresses});
+    ifaces.push_back({p.pod.name, bus, bus.empty() ? std::string(lower) : "", p.pod.addresses});
   }
   const std::vector<RdmaMatch> rdma = FindRdma(c.options.sysfs_root, ifaces);
   FABRIC_RETURN_IF_ERROR(
