@@ -58,6 +58,9 @@ ALLOWED_CAPS = {"NET_RAW", "NET_ADMIN", "IPC_LOCK"}
 # The CNI plugin: its conflist "type" is the file name in the CNI bin directory.
 CNI_TYPE = "fabric-cni"
 CNI_HOST_BIN = "/opt/cni/bin"
+# The pod helper (fabric-env): installed beside the published host, which Allocate mounts.
+POD_HELPER = "fabric-env"
+POD_HELPER_HOST_DIR = "/run/fabric-env"
 # Commands the install script may run: shell builtins and tools debian:12-slim has.
 INSTALL_TOOLS = {"set", "cp", "chmod", "mv"}
 # Keys of a plugin entry that belong to CNI itself rather than to the plugin.
@@ -364,25 +367,30 @@ def check_install_cni(pod, agent, volumes, installed):
             check(quantity(req) <= quantity(lim),
                   f"install-cni: resources: {kind} request {req} <= limit {lim}")
 
-    # The CNI bin mount: the host's /opt/cni/bin, writable, for this container only.
+    # The mounts: the host's /opt/cni/bin (fabric-cni) and the host's /run/fabric-env (fabric-env,
+    # which the device plugin's Allocate mounts into pods), writable. Each binary is copied to a
+    # hidden name beside its final one, then renamed over it (one rename(2)).
     mounts = ic.get("volumeMounts") or []
     for m in mounts:
         check(m.get("name") in volumes, f"install-cni: volumeMount {m.get('name')} names a volume")
-    bin_mounts = [m for m in mounts
-                  if dig(volumes.get(m.get("name")), "hostPath", "path") == CNI_HOST_BIN]
-    if not check(len(bin_mounts) == 1 and len(mounts) == 1,
-                 f"install-cni: mounts only the hostPath {CNI_HOST_BIN} "
-                 f"(mounts {[m.get('name') for m in mounts]})"):
+    targets = {CNI_HOST_BIN: CNI_TYPE, POD_HELPER_HOST_DIR: POD_HELPER}
+    dirs = {}
+    for m in mounts:
+        hp = dig(volumes.get(m.get("name")), "hostPath", "path")
+        if not check(hp in targets, f"install-cni: mounts only the hostPaths {sorted(targets)} "
+                                    f"(mounts {m.get('name')}: {hp})"):
+            return
+        check(not m.get("readOnly"), f"install-cni: {m.get('mountPath')} is writable")
+        check(dig(volumes.get(m["name"]), "hostPath", "type") in ("Directory", "DirectoryOrCreate"),
+              f"install-cni: hostPath {hp} is a Directory(OrCreate)")
+        dirs[hp] = m.get("mountPath", "")
+    if not check(set(dirs) == set(targets), f"install-cni: mounts {sorted(targets)} (got {sorted(dirs)})"):
         return
-    bm = bin_mounts[0]
-    bin_dir = bm.get("mountPath", "")
-    check(not bm.get("readOnly"), f"install-cni: {bin_dir} is writable")
-    check(dig(volumes.get(bm["name"]), "hostPath", "type") in ("Directory", "DirectoryOrCreate"),
-          f"install-cni: hostPath {CNI_HOST_BIN} is a Directory(OrCreate)")
-    check(bm["name"] not in {m.get("name") for m in agent.get("volumeMounts") or []},
+    cni_mount = [m for m in mounts if dig(volumes.get(m["name"]), "hostPath", "path") == CNI_HOST_BIN]
+    check(cni_mount[0]["name"] not in {m.get("name") for m in agent.get("volumeMounts") or []},
           f"the agent container does not mount {CNI_HOST_BIN}")
 
-    # The script: set -e, cp IMAGE_PATH TMP, [chmod MODE TMP], mv TMP BIN_DIR/fabric-cni.
+    # The script: set -e, then per binary cp IMAGE_PATH TMP, [chmod MODE TMP], mv TMP FINAL.
     command = list(ic.get("command") or []) + list(ic.get("args") or [])
     if not check(len(command) == 3 and command[0] in ("/bin/sh", "sh")
                  and command[1] in ("-c", "-ec"),
@@ -396,28 +404,34 @@ def check_install_cni(pod, agent, volumes, installed):
               f"install-cni: {argv[0]} is one of {sorted(INSTALL_TOOLS)} (debian:12-slim)")
     check(command[1] == "-ec" or ["set", "-e"] in cmds,
           "install-cni: set -e (a failed copy must not be renamed into place)")
-    final = os.path.join(bin_dir, CNI_TYPE)
     cps = [[a for a in argv[1:] if not a.startswith("-")] for argv in cmds if argv[0] == "cp"]
     mvs = [[a for a in argv[1:] if not a.startswith("-")] for argv in cmds if argv[0] == "mv"]
-    if not check(len(cps) == 1 and len(cps[0]) == 2, f"install-cni: one `cp SRC TMP` ({cps})"):
+    if not check(len(cps) == len(targets) and all(len(c) == 2 for c in cps),
+                 f"install-cni: one `cp SRC TMP` per binary ({cps})"):
         return
-    src, tmp = (os.path.normpath(x) for x in cps[0])
-    if installed is None:
-        print("SKIPPED PART: install-cni's source not checked against the Dockerfile (no "
-              "--dockerfile)")
-    else:
-        check(src in installed and os.path.basename(src) == CNI_TYPE,
-              f"install-cni: copies {src}, where deploy/Dockerfile installs {CNI_TYPE} "
-              f"(it installs {sorted(installed)})")
-    check(os.path.dirname(tmp) == bin_dir and tmp != final,
-          f"install-cni: copies to a temporary name {tmp} in {bin_dir}, not to {final}")
-    if check(len(mvs) == 1 and len(mvs[0]) == 2, f"install-cni: one `mv TMP FINAL` ({mvs})"):
-        mv_src, mv_dst = (os.path.normpath(x) for x in mvs[0])
-        # Same directory, so the same file system: mv is one rename(2).
-        check(mv_src == tmp and mv_dst == final,
-              f"install-cni: renames {mv_src} to {mv_dst} (expected {tmp} to {final}): "
-              f"host {CNI_HOST_BIN}/{CNI_TYPE}")
-        order = [argv[0] for argv in cmds]
+    if not check(len(mvs) == len(targets) and all(len(m) == 2 for m in mvs),
+                 f"install-cni: one `mv TMP FINAL` per binary ({mvs})"):
+        return
+    order = [argv[0] for argv in cmds]
+    for host_dir, name in targets.items():
+        final = os.path.join(dirs[host_dir], name)
+        mv = [m for m in mvs if os.path.normpath(m[1]) == final]
+        if not check(len(mv) == 1, f"install-cni: renames a copy to {final} (host {host_dir}/{name})"):
+            continue
+        tmp = os.path.normpath(mv[0][0])
+        cp = [c for c in cps if os.path.normpath(c[1]) == tmp]
+        if not check(len(cp) == 1, f"install-cni: copies to {tmp} before renaming it"):
+            continue
+        src = os.path.normpath(cp[0][0])
+        check(os.path.dirname(tmp) == dirs[host_dir] and tmp != final,
+              f"install-cni: copies to a temporary name {tmp} in {dirs[host_dir]}, not to {final}")
+        if installed is None:
+            print("SKIPPED PART: install-cni's sources not checked against the Dockerfile (no "
+                  "--dockerfile)")
+        else:
+            check(src in installed and os.path.basename(src) == name,
+                  f"install-cni: copies {src}, where deploy/Dockerfile installs {name} "
+                  f"(it installs {sorted(installed)})")
         check(order.index("cp") < order.index("mv"), "install-cni: cp before mv")
 
 
@@ -776,6 +790,50 @@ def check_conflists(examples, readme, cni, handoff):
                   f"(rc {rc}, {out})")
 
 
+def check_pod_examples(d, objects):
+    """deploy/kubernetes/examples/: each workload asks for a resource the ConfigMap's devicePlugin
+    section defines and starts its command through the helper Allocate mounts."""
+    with open(os.path.join(REPO, "agent", "publish", "deviceplugin", "device_plugin.h"),
+              encoding="utf-8") as fh:
+        helper = re.search(r'kPodHelperInContainer\[\] = "([^"]+)"', fh.read())
+    if not check(helper, "device_plugin.h names the helper's path in the container"):
+        return
+    helper = helper.group(1)
+    cm = objects.get(("ConfigMap", "fabric-agent-config")) or {}
+    try:
+        config = json.loads(dig(cm, "data", "config.json") or "{}")
+    except json.JSONDecodeError:
+        config = {}
+    resources = {r.get("name") for r in dig(config, "devicePlugin", "resources") or []}
+    check(resources, "the ConfigMap defines devicePlugin resources")
+    examples = os.path.join(d, "examples")
+    files, docs = load_documents(examples)
+    check(files, f"{examples} holds pod examples")
+    for f, doc in docs:
+        templates = []
+
+        def walk(x):
+            if isinstance(x, dict):
+                if "containers" in x:
+                    templates.append(x)
+                for v in x.values():
+                    walk(v)
+            elif isinstance(x, list):
+                for v in x:
+                    walk(v)
+        walk(doc)
+        check(templates, f"{f}: has a pod template")
+        for t in templates:
+            for c in t.get("containers") or []:
+                cmd = c.get("command") or []
+                check(cmd[:2] == [helper, "exec"] and "--" in cmd,
+                      f"{f}: {c.get('name')} starts with `{helper} exec --` (got {cmd[:3]})")
+                limits = dig(c, "resources", "limits") or {}
+                asked = resources & set(limits)
+                check(asked, f"{f}: {c.get('name')} asks for a devicePlugin resource "
+                             f"({sorted(resources)}; limits {sorted(limits)})")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--dir", required=True)
@@ -796,6 +854,7 @@ def main():
     if namespace:
         objects = check_objects(docs, namespace)
         handoff = check_daemonset(objects, images, args)
+        check_pod_examples(args.dir, objects)
     check_conflists(args.examples, args.cni_readme, args.cni, handoff)
 
     if failures:
