@@ -3,13 +3,19 @@
 // agent over its socket, local discovery with --sysfs) against `/bin/true` alone, interleaved run
 // by run, on an example host (default the 8-GPU dgx-h100-ib). Each run is a fresh process in an
 // environment holding only PATH and the launcher's LOCAL_RANK, as a launcher starts it. Prints
-// medians and the added time; asserts only that every run exited 0.
+// medians and the added time; asserts only that every run exited 0. As root, also in a pod: a
+// network namespace with fabric-cni's record of its interface (fabric-env narrows the host to the
+// pod's NIC and GID), against /bin/true in that namespace.
 //
 // exec_bench [--runs=31] [--host=dgx-h100-ib]
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +23,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "agent/publish/podrecord/pod_record.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/binaries.h"
+#include "tests/testing/netns.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric {
@@ -67,7 +75,7 @@ int Main(int argc, char** argv) {
     cmd.insert(cmd.end(), tail.begin(), tail.end());
     return cmd;
   };
-  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+  std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"/bin/true", with({"/bin/true"})},
       {"fabric-env exec",
        with({testing::kFabricEnvBinary, "--host-file=" + host_file, "exec", "--", "/bin/true"})},
@@ -77,6 +85,48 @@ int Main(int argc, char** argv) {
        with({testing::kFabricctlBinary, "exec", "--target=unix://" + socket, "--", "/bin/true"})},
       {"exec local", with({testing::kFabricctlBinary, "exec", sysfs, procfs, "--", "/bin/true"})},
   };
+  // A pod: its namespace, its interface, fabric-cni's record naming the host's first RDMA device.
+  std::unique_ptr<testing::VethPair> pod;
+  std::vector<std::string> devices;
+  for (const auto& e : fs::directory_iterator(root / "sys/class/infiniband")) {
+    devices.push_back(e.path().filename());
+  }
+  std::sort(devices.begin(), devices.end());
+  if (geteuid() == 0 && !devices.empty()) {
+    testing::VethPairSpec spec;
+    spec.prefix = "xbench";
+    spec.pod_if = "net1";
+    spec.pod_cidr = "10.50.0.11/24";
+    auto made = testing::VethPair::Create(spec);
+    struct stat st {};
+    if (made.ok() && stat((*made)->pod_path().c_str(), &st) == 0) {
+      pod = *std::move(made);
+      podrecord::PodRecord r;
+      r.container_id = "bench";
+      r.ifname = "net1";
+      r.netns_inode = st.st_ino;
+      r.interfaces = {{"net1", {"10.50.0.11/24"}}};
+      jobenv::Pick p;
+      p.device = devices.front();
+      p.netdev = "net1";
+      p.gid_index = 3;
+      p.ipv4 = "10.50.0.11";
+      r.ports = {p};
+      fs::create_directories(dir + "/fabric-env/pods");
+      std::ofstream(dir + "/fabric-env/pods/" + podrecord::FileName(st.st_ino, "bench", "net1"))
+          << podrecord::RecordJson(r);
+      auto in_pod = [&](std::vector<std::string> tail) {
+        std::vector<std::string> cmd = {"/usr/sbin/ip", "netns", "exec", pod->pod()};
+        tail.insert(tail.begin(), "CUDA_VISIBLE_DEVICES=0,1,2,3");
+        for (const std::string& w : with(tail)) cmd.push_back(w);
+        return cmd;
+      };
+      cases.push_back({"pod: /bin/true", in_pod({"/bin/true"})});
+      cases.push_back(
+          {"pod: fabric-env", in_pod({testing::kFabricEnvBinary, "--host-file=" + host_file, "exec",
+                                      "--", "/bin/true"})});
+    }
+  }
   // The agent answers once its first inventory is published: one warm-up call.
   (void)testing::Run(cases[3].second, absl::Seconds(60));
   std::vector<std::vector<double>> ms(cases.size());
@@ -93,10 +143,15 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  const double base = Median(ms[0]);
   std::printf("exec_bench host=%s runs=%d (median wall ms per process start)\n", host.c_str(),
               runs);
+  size_t pod_base = 0;
   for (size_t c = 0; c < cases.size(); ++c) {
+    if (cases[c].first == "pod: /bin/true") pod_base = c;
+  }
+  for (size_t c = 0; c < cases.size(); ++c) {
+    // In the pod the base is /bin/true in the pod (ip netns exec's own start included in both).
+    const double base = Median(ms[cases[c].first.starts_with("pod:") ? pod_base : 0]);
     std::printf("  %-16s %8.2f ms   added %+7.2f ms\n", cases[c].first.c_str(), Median(ms[c]),
                 Median(ms[c]) - base);
   }

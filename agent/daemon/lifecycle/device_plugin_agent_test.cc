@@ -18,6 +18,7 @@
 #include "k8s/deviceplugin/v1beta1/api.grpc.pb.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/binaries.h"
+#include "tests/testing/fake_kubelet.h"
 #include "tests/testing/subprocess.h"
 
 namespace fabric {
@@ -26,35 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class FakeKubelet final : public v1beta1::Registration::Service {
- public:
-  explicit FakeKubelet(const std::string& socket) {
-    grpc::ServerBuilder b;
-    b.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
-    b.RegisterService(this);
-    server_ = b.BuildAndStart();
-  }
-  ~FakeKubelet() override { server_->Shutdown(); }
-  grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req,
-                        v1beta1::Empty*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.push_back(*req);
-    cv_.notify_all();
-    return grpc::Status::OK;
-  }
-  std::vector<v1beta1::RegisterRequest> WaitFor(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60), [&] { return requests_.size() >= n; }))
-        << "no registration " << n;
-    return requests_;
-  }
-
- private:
-  std::unique_ptr<grpc::Server> server_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<v1beta1::RegisterRequest> requests_;
-};
+using testing::FakeKubelet;
 
 class DevicePluginAgentTest : public ::testing::Test {
  protected:

@@ -17,43 +17,14 @@
 #include "google/protobuf/text_format.h"
 #include "k8s/deviceplugin/v1beta1/api.grpc.pb.h"
 #include "tests/hosts/discovered.h"
+#include "tests/testing/fake_kubelet.h"
 
 namespace fabric {
 namespace {
 
 using ::testing::HasSubstr;
 
-// The kubelet's Registration service, recording each Register.
-class FakeKubelet final : public v1beta1::Registration::Service {
- public:
-  explicit FakeKubelet(const std::string& socket) {
-    grpc::ServerBuilder b;
-    b.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
-    b.RegisterService(this);
-    server_ = b.BuildAndStart();
-  }
-  ~FakeKubelet() override { server_->Shutdown(); }
-  grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req,
-                        v1beta1::Empty*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.push_back(*req);
-    cv_.notify_all();
-    return grpc::Status::OK;
-  }
-  // The requests once there are `n`; fails the test after a minute.
-  std::vector<v1beta1::RegisterRequest> WaitFor(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60), [&] { return requests_.size() >= n; }))
-        << "no registration " << n;
-    return requests_;
-  }
-
- private:
-  std::unique_ptr<grpc::Server> server_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<v1beta1::RegisterRequest> requests_;
-};
+using testing::FakeKubelet;
 
 class DevicePluginWorkerTest : public ::testing::Test {
  protected:
