@@ -24,6 +24,7 @@ wait_file 30 "$dir/host.pb" && ok "the agent published $dir/host.pb" ||
 # The RoCE v2 GID index of rxe0 port 1 holding IPv4 address $1; empty when none.
 gid_of() {
   local want f
+  # shellcheck disable=SC2086 # the four octets, split, are printf's arguments
   want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${1//./ })
   for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
     [[ "$(cat "$f" 2>/dev/null)" == "$want" ]] || continue

@@ -1,10 +1,10 @@
 // Removes fabric-cni's pod records (agent/publish/podrecord) whose pod is gone without a CNI DEL
 // (a crashed runtime, a node reboot without GC): the namespace path a record names no longer
-// exists, or is another namespace now (an nsfs file whose inode differs). A record is judged only when the
-// directory holding its namespace path is visible here (the DaemonSet mounts /run/netns), so a
-// path the agent cannot see is never taken for a gone one. Records younger than kGrace are left
-// alone: ADD writes the record while its namespace exists. Runs at most every kInterval, on the
-// cycle's thread (Publish and Retry).
+// exists, or is another namespace now (an nsfs file whose inode differs). A record is judged only
+// when the directory holding its namespace path is visible here (the DaemonSet mounts /run/netns),
+// so a path the agent cannot see is never taken for a gone one. Records younger than kGrace are
+// left alone: ADD writes the record while its namespace exists. Runs at most every kInterval, on
+// the cycle's thread (Publish and Retry).
 #pragma once
 
 #include <string>
