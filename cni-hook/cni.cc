@@ -188,6 +188,7 @@ absl::Status ParseOurKeys(const Json& root, Config* c) {
   FABRIC_RETURN_IF_ERROR(ReadBool(root, "requireAgent", "requireAgent", &c->require_agent));
   FABRIC_RETURN_IF_ERROR(ReadPath(root, "envDir", &c->env_dir));
   FABRIC_RETURN_IF_ERROR(ReadPath(root, "stateDir", &c->state_dir));
+  FABRIC_RETURN_IF_ERROR(ReadPath(root, "sysfsRoot", &c->sysfs_root));
   if (auto it = root.find("logLevel"); it != root.end()) {
     LogLevel level;
     if (!it->is_string() || !ParseLogLevel(it->get_ref<const std::string&>(), &level)) {

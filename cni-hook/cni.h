@@ -83,6 +83,8 @@ struct Config {
   bool require_agent = false;
   std::string env_dir;  // empty: no env file
   std::string state_dir = kDefaultStateDir;
+  // Where RDMA devices are looked up; another root only for example hosts (tests, demos).
+  std::string sysfs_root = "/sys";
   std::optional<LogLevel> log_level;
   // "podRouting": {"mode": "auto"|"on"|"off", "tableRange": [first, last], "rulePriority": n}.
   announce::RoutingConfig routing;

@@ -277,7 +277,7 @@ absl::StatusOr<std::vector<Prepared>> Prepare(const Ctx& c, std::vector<PodInter
   }
   std::vector<PodInterface> handled;
   for (const Prepared& p : out) handled.push_back(p.pod);
-  auto r = AddPodRouting(c.env, c.config, c.options.sysfs_root, handled);
+  auto r = AddPodRouting(c.env, c.config, c.config.sysfs_root, handled);
   if (!r.ok()) return r.status();
   *routed = std::move(*r);
   return out;
@@ -446,7 +446,7 @@ absl::Status WriteEnvFile(const Ctx& c, const std::vector<Prepared>& prepared) {
     }
     ifaces.push_back({p.pod.name, bus, bus.empty() ? std::string(lower) : "", p.pod.addresses});
   }
-  const std::vector<RdmaMatch> rdma = FindRdma(c.options.sysfs_root, ifaces);
+  const std::vector<RdmaMatch> rdma = FindRdma(c.config.sysfs_root, ifaces);
   FABRIC_RETURN_IF_ERROR(
       WriteAtomically(c.config.env_dir, c.env.container_id + ".env", RenderEnvFile(ifaces, rdma)));
   podrecord::PodRecord record = PodRecordOf(ifaces, rdma);

@@ -14,7 +14,6 @@
 namespace fabric::cni {
 
 struct PluginOptions {
-  std::string sysfs_root = "/sys";  // where the env file looks for RDMA devices
   absl::Duration agent_timeout = absl::Milliseconds(100);  // ADD's hand-off
   absl::Duration cancel_timeout = absl::Milliseconds(50);  // DEL's cancel, best effort
 };

@@ -1,7 +1,7 @@
 // The CDI spec with a real runtime: Debian's podman 4.3 (runc) applies fabric-agent's spec for
 // `--device fabric.io/rdma=gpu0`, for two GPU devices and for `=all`, on an image imported from a
 // busybox rootfs (no registry). The agent runs on the roce-9port example host with
-// --cdi-dev-root: the test makes the character devices the spec names (uverbsN, rdma_cm) under
+// --dev-root: the test makes the character devices the spec names (uverbsN, rdma_cm) under
 // that root, and inside the container the environment and exactly those nodes are there. Then
 // the agent's rescans leave the file alone while nothing changes, and replace it when a port the
 // spec uses goes down. `fabricctl cdi` prints the agent's bytes.
@@ -29,6 +29,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/podman_rig.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/subprocess.h"
@@ -49,61 +50,35 @@ std::string Slurp(const std::string& p) {
   return ss.str();
 }
 
-bool Executable(const std::string& p) { return access(p.c_str(), X_OK) == 0; }
-
 class PodmanCdiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root (podman, mknod)";
-    if (!Executable("/usr/bin/podman") || !Executable("/usr/sbin/runc")) {
-      GTEST_SKIP() << "needs podman and runc (scripts/install-deps.sh)";
-    }
+    if (std::string why = testing::PodmanRig::Missing(); !why.empty()) GTEST_SKIP() << why;
     if (fs::exists(absl::StrCat(kRunCdi, "/fabric.io-rdma.json"))) {
       GTEST_SKIP() << "a fabric-agent's spec is in " << kRunCdi << ": the test's would clash";
     }
     tag_ = absl::StrCat(getpid());
-    dir_ = absl::StrCat("/var/tmp/fabric-cdi-", tag_);  // Podman's storage: not on tmpfs.
-    fs::remove_all(dir_);
+    rig_ = std::make_unique<testing::PodmanRig>(absl::StrCat("/var/tmp/fabric-cdi-", tag_),
+                                                std::vector<std::string>{"sh", "env", "ls"});
+    ASSERT_TRUE(rig_->imported());
+    dir_ = rig_->dir();
     fs::create_directories(dir_ + "/cdi");
     ASSERT_TRUE(testing::WriteExampleHost("roce-9port", dir_ + "/host").ok());
-    std::ofstream(dir_ + "/containers.conf")
-        << "[containers]\ndefault_ulimits = []\n[engine]\nruntime = \"runc\"\n"
-           "cgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n";
     created_run_cdi_ = !fs::exists(kRunCdi);
     fs::create_directories(kRunCdi);
     installed_ = absl::StrCat(kRunCdi, "/fabric.io-rdma-e2e-", tag_, ".json");
-    ImportImage();
   }
 
   void TearDown() override {
-    if (dir_.empty()) return;
+    if (!rig_) return;
     agent_.reset();
     fs::remove(installed_);
     if (created_run_cdi_) fs::remove(kRunCdi);  // Only when empty, as we found it.
-    (void)Podman({"rmi", "-a", "-f"});
-    (void)testing::Run({"/usr/bin/umount", "-R", dir_ + "/root"}, absl::Seconds(10));
-    fs::remove_all(dir_);
+    rig_.reset();
   }
 
   absl::StatusOr<testing::RunResult> Podman(std::vector<std::string> args) {
-    std::vector<std::string> argv = {
-        "/usr/bin/podman", "--root",           dir_ + "/root", "--runroot",
-        dir_ + "/run",     "--storage-driver", "vfs"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return testing::Run(argv, absl::Seconds(90), {"CONTAINERS_CONF=" + dir_ + "/containers.conf"});
-  }
-
-  void ImportImage() {
-    fs::create_directories(dir_ + "/rootfs/bin");
-    fs::copy_file("/bin/busybox", dir_ + "/rootfs/bin/busybox");
-    for (const char* tool : {"sh", "env", "ls"}) {
-      fs::create_symlink("busybox", dir_ + "/rootfs/bin/" + tool);
-    }
-    auto tar =
-        testing::Run({"/usr/bin/tar", "-C", dir_ + "/rootfs", "-cf", dir_ + "/rootfs.tar", "."});
-    ASSERT_TRUE(tar.ok() && tar->status == 0);
-    auto imp = Podman({"import", dir_ + "/rootfs.tar", "localhost/fabric-cdi-e2e:1"});
-    ASSERT_TRUE(imp.ok() && imp->status == 0) << (imp.ok() ? imp->err : "");
+    return rig_->Podman(std::move(args));
   }
 
   std::string Spec() const { return dir_ + "/cdi/fabric.io-rdma.json"; }
@@ -112,7 +87,7 @@ class PodmanCdiTest : public ::testing::Test {
     auto agent = testing::Subprocess::Start(
         {testing::kAgentBinary, "--socket=" + dir_ + "/agent.sock", "--sysfs=" + dir_ + "/host/sys",
          "--procfs=" + dir_ + "/host/proc", "--cdi-dir=" + dir_ + "/cdi",
-         "--cdi-dev-root=" + dir_ + "/devroot", "--rescan-interval=0.2", "--lldp=false",
+         "--dev-root=" + dir_ + "/devroot", "--rescan-interval=0.2", "--lldp=false",
          "--ib-neighbors=false", "--announce-socket=", "--log-level=debug"});
     ASSERT_TRUE(agent.ok()) << agent.status();
     agent_ = *std::move(agent);
@@ -127,13 +102,7 @@ class PodmanCdiTest : public ::testing::Test {
         const std::string path = n["path"].get<std::string>();
         const std::string host = n["hostPath"].get<std::string>();
         if (fs::exists(host)) continue;
-        fs::create_directories(fs::path(host).parent_path());
-        const std::string base = fs::path(path).filename().string();
-        // Their real numbers: uverbsN is 231:192+N, rdma_cm a misc device (10:58 here).
-        const dev_t dev = base == "rdma_cm"
-                              ? makedev(10, 58)
-                              : makedev(231, 192 + std::stoi(base.substr(strlen("uverbs"))));
-        ASSERT_EQ(::mknod(host.c_str(), S_IFCHR | 0666, dev), 0) << host;
+        ASSERT_NO_FATAL_FAILURE(testing::MakeRdmaNode(host, fs::path(path).filename().string()));
       }
     }
   }
@@ -149,7 +118,7 @@ class PodmanCdiTest : public ::testing::Test {
       args.push_back("fabric.io/rdma=" + d);
     }
     for (const char* a :
-         {"localhost/fabric-cdi-e2e:1", "sh", "-c", "env; echo --; ls /dev/infiniband"}) {
+         {testing::PodmanRig::kImage, "sh", "-c", "env; echo --; ls /dev/infiniband"}) {
       args.push_back(a);
     }
     auto r = Podman(args);
@@ -167,6 +136,7 @@ class PodmanCdiTest : public ::testing::Test {
     return in;
   }
 
+  std::unique_ptr<testing::PodmanRig> rig_;
   std::string tag_, dir_, installed_;
   bool created_run_cdi_ = false;
   std::unique_ptr<testing::Subprocess> agent_;

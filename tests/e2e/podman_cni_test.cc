@@ -32,6 +32,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/podman_rig.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/subprocess.h"
@@ -46,14 +47,6 @@ const std::string kPluginDir = testing::kCniPluginDir;
 const std::string kAgent = testing::kAgentBinary;
 const std::string kFabricctl = testing::kFabricctlBinary;
 
-std::string Which(const std::string& name) {
-  for (const char* dir : {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"}) {
-    std::string p = absl::StrCat(dir, "/", name);
-    if (access(p.c_str(), X_OK) == 0) return p;
-  }
-  return "";
-}
-
 struct Frame {
   absl::Time at;
   std::string bytes;
@@ -62,59 +55,30 @@ struct Frame {
 class PodmanCniTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root (podman with CNI networking)";
-    podman_ = Which("podman");
-    if (podman_.empty() || Which("runc").empty() || access("/usr/lib/cni/bridge", X_OK) != 0) {
-      GTEST_SKIP() << "needs podman, runc and containernetworking-plugins (install-deps.sh)";
-    }
+    if (std::string why = testing::PodmanRig::Missing(); !why.empty()) GTEST_SKIP() << why;
     ASSERT_EQ(access((kPluginDir + "/fabric-cni").c_str(), X_OK), 0) << "fabric-cni not built";
     static int counter = 0;
     tag_ = absl::StrCat(getpid() % 10000, counter++);
-    // Podman's storage must be on a real filesystem it can overlay; /var/tmp keeps it off tmpfs.
-    dir_ = absl::StrCat("/var/tmp/fabric-podman-", tag_);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ + "/net.d");
+    rig_ =
+        std::make_unique<testing::PodmanRig>(absl::StrCat("/var/tmp/fabric-podman-", tag_),
+                                             std::vector<std::string>{"sh", "sleep", "ip", "cat"});
+    ASSERT_TRUE(rig_->imported());
+    dir_ = rig_->dir();
     fs::create_directories(dir_ + "/env");
-    std::ofstream(dir_ + "/containers.conf") << absl::StrCat(
-        "[containers]\ndefault_ulimits = []\n"
-        "[network]\nnetwork_backend = \"cni\"\n"
-        "cni_plugin_dirs = [\"",
-        kPluginDir, "\", \"/usr/lib/cni\"]\nnetwork_config_dir = \"", dir_, "/net.d\"\n",
-        "[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n",
-        "tmp_dir = \"", dir_, "/tmp\"\n");
-    ImportImage();
   }
 
   void TearDown() override {
-    if (podman_.empty()) return;
-    (void)Podman({"rm", "-a", "-f", "-t", "0"});
+    if (!rig_) return;
+    (void)Podman({"rm", "-a", "-f", "-t", "0"});  // Before the links the pods' macvlans sit on.
     agent_.reset();
     if (capture_ >= 0) close(capture_);
     for (const std::string& link : links_) (void)testing::Run({kIp, "link", "del", link});
     for (const std::string& ns : netns_) (void)testing::Run({kIp, "netns", "del", ns});
-    (void)testing::Run({"/usr/bin/umount", "-R", dir_ + "/root"}, absl::Seconds(10));
-    if (!dir_.empty()) fs::remove_all(dir_);
+    rig_.reset();
   }
 
   absl::StatusOr<testing::RunResult> Podman(std::vector<std::string> args) {
-    std::vector<std::string> argv = {podman_,     "--root",           dir_ + "/root",
-                                     "--runroot", dir_ + "/run",      "--storage-driver",
-                                     "vfs",       "--cni-config-dir", dir_ + "/net.d"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return testing::Run(argv, absl::Seconds(60), {"CONTAINERS_CONF=" + dir_ + "/containers.conf"});
-  }
-
-  void ImportImage() {
-    fs::create_directories(dir_ + "/rootfs/bin");
-    fs::copy_file("/bin/busybox", dir_ + "/rootfs/bin/busybox");
-    for (const char* tool : {"sh", "sleep", "ip", "cat"}) {
-      fs::create_symlink("busybox", dir_ + "/rootfs/bin/" + tool);
-    }
-    auto tar =
-        testing::Run({"/usr/bin/tar", "-C", dir_ + "/rootfs", "-cf", dir_ + "/rootfs.tar", "."});
-    ASSERT_TRUE(tar.ok() && tar->status == 0);
-    auto imp = Podman({"import", dir_ + "/rootfs.tar", "localhost/fabric-e2e:1"});
-    ASSERT_TRUE(imp.ok() && imp->status == 0) << (imp.ok() ? imp->err : "");
+    return rig_->Podman(std::move(args), absl::Seconds(60));
   }
 
   void Sh(const std::vector<std::string>& cmd) {
@@ -188,7 +152,7 @@ class PodmanCniTest : public ::testing::Test {
       args.push_back("--network");
       args.push_back("fab" + tag_ + s);
     }
-    for (const char* a : {"localhost/fabric-e2e:1", "/bin/sleep"}) args.push_back(a);
+    for (const char* a : {testing::PodmanRig::kImage, "/bin/sleep"}) args.push_back(a);
     args.push_back(seconds);
     auto r = Podman(args);
     EXPECT_TRUE(r.ok() && r->status == 0) << (r.ok() ? r->err : std::string(r.status().message()));
@@ -223,7 +187,8 @@ class PodmanCniTest : public ::testing::Test {
     return n;
   }
 
-  std::string podman_, tag_, dir_, bridge_;
+  std::unique_ptr<testing::PodmanRig> rig_;
+  std::string tag_, dir_, bridge_;
   std::vector<std::string> links_, netns_;
   int capture_ = -1;
   std::unique_ptr<testing::Subprocess> agent_;

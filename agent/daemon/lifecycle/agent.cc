@@ -137,6 +137,7 @@ absl::Status StartDevicePlugins(AgentState& st) {
   o.config = config;
   if (st.host_file != nullptr) o.allocate.host_file_dir = st.opt.host_file_dir;
   o.allocate.pod_helper = st.opt.pod_helper;
+  o.allocate.dev_root = st.opt.dev_root;
   o.allocate.cdi = st.cdi != nullptr;
   auto plugins = DevicePlugins::Start(std::move(o));
   if (!plugins.ok()) return plugins.status();
@@ -157,7 +158,7 @@ absl::Status StepFirstInventory(AgentState& st) {
   }
   if (!st.opt.cdi_dir.empty() && (st.opt.cdi_dir_explicit || st.opt.sysfs == "/sys")) {
     st.cdi = std::make_unique<CdiPublisher>(st.opt.cdi_dir,
-                                            cdi::SpecOptions{.dev_root = st.opt.cdi_dev_root});
+                                            cdi::SpecOptions{.dev_root = st.opt.dev_root});
     st.cycle.AddPublisher(st.cdi.get());
     Log(LogLevel::kInfo, "keeping the CDI spec ", st.cdi->path());
   }

@@ -36,8 +36,9 @@ struct AgentOptions {
   // another sysfs root names device nodes this host does not have.
   std::string cdi_dir = "/var/run/cdi";
   bool cdi_dir_explicit = false;
-  // Prefix of the spec's host paths of device nodes (tests, hosts whose /dev is elsewhere).
-  std::string cdi_dev_root;
+  // Prefix of the host paths of device nodes in the CDI spec and the device plugins' Allocate
+  // answers (tests, hosts whose /dev is elsewhere).
+  std::string dev_root;
   // The published host file (agent/publish/hostfile) is kept in this directory; empty: off. As
   // cdi_dir, only for the live host unless set explicitly.
   std::string host_file_dir = hostfile::kDefaultDir;

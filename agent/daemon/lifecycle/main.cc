@@ -164,9 +164,11 @@ int main(int argc, char** argv) {
                  "the fabric-env binary the device plugins mount read-only into the containers "
                  "they allocate for, at /usr/local/bin/fabric-env; empty: none")
       ->capture_default_str();
-  app.add_option("--cdi-dev-root", opt.cdi_dev_root,
-                 "for tests and hosts whose device nodes live elsewhere: the CDI spec's host paths "
-                 "are DIR/dev/infiniband/...");
+  // --cdi-dev-root: its first name, when only the CDI spec named device nodes.
+  app.add_option(
+      "--dev-root,--cdi-dev-root", opt.dev_root,
+      "for tests and hosts whose device nodes live elsewhere: the host paths of device "
+      "nodes in the CDI spec and the device plugins' answers are DIR/dev/infiniband/...");
   double hold_s = absl::ToDoubleSeconds(opt.announce_hold);
   app.add_option("--announce-socket", opt.announce_socket,
                  "Unix socket (SOCK_SEQPACKET, mode 0600) where fabric-cni hands over the "

@@ -64,8 +64,8 @@ std::string MacString(const Mac& mac);
 struct Target {
   std::string ifname;
   int ifindex = 0;
-  // IFLA_LINK: a macvlan's or VLAN's lower device, an index in the namespace the interface was
-  // created in (the host's, for a pod's macvlan); 0 when none.
+  // IFLA_LINK of a macvlan, macvtap, ipvlan, ipvtap or VLAN: its lower device, an index in the
+  // namespace the interface was created in (the host's, for a pod's macvlan); 0 for other kinds.
   int parent_ifindex = 0;
   Mac mac{};
   std::vector<Address> addresses;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
@@ -292,7 +293,13 @@ absl::StatusOr<Target> DescribeInterface(const std::string& ifname, bool with_ad
   Target t;
   t.ifname = ifname;
   t.ifindex = rtnl_link_get_ifindex(link);
-  if (const int parent = rtnl_link_get_link(link); parent != t.ifindex) t.parent_ifindex = parent;
+  // Only stacked kinds share their lower device's NIC; a veth's IFLA_LINK is its peer.
+  const std::string_view kind = rtnl_link_get_type(link) ? rtnl_link_get_type(link) : "";
+  const bool stacked = kind == "macvlan" || kind == "macvtap" || kind == "ipvlan" ||
+                       kind == "ipvtap" || kind == "vlan";
+  if (const int parent = rtnl_link_get_link(link); stacked && parent != t.ifindex) {
+    t.parent_ifindex = parent;
+  }
   const unsigned arptype = rtnl_link_get_arptype(link);
   nl_addr* hw = rtnl_link_get_addr(link);
   const bool ether = arptype == ARPHRD_ETHER && hw != nullptr && nl_addr_get_len(hw) == 6;

@@ -209,6 +209,7 @@ TEST_F(LinkTest, DescribeInterfaceFindsMacAndGlobalAddresses) {
   EXPECT_EQ(t.ifname, "va");
   EXPECT_GT(t.ifindex, 0);
   EXPECT_EQ(t.mac, kNearMac);
+  EXPECT_EQ(t.parent_ifindex, 0) << "a veth's IFLA_LINK is its peer, not a lower device";
   std::vector<std::string> addrs;
   for (const Address& a : t.addresses) addrs.push_back(a.ToString());
   // No fe80:: (link scope): only what can be announced to the fabric.
@@ -426,6 +427,10 @@ TEST_F(LinkTest, MacvlanAnnouncesAndPrimes) {
   std::unique_ptr<PacketLink> link;
   ASSERT_NO_FATAL_FAILURE(OpenNear("mv0", &t, &link));
   EXPECT_EQ(t.mac, kMacvlanMac);
+  Target lower;
+  std::unique_ptr<PacketLink> lower_link;
+  ASSERT_NO_FATAL_FAILURE(OpenNear("va", &lower, &lower_link));
+  EXPECT_EQ(t.parent_ifindex, lower.ifindex) << "a macvlan's lower device";
   auto cap = Capture::Open(far_, "vb");
   ASSERT_NE(cap, nullptr);
   t.addresses = {V4("10.77.0.5", "10.77.0.1")};

@@ -15,6 +15,7 @@
 #include "agent/policy/select/env.h"
 #include "agent/publish/cdi/cdi_spec.h"
 #include "agent/publish/deviceplugin/resource_section.h"
+#include "agent/publish/hostfile/host_file.h"
 
 namespace fabric::deviceplugin {
 namespace {
@@ -255,7 +256,7 @@ absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1::Host& host,
       const std::string node = absl::StrCat("/dev/infiniband/", dev->uverbs_device());
       v1beta1::DeviceSpec* spec = resp->add_devices();
       spec->set_container_path(node);
-      spec->set_host_path(node);
+      spec->set_host_path(opt.dev_root + node);
       spec->set_permissions("rw");
       for (const v1::Port& p : dev->ports()) {
         if (p.state() == v1::PORT_STATE_ACTIVE) ports.push_back(absl::StrCat(nic, ":", p.number()));
@@ -267,12 +268,13 @@ absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1::Host& host,
     if (!nics.empty()) {
       v1beta1::DeviceSpec* cm = resp->add_devices();
       cm->set_container_path(kRdmaCm);
-      cm->set_host_path(kRdmaCm);
+      cm->set_host_path(opt.dev_root + kRdmaCm);
       cm->set_permissions("rw");
     }
     if (!opt.host_file_dir.empty()) {
       v1beta1::Mount* m = resp->add_mounts();
-      m->set_container_path(opt.host_file_dir);
+      // Where the helper looks by default, wherever this host keeps the file.
+      m->set_container_path(hostfile::kDefaultDir);
       m->set_host_path(opt.host_file_dir);
       m->set_read_only(true);
     }

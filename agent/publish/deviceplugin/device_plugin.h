@@ -60,9 +60,10 @@ Plan PlanResources(const v1::Host& host, const v1::SelectionPolicy& policy,
 void AddVanished(const std::vector<std::string>& before, v1beta1::ListAndWatchResponse* list);
 
 struct AllocateOptions {
-  std::string host_file_dir;  // Mounted read-only at the same path; empty: none.
+  std::string host_file_dir;  // Mounted read-only at /run/fabric-env; empty: none.
   std::string pod_helper;     // Mounted read-only at kPodHelperInContainer; empty: none.
   bool cdi = false;           // The agent keeps the CDI spec: name its per-NIC devices.
+  std::string dev_root;       // Prefix of the device nodes' host paths (tests); empty: none.
 };
 
 // Per container: the allocated NICs' uverbs nodes and rdma_cm ("rw"), the mounts, the envs

@@ -147,8 +147,10 @@ TEST(DevicePluginTest, AllocateGivesNodesMountsAndEnv) {
   auto* c = req.add_container_requests();
   c->add_devices_ids("mlx5_10");
   c->add_devices_ids("mlx5_3");
-  AllocateOptions opt{
-      .host_file_dir = "/run/fabric-env", .pod_helper = kPodHelperDefault, .cdi = true};
+  AllocateOptions opt{.host_file_dir = "/var/lib/fabric-env",
+                      .pod_helper = kPodHelperDefault,
+                      .cdi = true,
+                      .dev_root = ""};
   auto resp = Allocate(host, {}, plan.resources[0], req, opt);
   ASSERT_TRUE(resp.ok()) << resp.status();
   const auto& r = resp->container_responses(0);
@@ -160,8 +162,8 @@ TEST(DevicePluginTest, AllocateGivesNodesMountsAndEnv) {
   }
   EXPECT_THAT(nodes, ElementsAre("/dev/infiniband/uverbs3", "/dev/infiniband/uverbs10", kRdmaCm));
   ASSERT_EQ(r.mounts_size(), 2);
-  EXPECT_EQ(r.mounts(0).host_path(), "/run/fabric-env");
-  EXPECT_EQ(r.mounts(0).container_path(), "/run/fabric-env");
+  EXPECT_EQ(r.mounts(0).host_path(), "/var/lib/fabric-env");
+  EXPECT_EQ(r.mounts(0).container_path(), "/run/fabric-env") << "where the helper looks";
   EXPECT_TRUE(r.mounts(0).read_only());
   EXPECT_EQ(r.mounts(1).host_path(), "/usr/bin/fabric-env");
   EXPECT_EQ(r.mounts(1).container_path(), "/usr/local/bin/fabric-env");
@@ -180,6 +182,14 @@ TEST(DevicePluginTest, AllocateGivesNodesMountsAndEnv) {
   auto err = Allocate(host, {}, plan.resources[0], bad, opt);
   EXPECT_EQ(err.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(err.status().message(), HasSubstr("\"mlx5_1\""));
+
+  // A device root moves the host side of every node, never the container's.
+  opt.dev_root = "/var/tmp/devroot";
+  auto rooted = Allocate(host, {}, plan.resources[0], req, opt);
+  ASSERT_TRUE(rooted.ok()) << rooted.status();
+  for (const auto& d : rooted->container_responses(0).devices()) {
+    EXPECT_EQ(d.host_path(), "/var/tmp/devroot" + d.container_path());
+  }
 }
 
 TEST(DevicePluginTest, TwoResourcesOnOneNicServeItNeither) {
