@@ -124,12 +124,19 @@ void StopSocketLock(AgentState& st) {
   }
 }
 
+// A directory the agent writes for others (CDI specs, the published host, device plugin sockets):
+// on the live host by default; for another sysfs root (an example host) only when asked, as its
+// contents would describe devices this machine does not have.
+bool Publishes(const AgentState& st, const std::string& dir, bool explicit_dir) {
+  return !dir.empty() && (explicit_dir || st.opt.sysfs == "/sys");
+}
+
 // The kubelet device plugins, when the config names resources; they answer from the first
 // snapshot on. Config reloads do not change the resources (the kubelet knows them by socket).
 absl::Status StartDevicePlugins(AgentState& st) {
   const v1::DevicePluginConfig& config = st.process.config.device_plugin();
-  if (config.resources().empty() || st.opt.device_plugin_dir.empty() ||
-      !(st.opt.device_plugin_dir_explicit || st.opt.sysfs == "/sys")) {
+  if (config.resources().empty() ||
+      !Publishes(st, st.opt.device_plugin_dir, st.opt.device_plugin_dir_explicit)) {
     return absl::OkStatus();
   }
   DevicePluginOptions o;
@@ -156,13 +163,13 @@ absl::Status StepFirstInventory(AgentState& st) {
     st.nfd = std::make_unique<NfdPublisher>(st.opt.nfd_features_dir);
     st.cycle.AddPublisher(st.nfd.get());
   }
-  if (!st.opt.cdi_dir.empty() && (st.opt.cdi_dir_explicit || st.opt.sysfs == "/sys")) {
+  if (Publishes(st, st.opt.cdi_dir, st.opt.cdi_dir_explicit)) {
     st.cdi = std::make_unique<CdiPublisher>(st.opt.cdi_dir,
                                             cdi::SpecOptions{.dev_root = st.opt.dev_root});
     st.cycle.AddPublisher(st.cdi.get());
     Log(LogLevel::kInfo, "keeping the CDI spec ", st.cdi->path());
   }
-  if (!st.opt.host_file_dir.empty() && (st.opt.host_file_dir_explicit || st.opt.sysfs == "/sys")) {
+  if (Publishes(st, st.opt.host_file_dir, st.opt.host_file_dir_explicit)) {
     st.host_file = std::make_unique<HostFilePublisher>(st.opt.host_file_dir);
     st.cycle.AddPublisher(st.host_file.get());
     // fabric-cni's pod records beside it (envDir = this directory): those of gone pods removed.
