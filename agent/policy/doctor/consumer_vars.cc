@@ -1,0 +1,201 @@
+#include "agent/policy/doctor/consumer_vars.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "agent/common/natural_order.h"
+#include "agent/common/strings.h"
+
+namespace fabric::doctor {
+namespace {
+
+// Characters a device or interface name can hold; anything else (spaces, quotes, shell
+// metacharacters) never matches a real name.
+bool PlainName(std::string_view name) {
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A printable, bounded rendering of a user's bytes for a message.
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s.substr(0, 80)) {
+    const auto u = static_cast<unsigned char>(c);
+    out += (u >= 0x20 && u < 0x7f) ? std::string(1, c)
+                                   : absl::StrCat("\\x", absl::Hex(u, absl::kZeroPad2));
+  }
+  return out + (s.size() > 80 ? "...\"" : "\"");
+}
+
+// "name[:port[:...]]" as atoi reads the port; problems noted against `what`.
+ListEntry ParseEntry(std::string_view raw, const char* what, std::vector<std::string>* problems) {
+  ListEntry e;
+  const size_t colon = raw.find(':');
+  e.name = std::string(raw.substr(0, colon));
+  if (colon != std::string_view::npos) {
+    const std::string rest(raw.substr(colon + 1));
+    e.port = std::atoi(rest.c_str());  // As NCCL reads it: "x" is port 0.
+    const std::string_view digits = Sv(rest).substr(0, Sv(rest).find(':'));
+    if (digits.empty() ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return absl::ascii_isdigit(c); }) ||
+        e.port <= 0) {
+      problems->push_back(absl::StrCat(what, " entry ", Quote(raw), ": port ", Quote(digits),
+                                       " is read as ", e.port, ", which no RDMA port has"));
+    }
+  }
+  if (!PlainName(e.name)) {
+    problems->push_back(absl::StrCat(what, " entry ", Quote(raw),
+                                     ": the name holds characters no device name has (spaces, "
+                                     "quotes, shell metacharacters are not stripped)"));
+  }
+  if (e.name.size() > kNcclMaxNameBytes) {
+    problems->push_back(
+        absl::StrCat(what, " entry ", Quote(raw), ": longer than ", kNcclMaxNameBytes, " bytes"));
+  }
+  return e;
+}
+
+// UCX's transport names and aliases (ucs/config, uct's component list, 1.12-1.18).
+constexpr std::string_view kUcxRdma[] = {"all",      "ib",      "rc", "rc_v", "rc_x",
+                                         "rc_verbs", "rc_mlx5", "ud", "ud_v", "ud_x",
+                                         "ud_verbs", "ud_mlx5", "dc", "dc_x", "dc_mlx5"};
+constexpr std::string_view kUcxOther[] = {
+    "sm",       "shm",  "mm",        "posix",     "sysv",      "xpmem",    "cma",  "knem",
+    "self",     "tcp",  "cuda",      "cuda_copy", "cuda_ipc",  "gdr_copy", "rocm", "rocm_copy",
+    "rocm_ipc", "ugni", "ugni_rdma", "ugni_udt",  "ugni_smsg", "srd",      "efa"};
+
+bool In(std::string_view name, const auto& names) {
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+
+}  // namespace
+
+UcxTransports ParseUcxTls(std::string_view value) {
+  UcxTransports t;
+  absl::string_view v = absl::StripAsciiWhitespace(Av(value));
+  if (v.empty()) {
+    t.rdma = true;
+    t.why = "UCX_TLS is empty: UCX's default (all) includes RDMA";
+    return t;
+  }
+  const bool exclude = absl::ConsumePrefix(&v, "^");
+  std::vector<std::string> rdma_named;
+  for (absl::string_view raw : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+    absl::string_view name = raw;
+    const bool aux = absl::ConsumeSuffix(&name, ":aux");
+    if (!In(Sv(name), kUcxRdma) && !In(Sv(name), kUcxOther)) {
+      t.problems.push_back(
+          absl::StrCat("UCX_TLS names ", Quote(Sv(raw)), ", a transport UCX does not know"));
+      continue;
+    }
+    if (In(Sv(name), kUcxRdma) && !aux) rdma_named.push_back(std::string(name));
+  }
+  if (exclude) {
+    // Everything but the listed: RDMA stays unless "ib" or every RDMA family is excluded.
+    const auto has = [&](std::string_view n) {
+      return std::find(rdma_named.begin(), rdma_named.end(), n) != rdma_named.end();
+    };
+    const bool gone = has("all") || has("ib") || (has("rc") && has("ud") && has("dc"));
+    t.rdma = !gone;
+    t.why = gone ? absl::StrCat("UCX_TLS=", Quote(value), " excludes every RDMA transport")
+                 : absl::StrCat("UCX_TLS=", Quote(value), " leaves RDMA transports");
+  } else {
+    t.rdma = !rdma_named.empty();
+    t.why = t.rdma ? absl::StrCat("UCX_TLS allows ", absl::StrJoin(rdma_named, ", "))
+                   : absl::StrCat("UCX_TLS=", Quote(value),
+                                  " names no RDMA transport (rc, ud, dc, ib or all): UCX moves "
+                                  "data over what it names, TCP or shared memory");
+  }
+  return t;
+}
+
+DeviceList ParseNcclList(std::string_view value) {
+  DeviceList l;
+  if (absl::StripAsciiWhitespace(Av(value)).empty()) {
+    l.problems.push_back("the value is empty: NCCL treats it as unset and picks devices itself");
+    return l;
+  }
+  absl::string_view v = Av(value);
+  if (absl::ConsumePrefix(&v, "^")) l.exclude = true;
+  if (absl::ConsumePrefix(&v, "=")) l.exact = true;
+  size_t count = 0;
+  for (absl::string_view raw : absl::StrSplit(v, ',')) {
+    // NCCL's parser skips empty names: ",," and ":1" give no entry.
+    if (raw.empty() || raw[0] == ':') continue;
+    if (++count > kNcclMaxEntries) {
+      l.problems.push_back(absl::StrCat("more than ", kNcclMaxEntries,
+                                        " entries: NCCL ignores every entry after entry ",
+                                        kNcclMaxEntries));
+      break;
+    }
+    l.entries.push_back(ParseEntry(Sv(raw), "NCCL", &l.problems));
+  }
+  if (l.entries.empty()) l.problems.push_back("no device name in the value");
+  return l;
+}
+
+DeviceList ParseUcxDevices(std::string_view value) {
+  DeviceList l;
+  l.exact = true;
+  const absl::string_view v = absl::StripAsciiWhitespace(Av(value));
+  if (v.empty()) {
+    l.problems.push_back("the value is empty");
+    return l;
+  }
+  if (v == "all") {
+    l.all = true;
+    return l;
+  }
+  for (absl::string_view raw : absl::StrSplit(Av(value), ',')) {
+    if (raw.empty()) continue;
+    if (raw == "all") {
+      l.all = true;
+      continue;
+    }
+    l.entries.push_back(ParseEntry(Sv(raw), "UCX", &l.problems));
+  }
+  if (l.entries.empty() && !l.all) l.problems.push_back("no device name in the value");
+  return l;
+}
+
+bool Selects(const DeviceList& list, std::string_view device, int port) {
+  if (list.all) return true;
+  bool matched = false;
+  for (const ListEntry& e : list.entries) {
+    const bool name = list.exact ? device == e.name : absl::StartsWith(Av(device), e.name);
+    if (name && (e.port == -1 || e.port == port)) {
+      matched = true;
+      break;
+    }
+  }
+  return matched != list.exclude;
+}
+
+std::vector<std::string> PrefixSurprises(const DeviceList& list,
+                                         const std::vector<std::string>& devices) {
+  std::vector<std::string> out;
+  if (list.exact || list.all) return out;
+  for (const ListEntry& e : list.entries) {
+    std::vector<std::string> more;
+    for (const std::string& d : devices) {
+      if (d != e.name && absl::StartsWith(d, e.name)) more.push_back(d);
+    }
+    if (more.empty()) continue;
+    std::sort(more.begin(), more.end(), NaturalLess);
+    out.push_back(absl::StrCat(e.name, " also ", list.exclude ? "excludes " : "takes ",
+                               absl::StrJoin(more, ", "), " (NCCL matches by prefix; a leading '",
+                               list.exclude ? "^=" : "=", "' makes the names exact)"));
+  }
+  return out;
+}
+
+}  // namespace fabric::doctor

@@ -1,0 +1,143 @@
+#include "agent/policy/doctor/consumer_vars.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace fabric::doctor {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const std::vector<std::string> kDevices = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_10", "mlx5_11"};
+
+// The devices:ports (port 1 of each) a list selects on kDevices.
+std::string Chosen(const DeviceList& l) {
+  std::vector<std::string> out;
+  for (const std::string& d : kDevices) {
+    if (Selects(l, d, 1)) out.push_back(d);
+  }
+  return absl::StrJoin(out, ",");
+}
+
+struct NcclCase {
+  const char* value;
+  const char* chosen;   // On kDevices, port 1.
+  const char* problem;  // Substring of the first problem; "" when none.
+};
+
+TEST(ConsumerVarsTest, NcclListsAsNcclReadsThem) {
+  const NcclCase cases[] = {
+      {"mlx5_1", "mlx5_1,mlx5_10,mlx5_11", ""},  // A prefix: the surprise NCCL users meet.
+      {"=mlx5_1", "mlx5_1", ""},
+      {"=mlx5_1:1,mlx5_2:1", "mlx5_1,mlx5_2", ""},
+      {"=mlx5_1:2", "", ""},  // Port 2 only: port 1 is not taken.
+      {"^mlx5_1", "mlx5_0,mlx5_2", ""},
+      {"^=mlx5_1", "mlx5_0,mlx5_2,mlx5_10,mlx5_11", ""},
+      {"=^mlx5_1", "", "characters no device name has"},  // "^" must come first.
+      {"mlx5_1:1:0:1", "mlx5_1,mlx5_10,mlx5_11", ""},     // 2.30's rail and plane fields.
+      {"=mlx5_0,,mlx5_2,", "mlx5_0,mlx5_2", ""},
+      {"=mlx5_1:x", "", "port \"x\" is read as 0"},
+      {"=mlx5_1:", "", "port \"\" is read as 0"},
+      {"= mlx5_1", "", "characters no device name has"},
+      {"=mlx5_1;reboot", "", "characters no device name has"},
+      {"", "", "the value is empty"},
+      {",,,", "", "no device name"},
+      {"=:1", "", "no device name"},
+  };
+  for (const NcclCase& c : cases) {
+    SCOPED_TRACE(absl::StrCat("NCCL_IB_HCA=", c.value));
+    const DeviceList l = ParseNcclList(c.value);
+    EXPECT_EQ(Chosen(l), c.chosen);
+    if (*c.problem == '\0') {
+      EXPECT_THAT(l.problems, IsEmpty());
+    } else {
+      ASSERT_FALSE(l.problems.empty());
+      EXPECT_THAT(l.problems[0], HasSubstr(c.problem));
+    }
+  }
+}
+
+TEST(ConsumerVarsTest, NcclKeepsThirtyTwoEntries) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) names.push_back(absl::StrCat("mlx5_", i, ":1"));
+  const DeviceList l = ParseNcclList("=" + absl::StrJoin(names, ","));
+  EXPECT_EQ(l.entries.size(), kNcclMaxEntries);
+  EXPECT_TRUE(Selects(l, "mlx5_31", 1));
+  EXPECT_FALSE(Selects(l, "mlx5_32", 1)) << "NCCL never reads the 33rd";
+  ASSERT_EQ(l.problems.size(), 1u);
+  EXPECT_THAT(l.problems[0], HasSubstr("ignores every entry after entry 32"));
+}
+
+TEST(ConsumerVarsTest, ThousandsOfEntriesAndLongNamesStayBounded) {
+  const DeviceList l = ParseNcclList(std::string(100000, 'x') + "," + std::string(5000, ','));
+  ASSERT_EQ(l.entries.size(), 1u);
+  ASSERT_FALSE(l.problems.empty());
+  EXPECT_THAT(l.problems[0], HasSubstr("longer than 63 bytes"));
+  EXPECT_LT(l.problems[0].size(), 200u) << "the message quotes a bounded part";
+}
+
+TEST(ConsumerVarsTest, UcxNamesAreExact) {
+  EXPECT_EQ(Chosen(ParseUcxDevices("mlx5_1:1")), "mlx5_1");
+  EXPECT_EQ(Chosen(ParseUcxDevices("mlx5_1:1,mlx5_11:1")), "mlx5_1,mlx5_11");
+  EXPECT_EQ(Chosen(ParseUcxDevices("all")), "mlx5_0,mlx5_1,mlx5_2,mlx5_10,mlx5_11");
+  EXPECT_TRUE(ParseUcxDevices("all").all);
+  EXPECT_THAT(ParseUcxDevices("").problems, ElementsAre(HasSubstr("empty")));
+  EXPECT_THAT(ParseUcxDevices("mlx5_1:one").problems, ElementsAre(HasSubstr("port \"one\"")));
+}
+
+TEST(ConsumerVarsTest, PrefixSurprisesNameWhatElseATakes) {
+  EXPECT_THAT(PrefixSurprises(ParseNcclList("mlx5_1:1,mlx5_2:1"), kDevices),
+              ElementsAre(HasSubstr("mlx5_1 also takes mlx5_10, mlx5_11")));
+  EXPECT_THAT(PrefixSurprises(ParseNcclList("^mlx5_1"), kDevices),
+              ElementsAre(HasSubstr("mlx5_1 also excludes mlx5_10, mlx5_11")));
+  EXPECT_THAT(PrefixSurprises(ParseNcclList("=mlx5_1"), kDevices), IsEmpty());
+  EXPECT_THAT(PrefixSurprises(ParseUcxDevices("mlx5_1:1"), kDevices), IsEmpty());
+  EXPECT_THAT(PrefixSurprises(ParseNcclList("mlx5_"), kDevices),
+              ElementsAre(HasSubstr("mlx5_ also takes mlx5_0, mlx5_1, mlx5_2, mlx5_10, mlx5_11")));
+}
+
+TEST(ConsumerVarsTest, UcxTlsSaysWhetherDataGoesOverRdma) {
+  struct Case {
+    const char* value;
+    bool rdma;
+    const char* problem;
+  };
+  const Case cases[] = {
+      {"", true, ""},
+      {"rc,sm,self", true, ""},
+      {"rc_x,cuda_copy", true, ""},
+      {"dc_mlx5", true, ""},
+      {"all", true, ""},
+      {"tcp,sm,self", false, ""},
+      {"tcp,ud:aux", false, ""},  // Wire-up only.
+      {"^tcp", true, ""},
+      {"^ib", false, ""},
+      {"^rc,ud,dc", false, ""},
+      {"^rc", true, ""},
+      {"tcp,rdma", false, "\"rdma\", a transport UCX does not know"},
+      {"rc;echo", false, "does not know"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat("UCX_TLS=", c.value));
+    const UcxTransports t = ParseUcxTls(c.value);
+    EXPECT_EQ(t.rdma, c.rdma) << t.why;
+    EXPECT_FALSE(t.why.empty());
+    if (*c.problem == '\0') {
+      EXPECT_THAT(t.problems, IsEmpty());
+    } else {
+      ASSERT_FALSE(t.problems.empty());
+      EXPECT_THAT(t.problems[0], HasSubstr(c.problem));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fabric::doctor
