@@ -282,4 +282,20 @@ void Rank(std::vector<Scored>* scored) {
   });
 }
 
+void FillPort(const Candidate& c, v1::GpuAssignment* a) {
+  a->set_rdma_device(c.dev->name());
+  a->set_port(c.port->number());
+  a->set_netdev(c.port->netdev());
+  if (c.gid != nullptr) {
+    a->set_gid_index(c.gid->index());
+    if (c.gid_ipv6) {
+      a->set_ipv6(c.gid->ipv6());
+    } else {
+      a->set_ipv4(c.gid->ipv4());
+      a->set_ipv4_subnet(c.subnet);
+    }
+  }
+  a->set_link_layer(c.roce ? v1::LINK_LAYER_ETHERNET : c.port->link_layer());
+}
+
 }  // namespace fabric::select_internal

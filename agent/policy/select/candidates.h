@@ -101,6 +101,9 @@ void Rank(std::vector<Scored>* scored);
 v1::GpuPairing PairGpusOver(const v1::Host& host, const Candidates& candidates,
                             const v1::SelectionPolicy& policy);
 
+// The port's part of an assignment: device, port, netdev, GID and its address, link layer.
+void FillPort(const Candidate& c, v1::GpuAssignment* a);
+
 // A GPU's NUMA node, when known.
 std::optional<int> GpuNuma(const v1::Accelerator& acc);
 

@@ -105,20 +105,7 @@ absl::StatusOr<jobenv::Result> RenderPortsEnv(const Host& host,
                           [&](const select_internal::Candidate& x) { return x.name == name; });
     if (c == cands.end()) return absl::InvalidArgumentError(absl::StrCat("no port ", name));
     // As SelectNics fills an assignment, without a GPU.
-    GpuAssignment* a = sel.add_assignments();
-    a->set_rdma_device(c->dev->name());
-    a->set_port(c->port->number());
-    a->set_netdev(c->port->netdev());
-    if (c->gid != nullptr) {
-      a->set_gid_index(c->gid->index());
-      if (c->gid_ipv6) {
-        a->set_ipv6(c->gid->ipv6());
-      } else {
-        a->set_ipv4(c->gid->ipv4());
-        a->set_ipv4_subnet(c->subnet);
-      }
-    }
-    a->set_link_layer(c->roce ? LINK_LAYER_ETHERNET : c->port->link_layer());
+    select_internal::FillPort(*c, sel.add_assignments());
   }
   return RenderJobEnv(host, sel, policy, EnvOptions{.consumers = consumers, .rank = {}});
 }

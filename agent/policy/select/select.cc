@@ -259,19 +259,7 @@ absl::StatusOr<Selection> SelectPorts(const Host& host, const std::vector<std::s
     GpuAssignment* a = sel.add_assignments();
     a->set_gpu(req.canonical);
     a->set_given(req.given);
-    a->set_rdma_device(c.dev->name());
-    a->set_port(c.port->number());
-    a->set_netdev(c.port->netdev());
-    if (c.gid != nullptr) {
-      a->set_gid_index(c.gid->index());
-      if (c.gid_ipv6) {
-        a->set_ipv6(c.gid->ipv6());
-      } else {
-        a->set_ipv4(c.gid->ipv4());
-        a->set_ipv4_subnet(c.subnet);
-      }
-    }
-    a->set_link_layer(c.roce ? LINK_LAYER_ETHERNET : c.port->link_layer());
+    FillPort(c, a);
     a->set_distance(w.distance);
     if (c.numa) a->set_numa_node(*c.numa);
     a->set_rate_gbps(c.rate.value_or(0));
