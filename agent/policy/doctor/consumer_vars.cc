@@ -69,9 +69,9 @@ constexpr std::string_view kUcxRdma[] = {"all",      "ib",      "rc", "rc_v", "r
                                          "rc_verbs", "rc_mlx5", "ud", "ud_v", "ud_x",
                                          "ud_verbs", "ud_mlx5", "dc", "dc_x", "dc_mlx5"};
 constexpr std::string_view kUcxOther[] = {
-    "sm",       "shm",  "mm",        "posix",     "sysv",      "xpmem",    "cma",  "knem",
-    "self",     "tcp",  "cuda",      "cuda_copy", "cuda_ipc",  "gdr_copy", "rocm", "rocm_copy",
-    "rocm_ipc", "ugni", "ugni_rdma", "ugni_udt",  "ugni_smsg", "srd",      "efa"};
+    "sm",   "shm",       "mm",       "posix", "sysv",      "xpmem",    "cma",
+    "knem", "self",      "tcp",      "cuda",  "cuda_copy", "cuda_ipc", "gdr_copy",
+    "rocm", "rocm_copy", "rocm_ipc", "ugni",  "ugni_rdma", "ugni_udt", "ugni_smsg"};
 
 bool In(std::string_view name, const auto& names) {
   return std::find(std::begin(names), std::end(names), name) != std::end(names);
@@ -118,7 +118,7 @@ UcxTransports ParseUcxTls(std::string_view value) {
   return t;
 }
 
-DeviceList ParseNcclList(std::string_view value) {
+DeviceList ParseNcclList(std::string_view value, size_t max_entries) {
   DeviceList l;
   if (absl::StripAsciiWhitespace(Av(value)).empty()) {
     l.problems.push_back("the value is empty: NCCL treats it as unset and picks devices itself");
@@ -131,10 +131,10 @@ DeviceList ParseNcclList(std::string_view value) {
   for (absl::string_view raw : absl::StrSplit(v, ',')) {
     // NCCL's parser skips empty names: ",," and ":1" give no entry.
     if (raw.empty() || raw[0] == ':') continue;
-    if (++count > kNcclMaxEntries) {
-      l.problems.push_back(absl::StrCat("more than ", kNcclMaxEntries,
+    if (++count > max_entries) {
+      l.problems.push_back(absl::StrCat("more than ", max_entries,
                                         " entries: NCCL ignores every entry after entry ",
-                                        kNcclMaxEntries));
+                                        max_entries));
       break;
     }
     l.entries.push_back(ParseEntry(Sv(raw), "NCCL", &l.problems));

@@ -5,7 +5,8 @@
 // NCCL (and RCCL) read NCCL_IB_HCA and NCCL_SOCKET_IFNAME with one parser: an optional '^'
 // (exclude), then an optional '=' (exact names; without it each entry is a prefix: `mlx5_1` also
 // takes `mlx5_10`), then comma-separated `name[:port[:...]]` entries, the port read with atoi
-// (garbage reads as 0), names never trimmed, at most 32 entries (MAX_IB_DEVS; the rest ignored).
+// (garbage reads as 0), names never trimmed, at most MAX_IB_DEVS entries for NCCL_IB_HCA (32 in
+// the 2.1x-2.2x sources) and MAX_IFS (16) for NCCL_SOCKET_IFNAME, the rest ignored.
 // UCX reads UCX_NET_DEVICES as exact `device:port` names, or `all`.
 #pragma once
 
@@ -16,7 +17,8 @@
 
 namespace fabric::doctor {
 
-inline constexpr size_t kNcclMaxEntries = 32;    // NCCL's MAX_IB_DEVS.
+inline constexpr size_t kNcclMaxEntries = 32;    // NCCL's MAX_IB_DEVS (NCCL_IB_HCA).
+inline constexpr size_t kNcclMaxIfs = 16;        // NCCL's MAX_IFS (NCCL_SOCKET_IFNAME).
 inline constexpr size_t kNcclMaxNameBytes = 63;  // netIf.prefix[64].
 
 struct ListEntry {
@@ -34,7 +36,7 @@ struct DeviceList {
   std::vector<std::string> problems;
 };
 
-DeviceList ParseNcclList(std::string_view value);
+DeviceList ParseNcclList(std::string_view value, size_t max_entries = kNcclMaxEntries);
 DeviceList ParseUcxDevices(std::string_view value);
 
 // Whether the consumer that produced `list` uses `device` port `port`.

@@ -74,6 +74,8 @@ TEST(ConsumerVarsTest, NcclKeepsThirtyTwoEntries) {
   EXPECT_FALSE(Selects(l, "mlx5_32", 1)) << "NCCL never reads the 33rd";
   ASSERT_EQ(l.problems.size(), 1u);
   EXPECT_THAT(l.problems[0], HasSubstr("ignores every entry after entry 32"));
+  const DeviceList ifs = ParseNcclList("=" + absl::StrJoin(names, ","), kNcclMaxIfs);
+  EXPECT_EQ(ifs.entries.size(), kNcclMaxIfs) << "NCCL_SOCKET_IFNAME keeps 16";
 }
 
 TEST(ConsumerVarsTest, ThousandsOfEntriesAndLongNamesStayBounded) {
