@@ -1,11 +1,13 @@
-// NCCL_IB_HCA and UCX_NET_DEVICES values are the user's bytes: every parse answers, never crashes,
-// and what it reports is bounded by what NCCL keeps.
+// NCCL_IB_HCA, UCX_NET_DEVICES, UCX_TLS and NCCL's GID variables are the user's bytes: every parse
+// answers, never crashes, and what it reports is bounded by what NCCL keeps.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "agent/policy/doctor/consumer_vars.h"
+#include "agent/policy/doctor/nccl_gid.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -17,6 +19,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)Selects(ucx, "mlx5_1", 1);
   const UcxTransports tls = ParseUcxTls(text);
   if (tls.why.empty()) abort();
+  // The same bytes as each of NCCL's GID variables: the pick stays inside the table.
+  const std::string value(text);
+  for (const char* name : {"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE", "NCCL_IB_ADDR_FAMILY",
+                           "NCCL_IB_ROCE_VERSION_NUM"}) {
+    const NcclGidRule rule = ReadNcclGidRule(
+        [&](const char* n) { return std::string_view(n) == name ? value.c_str() : nullptr; });
+    const int pick = NcclGidPick({}, 16, rule);
+    if (rule.index < 0 && (pick < 0 || pick >= 16)) abort();
+  }
   (void)PrefixSurprises(nccl, {"mlx5_1", "mlx5_10", "mlx5_11", "bnxt_re0"});
   return 0;
 }
