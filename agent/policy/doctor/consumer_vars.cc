@@ -180,6 +180,15 @@ bool Selects(const DeviceList& list, std::string_view device, int port) {
   return matched != list.exclude;
 }
 
+std::vector<DevicePort> UsedOnlyBy(const DeviceList& a, const DeviceList& b,
+                                   const std::vector<DevicePort>& ports) {
+  std::vector<DevicePort> out;
+  for (const DevicePort& p : ports) {
+    if (Selects(a, p.device, p.port) && !Selects(b, p.device, p.port)) out.push_back(p);
+  }
+  return out;
+}
+
 std::vector<std::string> PrefixSurprises(const DeviceList& list,
                                          const std::vector<std::string>& devices) {
   std::vector<std::string> out;

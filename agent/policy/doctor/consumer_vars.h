@@ -47,6 +47,18 @@ bool Selects(const DeviceList& list, std::string_view device, int port);
 std::vector<std::string> PrefixSurprises(const DeviceList& list,
                                          const std::vector<std::string>& devices);
 
+// A port as "device:port" (what UCX_NET_DEVICES and the job environment name).
+struct DevicePort {
+  std::string device;
+  int port = 1;
+};
+
+// The ports among `ports` that `a` uses and `b` does not, in `ports`' order: UCX_NET_DEVICES
+// against NCCL_IB_HCA finds a UCX (NIXL) process on a NIC NCCL was kept off, the check users write
+// by hand before starting their jobs.
+std::vector<DevicePort> UsedOnlyBy(const DeviceList& a, const DeviceList& b,
+                                   const std::vector<DevicePort>& ports);
+
 // UCX_TLS: whether the transports it allows carry data over RDMA (rc, ud, dc in their verbs and
 // mlx5 forms, "ib", "all", or an exclusion list that leaves one of them), and the names UCX does
 // not know. An entry with ":aux" only helps wire-up: it carries no data.

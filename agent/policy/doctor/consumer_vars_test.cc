@@ -106,6 +106,24 @@ TEST(ConsumerVarsTest, PrefixSurprisesNameWhatElseATakes) {
               ElementsAre(HasSubstr("mlx5_ also takes mlx5_0, mlx5_1, mlx5_2, mlx5_10, mlx5_11")));
 }
 
+TEST(ConsumerVarsTest, UsedOnlyByNamesTheDisagreement) {
+  const std::vector<DevicePort> ports = {
+      {"mlx5_0", 1}, {"mlx5_1", 1}, {"mlx5_2", 1}, {"mlx5_10", 1}};
+  auto names = [](const std::vector<DevicePort>& v) {
+    std::vector<std::string> out;
+    for (const DevicePort& p : v) out.push_back(absl::StrCat(p.device, ":", p.port));
+    return out;
+  };
+  const DeviceList nccl = ParseNcclList("=mlx5_1:1,mlx5_2:1");
+  EXPECT_THAT(names(UsedOnlyBy(ParseUcxDevices("mlx5_0:1"), nccl, ports)), ElementsAre("mlx5_0:1"));
+  EXPECT_THAT(names(UsedOnlyBy(ParseUcxDevices("mlx5_2:1"), nccl, ports)), IsEmpty());
+  EXPECT_THAT(names(UsedOnlyBy(ParseUcxDevices("all"), nccl, ports)),
+              ElementsAre("mlx5_0:1", "mlx5_10:1"));
+  // A prefix list takes mlx5_10 too: UCX on it is no disagreement, NCCL's reach is the surprise.
+  EXPECT_THAT(names(UsedOnlyBy(ParseUcxDevices("mlx5_10:1"), ParseNcclList("mlx5_1"), ports)),
+              IsEmpty());
+}
+
 TEST(ConsumerVarsTest, UcxTlsSaysWhetherDataGoesOverRdma) {
   struct Case {
     const char* value;
