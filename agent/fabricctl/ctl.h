@@ -101,6 +101,8 @@ Command AddHealth(CLI::App& app, CommonOptions& common);
 Command AddCounters(CLI::App& app, CommonOptions& common);
 // cdi_command.cc: the CDI spec, from local discovery.
 Command AddCdi(CLI::App& app, CommonOptions& common);
+// doctor_command.cc: whether the job that runs here will really use RDMA.
+Command AddDoctor(CLI::App& app, CommonOptions& common);
 // announce_command.cc: packets sent from here, or through the agent.
 Command AddAnnounce(CLI::App& app, CommonOptions& common);
 // agent_commands.cc: through the agent only.

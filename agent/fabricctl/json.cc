@@ -1,4 +1,6 @@
-// fabricctl's JSON contract (render.h): the proto3 JSON mapping made stable and explicit.
+// fabricctl's JSON contract (json.h): the proto3 JSON mapping made stable and explicit.
+#include "agent/fabricctl/json.h"
+
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -11,7 +13,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "agent/fabricctl/render.h"
 
 namespace fabric {
 namespace {

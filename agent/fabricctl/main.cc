@@ -36,29 +36,19 @@ int Main(int argc, char** argv) {
   if (const char* env = std::getenv(kTargetEnv); env != nullptr && *env != '\0') {
     common.target = env;
   }
-  const std::vector<Command> commands = {AddInventory(app, common),
-                                         AddTopo(app, common),
-                                         AddNeighbors(app, common),
-                                         AddSelect(app, common),
-                                         AddPlace(app, common),
-                                         AddEnv(app, common),
-                                         AddExec(app, common),
-                                         AddHealth(app, common),
-                                         AddCounters(app, common),
-                                         AddAnnounce(app, common),
-                                         AddAnnouncements(app, common),
-                                         AddProbe(app, common),
-                                         AddProbes(app, common),
-                                         AddWatch(app, common),
-                                         AddVersion(app, common),
-                                         AddCdi(app, common),
-                                         AddCompletion(app)};
+  const std::vector<Command> commands = {
+      AddInventory(app, common), AddTopo(app, common),          AddNeighbors(app, common),
+      AddSelect(app, common),    AddPlace(app, common),         AddEnv(app, common),
+      AddExec(app, common),      AddHealth(app, common),        AddCounters(app, common),
+      AddAnnounce(app, common),  AddAnnouncements(app, common), AddProbe(app, common),
+      AddProbes(app, common),    AddWatch(app, common),         AddVersion(app, common),
+      AddCdi(app, common),       AddDoctor(app, common),        AddCompletion(app)};
   RefuseEmptyValues(app);
 
   const std::vector<std::string> argv_copy(argv, argv + argc);
   // For health a bad argument is UNKNOWN, as monitoring plugins report it; global options may
   // come before the subcommand.
-  const bool is_health = SubcommandOf(argv_copy) == "health";
+  const bool is_health = SubcommandOf(argv_copy) == "health" || SubcommandOf(argv_copy) == "doctor";
   // exec's command and its arguments are not fabricctl's (exec takes them as its prefix command).
   if (SubcommandOf(argv_copy) == "exec") app.allow_extras();
   auto prepared = PrepareArgs(argv_copy);

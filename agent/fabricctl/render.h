@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/fabricctl/json.h"
 #include "agent/fabricctl/table.h"
 #include "fabric/v1/agent.pb.h"
 #include "fabric/v1/host.pb.h"
@@ -39,14 +40,5 @@ std::string RenderAnnouncements(const std::vector<v1::Announcement>& announcemen
 // the share of the port's rate, and OK / DEGRADED / the error.
 std::string RenderProbeResults(const v1::ListProbeResultsResponse& list,
                                const TableStyle& style = {});
-
-// fabricctl's JSON contract: the proto3 JSON mapping with the .proto's own field names
-// (snake_case, as fabric-probe's JSON and the metrics' labels), every scalar field printed (a
-// zero is 0; a value the host did not give, an unset `optional` field, is absent), map keys
-// sorted (the same state prints the same bytes), and 64-bit integers as numbers when they fit
-// 53 bits (as strings, per proto3, only beyond). Indented, with a trailing newline.
-std::string ToJson(const google::protobuf::Message& message);
-// The same on one line (JSON Lines, for streams).
-std::string ToJsonLine(const google::protobuf::Message& message);
 
 }  // namespace fabric

@@ -4,12 +4,14 @@
 //
 //   fabric-env exec [--gpus=job] [--rank-gpu=auto] -- CMD [ARGS...]
 //   fabric-env env  [--gpus=job] [--rank-gpu=none] [--format=shell|json|nccl-conf|nul]
+//   fabric-env doctor [--env-file F | --gpus G] [--json]
 //
 // Same request, same rules, same bytes as `fabricctl env`/`exec` against the agent
 // (agent/fabricctl/job_env.h). Exit: 2 for every error before the command runs (exec) or a bad
 // request (env), 1 when env has no answer; after execve the command's own.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,9 +20,11 @@
 #include "agent/common/cli_docs.h"
 #include "agent/common/cli_docs_cli11.h"
 #include "agent/common/version.h"
+#include "agent/fabricctl/doctor_run.h"
 #include "agent/fabricctl/job_env.h"
 #include "agent/fabricenv/pod_host.h"
 #include "agent/fabricenv/pod_view.h"
+#include "agent/inventory/discovery/pci_names.h"
 #include "agent/publish/hostfile/host_file.h"
 
 namespace fabric {
@@ -37,13 +41,15 @@ docs::Page Page(const CLI::App& app) {
       "The job's GPUs and this process's GPU come from the launcher's variables "
       "(SLURM_STEP_GPUS, *_VISIBLE_DEVICES, LOCAL_RANK, SLURM_LOCALID, ...). Every variable "
       "already set is kept."};
-  p.sections.push_back({"EXIT STATUS",
-                        {},
-                        {{"0", "", "env printed the answer"},
-                         {"1", "", "env: no answer (no published host, no RDMA device)"},
-                         {"2", "",
-                          "a bad request, or exec could not run the command (the message "
-                          "says why; --best-effort runs it anyway)"}}});
+  p.sections.push_back(
+      {"EXIT STATUS",
+       {},
+       {{"0", "", "env printed the answer; doctor: OK"},
+        {"1", "", "env: no answer (no published host, no RDMA device); doctor: WARNING"},
+        {"2", "",
+         "a bad request, or exec could not run the command (the message "
+         "says why; --best-effort runs it anyway); doctor: CRITICAL"},
+        {"3", "", "doctor: UNKNOWN (or nothing to judge)"}}});
   p.sections.push_back(
       {"FILES",
        {},
@@ -83,6 +89,21 @@ ctl::SelectFn PodAwareSelect(const podenv::View& view, const std::string& host_f
   };
 }
 
+// The doctor's answer source: the published host as this process sees it (a pod's own ports).
+ctl::AnswerSource DoctorAnswer(const std::string& host_file, const ctl::JobEnvOptions& opt,
+                               std::shared_ptr<podenv::View>* view) {
+  ctl::AnswerSource a;
+  a.name = absl::StrCat("the published host ", host_file);
+  auto here = ViewHere(host_file);
+  if (!here.ok()) {
+    a.missing = absl::StrCat("no published host: ", here.status().message());
+    return a;
+  }
+  *view = std::make_shared<podenv::View>(*std::move(here));
+  a.select = PodAwareSelect(**view, host_file, opt);
+  return a;
+}
+
 int Fail(const absl::Status& s, int code) {
   std::fprintf(stderr, "fabric-env: %s\n", std::string(s.message()).c_str());
   return code;
@@ -119,6 +140,13 @@ int main(int argc, char** argv) {
   fabric::ctl::AddJobEnvFlags(env, &env_opt, "none");
   fabric::ctl::AddEnvFormatFlags(env, &env_opt);
 
+  fabric::ctl::DoctorOptions doctor_opt;
+  CLI::App* doctor = app.add_subcommand(
+      "doctor",
+      "whether the job that runs here will really use RDMA, and if not why (as fabricctl "
+      "doctor; libibverbs is looked for, not loaded)");
+  fabric::ctl::AddDoctorFlags(doctor, &doctor_opt);
+
   if (auto kind = fabric::docs::GenerateKind(std::vector<std::string>(argv, argv + argc))) {
     return fabric::docs::PrintGenerated(*kind, fabric::Page(app),
                                         fabric::docs::CompletionOf(app, "fabric-env"));
@@ -129,6 +157,14 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (doctor->parsed()) {
+    fabric::DisableDefaultPciNames();
+    doctor_opt.read.look_for_libibverbs = true;
+    fabric::ctl::JobEnvOptions job;
+    job.gpus = "job";
+    std::shared_ptr<fabric::podenv::View> view;
+    return fabric::ctl::RunDoctor(doctor_opt, fabric::DoctorAnswer(host_file, job, &view));
   }
   if (env->parsed()) {
     std::vector<std::string> extra = app.remaining();

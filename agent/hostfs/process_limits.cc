@@ -4,9 +4,6 @@
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "agent/common/errno.h"
 #include "agent/common/strings.h"
+#include "agent/hostfs/host_fs.h"
 
 namespace fabric {
 namespace {
@@ -36,14 +34,6 @@ std::string Unescape(absl::string_view s) {
 std::optional<uint64_t> Limit(rlim_t v) {
   if (v == RLIM_INFINITY) return std::nullopt;
   return static_cast<uint64_t>(v);
-}
-
-absl::StatusOr<std::string> Slurp(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::UnavailableError(absl::StrCat(path, ": ", ErrnoText(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -83,6 +73,7 @@ std::optional<MountEntry> FindMount(std::string_view mountinfo, std::string_view
 
 ProcessLimits ReadProcessLimits(const std::string& proc, const std::string& shm) {
   ProcessLimits l;
+  const HostFsImpl procfs(proc);
   rlimit r{};
   if (getrlimit(RLIMIT_MEMLOCK, &r) == 0) {
     l.memlock_soft = Limit(r.rlim_cur);
@@ -95,14 +86,14 @@ ProcessLimits ReadProcessLimits(const std::string& proc, const std::string& shm)
   } else {
     l.unreadable.push_back(absl::StrCat("RLIMIT_NOFILE: ", ErrnoText(errno)));
   }
-  if (absl::StatusOr<std::string> status = Slurp(proc + "/status"); !status.ok()) {
+  if (absl::StatusOr<std::string> status = procfs.ReadFile("status"); !status.ok()) {
     l.unreadable.push_back(std::string(status.status().message()));
   } else if (absl::StatusOr<uint64_t> cap = ParseCapEff(*status); !cap.ok()) {
     l.unreadable.push_back(absl::StrCat(proc, "/status: ", cap.status().message()));
   } else {
     l.cap_ipc_lock = (*cap >> kCapIpcLock) & 1;
   }
-  if (absl::StatusOr<std::string> mi = Slurp(proc + "/mountinfo"); !mi.ok()) {
+  if (absl::StatusOr<std::string> mi = procfs.ReadFile("mountinfo"); !mi.ok()) {
     l.unreadable.push_back(std::string(mi.status().message()));
   } else {
     l.shm = FindMount(*mi, shm);

@@ -22,6 +22,9 @@ class PciNames {
 // Thread-safe.
 std::unique_ptr<PciNames> LibPciNames(const std::string& ids_file = "");
 
+// A lookup that knows no names.
+std::unique_ptr<PciNames> EmptyPciNames();
+
 // The process's instance over the default database (parsed once, about 15 ms).
 const PciNames& DefaultPciNames();
 // For one-shot processes that show no names (fabricctl env and exec, at a job's start):

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
 
@@ -25,17 +26,6 @@ bool PlainName(std::string_view name) {
   return true;
 }
 
-// A printable, bounded rendering of a user's bytes for a message.
-std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s.substr(0, 80)) {
-    const auto u = static_cast<unsigned char>(c);
-    out += (u >= 0x20 && u < 0x7f) ? std::string(1, c)
-                                   : absl::StrCat("\\x", absl::Hex(u, absl::kZeroPad2));
-  }
-  return out + (s.size() > 80 ? "...\"" : "\"");
-}
-
 // "name[:port[:...]]" as atoi reads the port; problems noted against `what`.
 ListEntry ParseEntry(std::string_view raw, const char* what, std::vector<std::string>* problems) {
   ListEntry e;
@@ -48,18 +38,18 @@ ListEntry ParseEntry(std::string_view raw, const char* what, std::vector<std::st
     if (digits.empty() ||
         !std::all_of(digits.begin(), digits.end(), [](char c) { return absl::ascii_isdigit(c); }) ||
         e.port <= 0) {
-      problems->push_back(absl::StrCat(what, " entry ", Quote(raw), ": port ", Quote(digits),
+      problems->push_back(absl::StrCat(what, " entry ", Excerpt(raw), ": port ", Excerpt(digits),
                                        " is read as ", e.port, ", which no RDMA port has"));
     }
   }
   if (!PlainName(e.name)) {
-    problems->push_back(absl::StrCat(what, " entry ", Quote(raw),
+    problems->push_back(absl::StrCat(what, " entry ", Excerpt(raw),
                                      ": the name holds characters no device name has (spaces, "
                                      "quotes, shell metacharacters are not stripped)"));
   }
   if (e.name.size() > kNcclMaxNameBytes) {
     problems->push_back(
-        absl::StrCat(what, " entry ", Quote(raw), ": longer than ", kNcclMaxNameBytes, " bytes"));
+        absl::StrCat(what, " entry ", Excerpt(raw), ": longer than ", kNcclMaxNameBytes, " bytes"));
   }
   return e;
 }
@@ -94,7 +84,7 @@ UcxTransports ParseUcxTls(std::string_view value) {
     const bool aux = absl::ConsumeSuffix(&name, ":aux");
     if (!In(Sv(name), kUcxRdma) && !In(Sv(name), kUcxOther)) {
       t.problems.push_back(
-          absl::StrCat("UCX_TLS names ", Quote(Sv(raw)), ", a transport UCX does not know"));
+          absl::StrCat("UCX_TLS names ", Excerpt(Sv(raw)), ", a transport UCX does not know"));
       continue;
     }
     if (In(Sv(name), kUcxRdma) && !aux) rdma_named.push_back(std::string(name));
@@ -106,12 +96,12 @@ UcxTransports ParseUcxTls(std::string_view value) {
     };
     const bool gone = has("all") || has("ib") || (has("rc") && has("ud") && has("dc"));
     t.rdma = !gone;
-    t.why = gone ? absl::StrCat("UCX_TLS=", Quote(value), " excludes every RDMA transport")
-                 : absl::StrCat("UCX_TLS=", Quote(value), " leaves RDMA transports");
+    t.why = gone ? absl::StrCat("UCX_TLS=", Excerpt(value), " excludes every RDMA transport")
+                 : absl::StrCat("UCX_TLS=", Excerpt(value), " leaves RDMA transports");
   } else {
     t.rdma = !rdma_named.empty();
     t.why = t.rdma ? absl::StrCat("UCX_TLS allows ", absl::StrJoin(rdma_named, ", "))
-                   : absl::StrCat("UCX_TLS=", Quote(value),
+                   : absl::StrCat("UCX_TLS=", Excerpt(value),
                                   " names no RDMA transport (rc, ud, dc, ib or all): UCX moves "
                                   "data over what it names, TCP or shared memory");
   }

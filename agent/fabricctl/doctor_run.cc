@@ -1,0 +1,218 @@
+#include "agent/fabricctl/doctor_run.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "agent/common/excerpt.h"
+#include "agent/common/shell.h"
+#include "agent/common/strings.h"
+#include "agent/fabricctl/json.h"
+#include "agent/policy/doctor/judge.h"
+#include "agent/policy/health/health.h"
+
+extern char** environ;
+
+namespace fabric::ctl {
+namespace {
+
+constexpr size_t kMaxEnvFileBytes = 1 << 20;
+constexpr size_t kMaxVariables = 10000;
+constexpr size_t kMaxRanks = 16;  // Ranks compared with each other (a node's GPUs).
+
+std::map<std::string, std::string> ProcessEnvMap() {
+  std::map<std::string, std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string_view::npos) out.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return out;
+}
+
+// Containers mark themselves (podman, docker, systemd-nspawn, Kubernetes' service variables).
+std::string DetectContext() {
+  if (access("/run/.containerenv", F_OK) == 0 || access("/.dockerenv", F_OK) == 0 ||
+      std::getenv("container") != nullptr || std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) {
+    return "container";
+  }
+  return "host";
+}
+
+// One shell word of a value: '...', "..." (\\, \", \$, \` escaped) and unquoted runs (\x is x).
+absl::StatusOr<std::string> Unquote(std::string_view v) {
+  std::string out;
+  size_t i = 0;
+  while (i < v.size()) {
+    const char c = v[i];
+    if (c == '\'') {
+      const size_t end = v.find('\'', i + 1);
+      if (end == std::string_view::npos) return absl::InvalidArgumentError("unterminated '");
+      out.append(v.substr(i + 1, end - i - 1));
+      i = end + 1;
+    } else if (c == '"') {
+      ++i;
+      while (i < v.size() && v[i] != '"') {
+        if (v[i] == '\\' && i + 1 < v.size() &&
+            std::string_view("\\\"$`").find(v[i + 1]) != std::string_view::npos) {
+          ++i;
+        }
+        out += v[i++];
+      }
+      if (i >= v.size()) return absl::InvalidArgumentError("unterminated \"");
+      ++i;
+    } else if (c == '\\' && i + 1 < v.size()) {  // 'it'\''s', as ShellQuote writes a quote.
+      out += v[i + 1];
+      i += 2;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+void PrintOut(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "doctor: %s\n", msg.c_str());
+  return 3;
+}
+
+}  // namespace
+
+void AddDoctorFlags(CLI::App* cmd, DoctorOptions* opt) {
+  CLI::Option* env_file = cmd->add_option(
+      "--env-file", opt->env_file,
+      "judge the variables of this file (KEY=VALUE lines, or `fabricctl env` output) "
+      "instead of this process's");
+  CLI::Option* gpus =
+      cmd->add_option("--gpus", opt->gpus,
+                      "judge the agent's answer for these GPUs (indexes, PCI addresses, UUIDs, "
+                      "\"job\") instead of this process's variables");
+  cmd->add_flag("--json", opt->json, "print the report as JSON");
+  cmd->add_option("--sysfs", opt->read.sysfs, "sysfs root to discover the RDMA devices under")
+      ->capture_default_str();
+  cmd->add_option("--procfs", opt->read.procfs, "procfs root for discovery")->capture_default_str();
+  cmd->add_option("--dev-dir", opt->read.dev_dir, "where the RDMA device nodes are")
+      ->capture_default_str();
+  gpus->excludes(env_file);
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ParseEnvFile(std::string_view text) {
+  std::map<std::string, std::string> out;
+  int n = 0;
+  for (absl::string_view line : absl::StrSplit(Av(text), '\n')) {
+    ++n;
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line.front() == '#') continue;
+    if (absl::ConsumePrefix(&line, "export")) {
+      if (line.empty() || !absl::ascii_isspace(static_cast<unsigned char>(line.front()))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("line ", n, ": ", Excerpt(Sv(line)), " is not KEY=VALUE"));
+      }
+      line = absl::StripLeadingAsciiWhitespace(line);
+    }
+    const size_t eq = line.find('=');
+    const std::string_view key = Sv(line.substr(0, eq == absl::string_view::npos ? 0 : eq));
+    if (eq == absl::string_view::npos || !IsValidEnvName(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", n, ": ", Excerpt(Sv(line)), " is not KEY=VALUE"));
+    }
+    auto value = Unquote(Sv(line.substr(eq + 1)));
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", n, ": ", Av(key), ": ", value.status().message()));
+    }
+    if (out.size() >= kMaxVariables && !out.count(std::string(key))) {
+      return absl::InvalidArgumentError(absl::StrCat("more than ", kMaxVariables, " variables"));
+    }
+    out[std::string(key)] = *std::move(value);
+  }
+  return out;
+}
+
+std::string FormatDoctor(const v1::DoctorReport& r) {
+  std::string out = absl::StrCat("Doctor (", r.context(), ", variables of ", r.env_source(), ")\n");
+  std::string area;
+  for (const v1::DoctorCheck& k : r.checks()) {
+    if (k.area() != area) {
+      area = k.area();
+      absl::StrAppend(&out, "\n", absl::AsciiStrToUpper(area), "\n");
+    }
+    const std::string sev = SeverityName(k.severity());
+    absl::StrAppend(&out, "  ", sev, std::string(10 - std::min<size_t>(sev.size(), 9), ' '),
+                    k.subject().empty() ? "" : absl::StrCat(k.subject(), ": "), k.verdict(), "\n");
+    for (const std::string& e : k.evidence()) absl::StrAppend(&out, "            - ", e, "\n");
+    if (!k.fix().empty()) absl::StrAppend(&out, "            fix: ", k.fix(), "\n");
+  }
+  absl::StrAppend(&out, "\nDOCTOR ", SeverityName(r.verdict()), " - ", r.summary(), "\n");
+  return out;
+}
+
+int RunDoctor(const DoctorOptions& opt, const AnswerSource& answer) {
+  doctor::DoctorFacts f;
+  if (!opt.gpus.empty()) {
+    if (!answer.select) return Fail(absl::StrCat("--gpus needs an answer: ", answer.missing));
+    JobEnvOptions jo;
+    jo.gpus = opt.gpus;
+    auto a = AskJobEnv(answer.select, jo, /*keep_set=*/false);
+    if (!a.ok()) return Fail(std::string(a.status().message()));
+    f.env = std::map<std::string, std::string>(a->env.begin(), a->env.end());
+    f.env_source = absl::StrCat(answer.name, "'s answer for --gpus ", opt.gpus);
+  } else if (!opt.env_file.empty()) {
+    std::ifstream in(opt.env_file, std::ios::binary);
+    if (!in) return Fail(absl::StrCat(opt.env_file, ": cannot be read"));
+    std::string text(kMaxEnvFileBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxEnvFileBytes) {
+      return Fail(absl::StrCat(opt.env_file, ": larger than ", kMaxEnvFileBytes, " bytes"));
+    }
+    auto env = ParseEnvFile(text);
+    if (!env.ok()) return Fail(absl::StrCat(opt.env_file, ": ", env.status().message()));
+    f.env = *std::move(env);
+    f.env_source = absl::StrCat("--env-file ", opt.env_file);
+  } else {
+    f.env = ProcessEnvMap();
+    f.env_source = "this process";
+  }
+  // The job as a whole: the answer this process would get (its rank's), and every rank's.
+  if (answer.select) {
+    JobEnvOptions jo;
+    jo.gpus = opt.gpus.empty() ? "job" : opt.gpus;
+    jo.rank = opt.gpus.empty() ? "auto" : "none";
+    auto a = AskJobEnv(answer.select, jo, /*keep_set=*/false);
+    if (a.ok()) {
+      f.agent_env = std::map<std::string, std::string>(a->env.begin(), a->env.end());
+      for (const v1::GpuAssignment& g : a->selection.assignments()) f.gpus.push_back(g.gpu());
+      for (size_t i = 0; i < f.gpus.size() && i < kMaxRanks && f.gpus.size() > 1; ++i) {
+        jo.rank = f.gpus[i];
+        auto rank = AskJobEnv(answer.select, jo, /*keep_set=*/false);
+        if (rank.ok()) f.rank_envs[f.gpus[i]] = {rank->env.begin(), rank->env.end()};
+      }
+    } else {
+      f.agent_error = absl::StrCat(answer.name, ": ", a.status().message());
+    }
+  } else {
+    f.agent_error = answer.missing;
+  }
+  doctor::ReadOptions read = opt.read;
+  if (read.context == "host") read.context = DetectContext();
+  doctor::ReadFacts(
+      read, [&](const v1::Host& h) { return doctor::NamedDevices(f.env, h); }, f.gpus, &f);
+  const v1::DoctorReport r = doctor::Judge(f);
+  PrintOut(opt.json ? ToJson(r) : FormatDoctor(r));
+  return doctor::ExitCodeOf(r);
+}
+
+}  // namespace fabric::ctl
