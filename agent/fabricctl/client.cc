@@ -168,6 +168,13 @@ absl::StatusOr<v1::Health> AgentClient::GetHealth() {
   return out;
 }
 
+absl::StatusOr<v1::DoctorReport> AgentClient::Doctor(const v1::DoctorRequest& req) {
+  v1::DoctorReport out;
+  auto ctx = Context();
+  FABRIC_GRPC_OR_RETURN(stub_->Doctor(ctx.get(), req, &out));
+  return out;
+}
+
 absl::StatusOr<v1::PingResponse> AgentClient::Ping() {
   v1::PingResponse out;
   auto ctx = Context();

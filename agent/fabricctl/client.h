@@ -45,6 +45,7 @@ class AgentClient {
   absl::StatusOr<v1::PlaceResponse> Place(const v1::PlaceRequest& req);
   absl::StatusOr<v1::PortCountersResponse> GetPortCounters(const v1::GetPortCountersRequest& req);
   absl::StatusOr<v1::Health> GetHealth();
+  absl::StatusOr<v1::DoctorReport> Doctor(const v1::DoctorRequest& req);
   absl::StatusOr<v1::PingResponse> Ping();
   absl::StatusOr<v1::AnnounceResponse> Announce(const v1::AnnounceRequest& req);
   absl::StatusOr<v1::ListAnnouncementsResponse> ListAnnouncements(const std::string& container_id);

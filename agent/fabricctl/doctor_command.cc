@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "agent/fabric/doctor/verbs_open.h"
@@ -19,11 +20,50 @@ namespace {
 struct DoctorFlags {
   DoctorOptions doctor;
   std::string host_file = hostfile::kDefaultPath;
+  bool agent = false;
 };
+
+Outcome Finish(int code) {
+  Outcome out;
+  out.reported = true;
+  out.verdict = static_cast<v1::Severity>(code + 1);
+  return out;
+}
+
+// An error before any judgement: UNKNOWN (3), as health's, with the message on stderr.
+Outcome Unknown(absl::Status s) {
+  Outcome out(std::move(s));
+  out.verdict = v1::SEVERITY_UNKNOWN;
+  return out;
+}
+
+// --agent: the agent judges the variables against its host (the Doctor call).
+Outcome AskAgent(const CommonOptions& common, const DoctorFlags& f) {
+  v1::DoctorRequest req;
+  if (!f.doctor.env_file.empty()) {
+    auto env = ReadEnvFile(f.doctor.env_file);
+    if (!env.ok()) return Unknown(env.status());
+    req.mutable_env()->insert(env->begin(), env->end());
+  } else {
+    const auto env = ProcessEnvMap();
+    req.mutable_env()->insert(env.begin(), env.end());
+  }
+  if (!f.doctor.gpus.empty()) {
+    auto names = GpuNames(f.doctor.gpus);
+    if (!names.ok()) return Unknown(names.status());
+    for (const std::string& n : *names) req.add_gpus(n);
+  }
+  auto client = Connect(common);
+  if (!client.ok()) return Unknown(client.status());
+  auto report = (*client)->Doctor(req);
+  if (!report.ok()) return Unknown(report.status());
+  return Finish(PrintDoctor(*report, f.doctor.json));
+}
 
 // Who answers the job's SelectNics, in exec's order: discovery here when --sysfs/--procfs name
 // the roots, the published host file, else the agent.
 Outcome Run(const CLI::App* cmd, const CommonOptions& common, DoctorFlags& f) {
+  if (f.agent) return AskAgent(common, f);
   DisableDefaultPciNames();  // The doctor shows no vendor names: pci.ids is not loaded.
   // Verbs open the devices of this kernel: only when the facts are this host's own sysfs.
   if (f.doctor.read.sysfs == "/sys") f.doctor.read.open_verbs = doctor::OpenVerbsDevice;
@@ -48,11 +88,7 @@ Outcome Run(const CLI::App* cmd, const CommonOptions& common, DoctorFlags& f) {
   if (source) {
     answer.select = [&source](const v1::SelectNicsRequest& r) { return source->Select(r); };
   }
-  const int code = RunDoctor(f.doctor, answer);
-  Outcome out;
-  out.reported = true;
-  out.verdict = static_cast<v1::Severity>(code + 1);
-  return out;
+  return Finish(RunDoctor(f.doctor, answer));
 }
 
 }  // namespace
@@ -68,6 +104,10 @@ Command AddDoctor(CLI::App& app, CommonOptions& common) {
   cmd->add_option("--host-file", f->host_file,
                   "the published host to compare the job with (fabric-agent --host-file-dir)")
       ->capture_default_str();
+  cmd->add_flag("--agent", f->agent,
+                "ask the agent to judge the variables (this process's or --env-file's, for the "
+                "job's --gpus) against its host: no device nodes, limits or interfaces of this "
+                "process are judged then");
   AddAgentFlags(cmd, &common, kTargetHelp);
   return {cmd, [cmd, f, &common]() -> Outcome { return Run(cmd, common, *f); }};
 }

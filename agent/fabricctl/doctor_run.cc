@@ -29,16 +29,6 @@ constexpr size_t kMaxEnvFileBytes = 1 << 20;
 constexpr size_t kMaxVariables = 10000;
 constexpr size_t kMaxRanks = 16;  // Ranks compared with each other (a node's GPUs).
 
-std::map<std::string, std::string> ProcessEnvMap() {
-  std::map<std::string, std::string> out;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string_view kv = *e;
-    const size_t eq = kv.find('=');
-    if (eq != std::string_view::npos) out.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  return out;
-}
-
 // Containers mark themselves (podman, docker, systemd-nspawn, Kubernetes' service variables).
 std::string DetectContext() {
   if (access("/run/.containerenv", F_OK) == 0 || access("/.dockerenv", F_OK) == 0 ||
@@ -91,21 +81,18 @@ int Fail(const std::string& msg) {
 }  // namespace
 
 void AddDoctorFlags(CLI::App* cmd, DoctorOptions* opt) {
-  CLI::Option* env_file = cmd->add_option(
-      "--env-file", opt->env_file,
-      "judge the variables of this file (KEY=VALUE lines, or `fabricctl env` output) "
-      "instead of this process's");
-  CLI::Option* gpus =
-      cmd->add_option("--gpus", opt->gpus,
-                      "judge the agent's answer for these GPUs (indexes, PCI addresses, UUIDs, "
-                      "\"job\") instead of this process's variables");
+  cmd->add_option("--env-file", opt->env_file,
+                  "judge the variables of this file (KEY=VALUE lines, or `fabricctl env` output) "
+                  "instead of this process's");
+  cmd->add_option("--gpus", opt->gpus,
+                  "judge the agent's answer for these GPUs (indexes, PCI addresses, UUIDs, "
+                  "\"job\") instead of this process's variables");
   cmd->add_flag("--json", opt->json, "print the report as JSON");
   cmd->add_option("--sysfs", opt->read.sysfs, "sysfs root to discover the RDMA devices under")
       ->capture_default_str();
   cmd->add_option("--procfs", opt->read.procfs, "procfs root for discovery")->capture_default_str();
   cmd->add_option("--dev-dir", opt->read.dev_dir, "where the RDMA device nodes are")
       ->capture_default_str();
-  gpus->excludes(env_file);
 }
 
 absl::StatusOr<std::map<std::string, std::string>> ParseEnvFile(std::string_view text) {
@@ -141,6 +128,32 @@ absl::StatusOr<std::map<std::string, std::string>> ParseEnvFile(std::string_view
   return out;
 }
 
+std::map<std::string, std::string> ProcessEnvMap() {
+  std::map<std::string, std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string_view::npos) out.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ReadEnvFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
+  std::string text(kMaxEnvFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxEnvFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": larger than ", kMaxEnvFileBytes, " bytes"));
+  }
+  auto env = ParseEnvFile(text);
+  if (!env.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", env.status().message()));
+  return env;
+}
+
 std::string FormatDoctor(const v1::DoctorReport& r) {
   std::string out = absl::StrCat("Doctor (", r.context(), ", variables of ", r.env_source(), ")\n");
   std::string area;
@@ -161,6 +174,9 @@ std::string FormatDoctor(const v1::DoctorReport& r) {
 
 int RunDoctor(const DoctorOptions& opt, const AnswerSource& answer) {
   doctor::DoctorFacts f;
+  if (!opt.gpus.empty() && !opt.env_file.empty()) {
+    return Fail("--gpus judges the agent's answer for those GPUs, --env-file a file's: give one");
+  }
   if (!opt.gpus.empty()) {
     if (!answer.select) return Fail(absl::StrCat("--gpus needs an answer: ", answer.missing));
     JobEnvOptions jo;
@@ -170,16 +186,8 @@ int RunDoctor(const DoctorOptions& opt, const AnswerSource& answer) {
     f.env = std::map<std::string, std::string>(a->env.begin(), a->env.end());
     f.env_source = absl::StrCat(answer.name, "'s answer for --gpus ", opt.gpus);
   } else if (!opt.env_file.empty()) {
-    std::ifstream in(opt.env_file, std::ios::binary);
-    if (!in) return Fail(absl::StrCat(opt.env_file, ": cannot be read"));
-    std::string text(kMaxEnvFileBytes + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxEnvFileBytes) {
-      return Fail(absl::StrCat(opt.env_file, ": larger than ", kMaxEnvFileBytes, " bytes"));
-    }
-    auto env = ParseEnvFile(text);
-    if (!env.ok()) return Fail(absl::StrCat(opt.env_file, ": ", env.status().message()));
+    auto env = ReadEnvFile(opt.env_file);
+    if (!env.ok()) return Fail(std::string(env.status().message()));
     f.env = *std::move(env);
     f.env_source = absl::StrCat("--env-file ", opt.env_file);
   } else {
@@ -210,8 +218,11 @@ int RunDoctor(const DoctorOptions& opt, const AnswerSource& answer) {
   if (read.context == "host") read.context = DetectContext();
   doctor::ReadFacts(
       read, [&](const v1::Host& h) { return doctor::NamedDevices(f.env, h); }, f.gpus, &f);
-  const v1::DoctorReport r = doctor::Judge(f);
-  PrintOut(opt.json ? ToJson(r) : FormatDoctor(r));
+  return PrintDoctor(doctor::Judge(f), opt.json);
+}
+
+int PrintDoctor(const v1::DoctorReport& r, bool json) {
+  PrintOut(json ? ToJson(r) : FormatDoctor(r));
   return doctor::ExitCodeOf(r);
 }
 

@@ -31,6 +31,11 @@ void AddDoctorFlags(CLI::App* cmd, DoctorOptions* opt);
 // InvalidArgument naming the line for anything else (an unterminated quote, a bad name).
 absl::StatusOr<std::map<std::string, std::string>> ParseEnvFile(std::string_view text);
 
+// ParseEnvFile over the file at `path` (at most 1 MiB).
+absl::StatusOr<std::map<std::string, std::string>> ReadEnvFile(const std::string& path);
+// This process's environment.
+std::map<std::string, std::string> ProcessEnvMap();
+
 // The report as the terminal shows it: checks by area, evidence and fix under each, then the
 // verdict line ("DOCTOR CRITICAL - NCCL will fall back to sockets: ...").
 std::string FormatDoctor(const v1::DoctorReport& r);
@@ -46,5 +51,7 @@ struct AnswerSource {
 // Reads the facts, judges them and prints the report; returns the exit code (0 OK, 1 WARNING,
 // 2 CRITICAL, 3 UNKNOWN, and 3 when there is nothing to judge: an unreadable --env-file).
 int RunDoctor(const DoctorOptions& opt, const AnswerSource& answer);
+// Prints `r` as --json asks; returns its exit code.
+int PrintDoctor(const v1::DoctorReport& r, bool json);
 
 }  // namespace fabric::ctl

@@ -10,6 +10,7 @@
 // (agent/fabricctl/job_env.h). Exit: 2 for every error before the command runs (exec) or a bad
 // request (env), 1 when env has no answer; after execve the command's own.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -151,12 +152,30 @@ int main(int argc, char** argv) {
     return fabric::docs::PrintGenerated(*kind, fabric::Page(app),
                                         fabric::docs::CompletionOf(app, "fabric-env"));
   }
-  // exec's command after "--" is left with the top level: collected there, refused for env.
+  // Everything after the first "--" is the command's, never fabric-env's: CLI11 would give a
+  // `--host-file` there to the top level, and the command would lose it.
+  std::vector<std::string> args(argv, argv + argc);
+  std::vector<std::string> command;
+  if (auto dd = std::find(args.begin() + 1, args.end(), "--"); dd != args.end()) {
+    command.assign(dd + 1, args.end());
+    args.erase(dd, args.end());
+  }
+  // Words of a command given without "--" (exec's prefix form) are left with the top level.
   app.allow_extras();
   try {
-    app.parse(argc, argv);
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend() - 1));  // CLI11: reversed.
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  std::vector<std::string> given = exec->remaining();
+  if (given.empty()) given = app.remaining();
+  if (!given.empty() && args.size() < static_cast<size_t>(argc)) given.push_back("--");
+  given.insert(given.end(), command.begin(), command.end());
+  if (!exec->parsed() && !given.empty()) {
+    return fabric::Fail(absl::InvalidArgumentError(absl::StrCat(env->parsed() ? "env" : "doctor",
+                                                                " takes no command (",
+                                                                given.front(), "): exec runs one")),
+                        2);
   }
   if (doctor->parsed()) {
     fabric::DisableDefaultPciNames();
@@ -167,13 +186,6 @@ int main(int argc, char** argv) {
     return fabric::ctl::RunDoctor(doctor_opt, fabric::DoctorAnswer(host_file, job, &view));
   }
   if (env->parsed()) {
-    std::vector<std::string> extra = app.remaining();
-    if (extra.empty()) extra = env->remaining();
-    if (!extra.empty()) {
-      return fabric::Fail(absl::InvalidArgumentError(absl::StrCat(
-                              "env takes no command (", extra.front(), "): exec runs one")),
-                          2);
-    }
     absl::Status s = fabric::ctl::RunEnv(
         [&](const fabric::v1::SelectNicsRequest& r) -> absl::StatusOr<fabric::v1::Selection> {
           auto view = fabric::ViewHere(host_file);
@@ -188,11 +200,10 @@ int main(int argc, char** argv) {
     if (s.ok()) return 0;
     return fabric::Fail(s, absl::IsInvalidArgument(s) ? 2 : 1);
   }
-  fabric::ctl::ExecRequest req{.argv = exec->remaining(),
+  fabric::ctl::ExecRequest req{.argv = std::move(given),
                                .dry_run = dry_run,
                                .best_effort = best_effort,
                                .program = "fabric-env"};
-  if (req.argv.empty()) req.argv = app.remaining();
   absl::Status s = fabric::ctl::ExecWithJobEnv(
       req, [&](std::vector<std::string>* notes) -> absl::StatusOr<fabric::ctl::JobEnvAnswer> {
         auto view = fabric::ViewHere(host_file);

@@ -171,6 +171,65 @@ TEST_F(FabricEnvTest, ExecHandsItOverAndTheCallersSettingsWin) {
   EXPECT_EQ(p->get()->Stdout(), absl::StrCat(p->get()->pid(), "\n"));
 }
 
+// Everything after "--" is the command's: a --host-file there was once taken by fabric-env's
+// own top level (the command lost it, and fabric-env read another file).
+TEST_F(FabricEnvTest, TheCommandKeepsItsOwnOptions) {
+  StartAgent("roce-9port");
+  RunResult r = Env({}, {"exec", "--", "echo", "--host-file=/nonexistent", "--", "x"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "--host-file=/nonexistent -- x\n");
+  EXPECT_EQ(Env({}, {"exec", "echo", "--host-file=/nonexistent", "--", "y"}).out,
+            "--host-file=/nonexistent -- y\n");
+  RunResult env = Env({}, {"env", "--", "x"});
+  EXPECT_EQ(env.status, 2);
+  EXPECT_THAT(env.err, HasSubstr("env takes no command (x)"));
+}
+
+// The doctor in the job that fabric-env exec started: the answer it handed over is the agent's
+// (the job check), and the published host is what it is compared with.
+TEST_F(FabricEnvTest, DoctorComparesTheJobWithThePublishedHost) {
+  StartAgent("roce-9port");
+  const std::vector<std::string> job = {"CUDA_VISIBLE_DEVICES=0,1", "LOCAL_RANK=1"};
+  RunResult same = Env(job, {"exec", "--", testing::kFabricEnvBinary, "--host-file=" + host_file_,
+                             "doctor", "--json"});
+  EXPECT_THAT(same.out, HasSubstr("the job's fabric variables are the agent's answer for it"))
+      << same.out << same.err;
+  EXPECT_THAT(same.out, HasSubstr("NCCL's variables are the same for the job's 2 GPUs"));
+  // A job that set NCCL_IB_HCA itself differs from the agent's answer.
+  std::vector<std::string> own = job;
+  own.push_back("NCCL_IB_HCA=mlx5_1");
+  RunResult differs = Env(own, {"exec", "--", testing::kFabricEnvBinary,
+                                "--host-file=" + host_file_, "doctor", "--json"});
+  EXPECT_THAT(differs.out, HasSubstr("NCCL_IB_HCA=\\\"mlx5_1\\\", the agent gives"))
+      << differs.out << differs.err;
+  EXPECT_GE(differs.status, 1);
+}
+
+// The agent's Doctor call (fabricctl doctor --agent): the variables alone, against its host.
+TEST_F(FabricEnvTest, TheAgentJudgesAJobsVariables) {
+  StartAgent("roce-9port");
+  const std::string target = "--target=unix://" + socket_;
+  RunResult answer = Run(testing::kFabricctlBinary, {}, {target, "env", "--gpus=0,1"});
+  ASSERT_EQ(answer.status, 0) << answer.err;
+  const std::string good = dir_ + "/good.env", bad = dir_ + "/bad.env";
+  { std::ofstream(good) << answer.out; }
+  { std::ofstream(bad) << answer.out << "NCCL_IB_DISABLE=1\n"; }
+  RunResult ok = Run(testing::kFabricctlBinary, {},
+                     {target, "doctor", "--agent", "--gpus=0,1", "--env-file=" + good, "--json"});
+  EXPECT_EQ(ok.status, 0) << ok.out << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("\"context\": \"agent\""));
+  EXPECT_THAT(ok.out, HasSubstr("NCCL will use NET/IB with GPUDirect over mlx5_1:1"));
+  RunResult off = Run(testing::kFabricctlBinary, {},
+                      {target, "doctor", "--agent", "--gpus=0,1", "--env-file=" + bad, "--json"});
+  EXPECT_EQ(off.status, 2) << off.out << off.err;
+  EXPECT_THAT(off.out, HasSubstr("NCCL will fall back to sockets: NCCL_IB_DISABLE=1"));
+  // No agent: UNKNOWN, and why.
+  RunResult none = Run(testing::kFabricctlBinary, {},
+                       {"--target=unix:///nonexistent.sock", "doctor", "--agent"});
+  EXPECT_EQ(none.status, 3) << none.out;
+  EXPECT_THAT(none.err, HasSubstr("nonexistent.sock"));
+}
+
 TEST_F(FabricEnvTest, EveryFaultBeforeTheCommandExitsTwoWithOneLine) {
   StartAgent("roce-9port");
   const std::string corrupt = dir_ + "/corrupt.pb";

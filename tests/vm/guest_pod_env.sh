@@ -1,16 +1,21 @@
 #!/bin/bash
-# Runs inside the rig's guest: `rig.sh run -- guest_pod_env.sh FABRIC_AGENT FABRIC_CNI FABRIC_ENV`.
+# Runs inside the rig's guest:
+#   `rig.sh run -- guest_pod_env.sh FABRIC_AGENT FABRIC_CNI FABRIC_ENV FABRICCTL`.
 # Issue 34 on real RoCE GIDs: two "pods" (network namespaces) each get a macvlan of rxe0's netdev
 # in one subnet, so the kernel lists both pods' addresses in rxe0's GID table (shared RDMA mode).
 # The real fabric-cni ADD (envDir = the agent's published host directory) records each pod's
 # port and GID; fabric-env inside each pod must answer with that pod's own GID index (different
 # for the two pods, equal to the kernel's index of the pod's address), run a command unchanged in
 # a pod without a record, and DEL must leave no record.
+# Issue 35: the doctor in pod 1, on the kernel's own GID table and real verbs (fabricctl opens
+# rxe0 with ibv_open_device): the answer fabric-env exec hands over is OK; pod 2's GID index and
+# the parent netdev's (the address of the namespace the macvlan came from) are not this pod's.
 set -uo pipefail
 
 agent="${1:?usage: guest_pod_env.sh FABRIC_AGENT FABRIC_CNI FABRIC_ENV}"
 cni="${2:?usage: guest_pod_env.sh FABRIC_AGENT FABRIC_CNI FABRIC_ENV}"
-fenv="${3:?usage: guest_pod_env.sh FABRIC_AGENT FABRIC_CNI FABRIC_ENV}"
+fenv="${3:?usage: guest_pod_env.sh FABRIC_AGENT FABRIC_CNI FABRIC_ENV FABRICCTL}"
+ctl="${4:?usage: guest_pod_env.sh FABRIC_AGENT FABRIC_CNI FABRIC_ENV FABRICCTL}"
 # shellcheck source-path=SCRIPTDIR source=guest_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 dir=/run/fabric-env-test
@@ -97,6 +102,40 @@ for n in 1 2; do
   grep -qx "UCX_IB_GID_INDEX=${gid[$n]}" <<<"$ran" && ok "fabric-env exec in pod$n: UCX_IB_GID_INDEX=${gid[$n]}" ||
     fail "fabric-env exec in pod$n: $ran"
 done
+
+# doctor_check NAME WANT_EXIT WANT_JSON_PART ARGS...: the doctor in pod 1, its JSON report.
+doctor_check() {
+  local name=$1 want=$2 part=$3 report rc
+  report=$(ip netns exec pod1 env -i PATH=/usr/bin:/bin "${@:4}" 2>"$out/doctor.err")
+  rc=$?
+  if ((rc == want)) && grep -q -- "$part" <<<"$report"; then
+    ok "doctor: $name (exit $rc, $part)"
+  else
+    fail "doctor: $name: exit $rc (want $want), no $part in: $report $(cat "$out/doctor.err")"
+  fi
+}
+ulimit -n 65536 # A job's own setting: the doctor warns about 1024 (NCCL's sockets).
+parent_addr=$(ip -4 -br addr show dev "$netdev" | awk '{print $3}' | cut -d/ -f1)
+parent_gid=$(gid_of "$parent_addr")
+# What fabric-env exec hands the job is judged OK, NET/IB over rxe0 with pod 1's own GID.
+doctor_check "the job's own answer" 0 '"verdict": "SEVERITY_OK"' \
+  "$fenv" --host-file="$dir/host.pb" exec -- "$fenv" --host-file="$dir/host.pb" doctor --json
+doctor_check "pod 1's own GID" 0 "\"verdict\": \"GID index ${gid[1]} (RoCE v2, ${addr[1]}, this namespace's own)\"" \
+  "$fenv" --host-file="$dir/host.pb" exec -- "$fenv" --host-file="$dir/host.pb" doctor --json
+# Real ibv_open_device and ibv_query_port from the pod (fabricctl, dynamic).
+doctor_check "fabricctl opens $dev with verbs" 0 "\"verdict\": \"NCCL will open $dev:1\"" \
+  "$fenv" --host-file="$dir/host.pb" exec -- "$ctl" doctor --json --host-file="$dir/host.pb"
+doctor_check "pod 2's GID index" 2 '"check": "gid_not_ours"' NCCL_IB_GID_INDEX="${gid[2]}" \
+  "$fenv" --host-file="$dir/host.pb" exec -- "$fenv" --host-file="$dir/host.pb" doctor --json
+if [[ -n "$parent_gid" ]]; then
+  doctor_check "the parent's GID index $parent_gid" 2 '"check": "gid_not_ours"' \
+    NCCL_IB_GID_INDEX="$parent_gid" \
+    "$fenv" --host-file="$dir/host.pb" exec -- "$fenv" --host-file="$dir/host.pb" doctor --json
+else
+  fail "no RoCE v2 GID of $netdev's own address $parent_addr"
+fi
+doctor_check "NCCL_IB_DISABLE=1" 2 '"transport": "NCCL_TRANSPORT_NET_SOCKET"' NCCL_IB_DISABLE=1 \
+  "$fenv" --host-file="$dir/host.pb" exec -- "$fenv" --host-file="$dir/host.pb" doctor --json
 
 # A pod without a record (no fabric-cni in its network): the command runs unchanged.
 ip netns add pod3 && ip -n pod3 link set lo up

@@ -290,8 +290,9 @@ TEST_F(AccessTest, UndecodableAndOversizeRequestsAreRefusedForEveryMethod) {
   const std::string huge((1 << 20) + 1, '\0');
   grpc::Slice huge_slice(huge.data(), huge.size());
   const grpc::ByteBuffer oversize(&huge_slice, 1);
-  for (const char* m : {"GetInventory", "SelectNics", "Place", "GetHealth", "Ping", "Announce",
-                        "ListAnnouncements", "RunProbe", "ListProbeResults", "GetPortCounters"}) {
+  for (const char* m :
+       {"GetInventory", "SelectNics", "Place", "GetHealth", "Ping", "Announce", "ListAnnouncements",
+        "RunProbe", "ListProbeResults", "GetPortCounters", "Doctor"}) {
     const std::string path = absl::StrCat("/fabric.v1.FabricAgent/", m);
     grpc::internal::RpcMethod method(path.c_str(), grpc::internal::RpcMethod::NORMAL_RPC);
     grpc::ByteBuffer out;

@@ -45,7 +45,7 @@ using RawMethods = v1::FabricAgent::WithRawCallbackMethod_GetInventory<
                             v1::FabricAgent::WithRawCallbackMethod_RunProbe<
                                 v1::FabricAgent::WithRawCallbackMethod_ListProbeResults<
                                     v1::FabricAgent::WithRawCallbackMethod_GetPortCounters<
-                                        B>>>>>>>>>>>;
+                                        v1::FabricAgent::WithRawCallbackMethod_Doctor<B>>>>>>>>>>>>;
 using FabricAgentBase = RawMethods<v1::FabricAgent::Service>;
 
 // Refusals of the API, for metrics: control calls denied, requests over a limit.
@@ -101,6 +101,7 @@ class FabricAgentService final : public FabricAgentBase {
   Reactor* RunProbe(Ctx* ctx, const Bytes* req, Bytes* out) override;
   Reactor* ListProbeResults(Ctx* ctx, const Bytes* req, Bytes* out) override;
   Reactor* GetPortCounters(Ctx* ctx, const Bytes* req, Bytes* out) override;
+  Reactor* Doctor(Ctx* ctx, const Bytes* req, Bytes* out) override;
 
  private:
   absl::StatusOr<std::shared_ptr<const Snapshot>> Ready() const;
@@ -111,6 +112,8 @@ class FabricAgentService final : public FabricAgentBase {
   std::optional<Caller> CallerOf(const grpc::ServerContextBase& ctx) const;
   // SelectNics' answer as serialized bytes, from the cache or computed into it.
   absl::StatusOr<std::shared_ptr<const std::string>> Select(const v1::SelectNicsRequest& req);
+  // Doctor's judgement of a job's variables against this host (doctor_call.cc).
+  absl::StatusOr<v1::DoctorReport> JudgeJob(const v1::DoctorRequest& req);
 
   // A unary call: decodes the request, runs `fn` (here, or on a thread of its own when
   // `blocking`), encodes the answer.

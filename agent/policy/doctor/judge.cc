@@ -63,6 +63,14 @@ std::string Ports(const std::vector<std::string>& ports) {
   return absl::StrJoin(ports, ", ");
 }
 
+// NET/IB, but a CRITICAL check that stops it short of working: the first one's verdict.
+std::string But(const v1::DoctorReport& r) {
+  for (const v1::DoctorCheck& k : r.checks()) {
+    if (k.severity() == v1::SEVERITY_CRITICAL) return absl::StrCat(", but ", k.verdict());
+  }
+  return "";
+}
+
 std::string Summary(const v1::DoctorReport& r, const Ctx& c) {
   std::vector<std::string> ports(r.devices().begin(), r.devices().end());
   switch (r.transport()) {
@@ -71,9 +79,9 @@ std::string Summary(const v1::DoctorReport& r, const Ctx& c) {
     case v1::NCCL_TRANSPORT_NET_SOCKET:
       return absl::StrCat("NCCL will fall back to sockets: ", c.socket_why);
     case v1::NCCL_TRANSPORT_NET_IB_GDRDMA:
-      return absl::StrCat("NCCL will use NET/IB with GPUDirect over ", Ports(ports));
+      return absl::StrCat("NCCL will use NET/IB with GPUDirect over ", Ports(ports), But(r));
     case v1::NCCL_TRANSPORT_NET_IB:
-      return absl::StrCat("NCCL will use NET/IB over ", Ports(ports));
+      return absl::StrCat("NCCL will use NET/IB over ", Ports(ports), But(r));
     default:
       return absl::StrCat("NCCL's transport is not judged: ", c.unjudged_why);
   }

@@ -322,18 +322,17 @@ void JudgeGids(Ctx& c) {
       const auto slot = std::find_if(table.begin(), table.end(),
                                      [&](const rdma::GidSlot& s) { return s.index == pick; });
       // The index of this namespace's own address, to offer as the fix.
-      std::string ours;
+      std::string fix =
+          "set NCCL_IB_GID_INDEX to the RoCE v2 GID of this container's address (`fabricctl "
+          "env` renders it)";
       for (const rdma::GidSlot& s : table) {
         auto v4 = rdma::GidIpv4(s.gid);
-        if (ours.empty() && s.kind == rdma::GidKind::kRoceV2 && v4 && own.count(*v4)) {
-          ours = absl::StrCat(s.index, " (", *v4, ")");
+        if (s.kind == rdma::GidKind::kRoceV2 && v4 && own.count(*v4)) {
+          fix = absl::StrCat("set NCCL_IB_GID_INDEX=", s.index,
+                             ": the RoCE v2 GID of this namespace's address ", *v4);
+          break;
         }
       }
-      const std::string fix =
-          ours.empty() ? "set NCCL_IB_GID_INDEX to the RoCE v2 GID of this container's address "
-                         "(`fabricctl env` renders it)"
-                       : absl::StrCat("set NCCL_IB_GID_INDEX=", ours.substr(0, ours.find(' ')),
-                                      ": the RoCE v2 GID of this namespace's ", ours);
       if (slot == table.end()) {
         Add(c, "gids", "gid_empty", v1::SEVERITY_CRITICAL, subject,
             absl::StrCat("NCCL uses GID index ", pick, ", an empty slot: its QPs do not connect"))

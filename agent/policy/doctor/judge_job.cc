@@ -58,14 +58,11 @@ v1::DistanceClass GdrLevel(const Ctx& c, std::vector<std::string>* problems) {
   return v1::DISTANCE_CLASS_PXB;
 }
 
-std::vector<std::string> JobGpus(const Ctx& c) {
-  if (!c.f.gpus.empty()) return c.f.gpus;
-  std::vector<std::string> out;
-  if (!c.f.host) return out;
-  for (const v1::Accelerator& a : c.f.host->accelerators()) {
-    if (!a.management_display()) out.push_back(a.pci_address());
+bool HasGpus(const v1::Host& host) {
+  for (const v1::Accelerator& a : host.accelerators()) {
+    if (!a.management_display()) return true;
   }
-  return out;
+  return false;
 }
 
 // Variables that decide which NICs, GIDs and interfaces the consumers use.
@@ -81,8 +78,10 @@ bool Decides(const std::string& key) {
 void JudgeGpuDirect(Ctx& c) {
   if (c.r->transport() != v1::NCCL_TRANSPORT_NET_IB || !c.f.host) return;
   const v1::Host& host = *c.f.host;
-  const std::vector<std::string> gpus = JobGpus(c);
-  if (gpus.empty()) return;
+  // The job's GPUs come with the agent's answer; without it the host's GPUs are not the job's
+  // (sysfs shows a container all of them): the path is judged, the distance is not.
+  const std::vector<std::string>& gpus = c.f.gpus;
+  if (!HasGpus(host)) return;
   const v1::GpuDirect& gd = host.gpudirect();
   std::vector<std::string> mechanisms;
   for (const v1::GpuDirectPath& p : gd.paths()) mechanisms.push_back(p.detail());
@@ -114,6 +113,11 @@ void JudgeGpuDirect(Ctx& c) {
     const std::string line = absl::StrCat(g, ": nearest NIC ", best->rdma_device(), " is ",
                                           ClassName(best->distance()), " (", best->reason(), ")");
     (best->distance() <= level ? near : far).push_back(line);
+  }
+  if (gpus.empty()) {
+    c.r->mutable_checks()->rbegin()->add_evidence(
+        "the job's GPUs are not known here (no answer from the agent): their distance to the "
+        "NICs is not judged");
   }
   if (!far.empty() || !problems.empty()) {
     v1::DoctorCheck* k =

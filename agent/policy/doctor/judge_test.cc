@@ -262,6 +262,28 @@ TEST(JudgeTest, PrefixMatchTakesMlx5_10) {
   EXPECT_THAT(r.devices(), Contains(HasSubstr("mlx5_10:")));
 }
 
+// Sysfs shows a container every GPU of the host: without the agent's answer none is the job's,
+// so no GPU is judged too far from the job's NIC (the path itself still is).
+TEST(JudgeTest, UnknownJobGpusAreNotTheHostsGpus) {
+  DoctorFacts f = Good();
+  f.gpus.clear();
+  const v1::DoctorReport r = Judge(f);
+  EXPECT_EQ(Find(r, "gdr_distance"), nullptr) << r.DebugString();
+  EXPECT_EQ(r.verdict(), v1::SEVERITY_OK);
+  EXPECT_EQ(r.transport(), v1::NCCL_TRANSPORT_NET_IB_GDRDMA);
+}
+
+TEST(JudgeTest, SummaryNamesWhatStopsNetIb) {
+  DoctorFacts f = Good();
+  f.env["NCCL_IB_GID_INDEX"] = "9";
+  const v1::DoctorReport r = Judge(f);
+  EXPECT_EQ(r.summary(),
+            "NCCL will use NET/IB with GPUDirect over mlx5_1:1, but NCCL uses GID index 9, an "
+            "empty slot: its QPs do not connect");
+  EXPECT_EQ(Find(r, "gid_empty")->fix(),
+            "set NCCL_IB_GID_INDEX=3: the RoCE v2 GID of this namespace's address 25.11.128.11");
+}
+
 TEST(JudgeTest, AgentContextJudgesVariablesAlone) {
   DoctorFacts f = Good();
   f.context = "agent";

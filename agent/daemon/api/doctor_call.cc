@@ -1,0 +1,56 @@
+// The Doctor call: a job's variables judged against the agent's host (agent/policy/doctor). The
+// caller's process is not known here (its device nodes, limits, network namespace): those checks
+// are `fabricctl doctor`'s inside the job; the agent adds its own answer for the job's GPUs and
+// every rank's NCCL lines.
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "agent/daemon/api/service.h"
+#include "agent/policy/doctor/judge.h"
+
+namespace fabric {
+namespace {
+
+constexpr int kMaxVariables = 10000;
+constexpr size_t kMaxRanks = 16;
+
+}  // namespace
+
+absl::StatusOr<v1::DoctorReport> FabricAgentService::JudgeJob(const v1::DoctorRequest& req) {
+  if (req.env_size() > kMaxVariables) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request has ", req.env_size(), " variables; at most ", kMaxVariables));
+  }
+  auto s = Ready();
+  if (!s.ok()) return s.status();
+  doctor::DoctorFacts f;
+  f.context = "agent";
+  f.env_source = "the request";
+  f.env.insert(req.env().begin(), req.env().end());
+  f.host = *(*s)->host;
+  // The agent's answer for the job (its GPUs, or all), and each rank's.
+  v1::SelectNicsRequest sel_req;
+  sel_req.mutable_gpus()->CopyFrom(req.gpus());
+  sel_req.set_all(req.gpus().empty());
+  auto bytes = Select(sel_req);
+  if (absl::IsInvalidArgument(bytes.status())) return bytes.status();
+  v1::Selection sel;
+  if (!bytes.ok() || !sel.ParseFromString(**bytes)) {
+    f.agent_error = absl::StrCat("the agent has no answer for the job: ", bytes.status().message());
+  } else {
+    f.agent_env.emplace(sel.env().begin(), sel.env().end());
+    for (const v1::GpuAssignment& a : sel.assignments()) f.gpus.push_back(a.gpu());
+    for (size_t i = 0; i < f.gpus.size() && i < kMaxRanks && f.gpus.size() > 1; ++i) {
+      sel_req.set_rank_gpu(f.gpus[i]);
+      v1::Selection rank;
+      if (auto b = Select(sel_req); b.ok() && rank.ParseFromString(**b)) {
+        f.rank_envs[f.gpus[i]] = {rank.env().begin(), rank.env().end()};
+      }
+    }
+  }
+  return doctor::Judge(f);
+}
+
+}  // namespace fabric
