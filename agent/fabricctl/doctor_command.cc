@@ -70,9 +70,17 @@ Outcome Run(const CLI::App* cmd, const CommonOptions& common, DoctorFlags& f) {
   std::unique_ptr<HostSource> source;
   AnswerSource answer;
   std::shared_ptr<hostfile::HostFile> file;
+  std::shared_ptr<v1::Host> discovered;
   if (cmd->count("--sysfs") + cmd->count("--procfs") > 0) {
-    source = LocalHostSource({f.doctor.read.sysfs, f.doctor.read.procfs, ""});
+    // One discovery answers for the agent (its default policy) and is the facts' host.
+    auto host = LocalHostSource({f.doctor.read.sysfs, f.doctor.read.procfs, ""})->Inventory();
+    if (!host.ok()) return Unknown(host.status());
+    discovered = std::make_shared<v1::Host>(*std::move(host));
+    f.doctor.read.host = discovered.get();
     answer.name = absl::StrCat("discovery from ", f.doctor.read.sysfs);
+    answer.select = [discovered, where = f.doctor.read.sysfs](const v1::SelectNicsRequest& r) {
+      return SelectOnHost(*discovered, v1::SelectionPolicy(), r, absl::StrCat("under ", where));
+    };
   } else if (auto read = hostfile::ReadHostFile(f.host_file);
              read.ok() && common.target == kDefaultTarget) {
     file = std::make_shared<hostfile::HostFile>(*std::move(read));

@@ -49,13 +49,15 @@ START_TIMEOUT = 20.0   # Seconds for the agent to accept on its socket and repor
 
 def import_generated(python_dir):
     """Imports the modules proto/CMakeLists.txt generated into python_dir."""
-    global pb, pb_grpc, fabric_health_pb2, probe_pb2
+    global pb, pb_grpc, fabric_health_pb2, probe_pb2, doctor_pb2
     global health_pb2, health_pb2_grpc, reflection_pb2, reflection_pb2_grpc
     sys.path.insert(0, python_dir)
     from fabric.v1 import agent_pb2, agent_pb2_grpc, health_pb2 as fh, probe_pb2 as pp
+    from fabric.v1 import doctor_pb2 as dp
     from grpc_std import health_pb2 as h, health_pb2_grpc as hg
     from grpc_std import reflection_pb2 as r, reflection_pb2_grpc as rg
     pb, pb_grpc, fabric_health_pb2, probe_pb2 = agent_pb2, agent_pb2_grpc, fh, pp
+    doctor_pb2 = dp
     health_pb2, health_pb2_grpc, reflection_pb2, reflection_pb2_grpc = h, hg, r, rg
 
 
@@ -183,6 +185,24 @@ class AgentTest(unittest.TestCase):
         health = self.stub.GetHealth(pb.GetHealthRequest(), timeout=CALL_TIMEOUT)
         self.assertNotEqual(health.verdict, fabric_health_pb2.SEVERITY_UNSPECIFIED, health)
         self.assertIn(health.verdict, fabric_health_pb2.Severity.values(), health)
+
+    def test_doctor_judges_a_jobs_variables(self):
+        self.start_agent()
+        sel = self.stub.SelectNics(pb.SelectNicsRequest(gpus=["0000:1a:00.0"]),
+                                   timeout=CALL_TIMEOUT)
+        env = dict(sel.env)
+        report = self.stub.Doctor(doctor_pb2.DoctorRequest(env=env, gpus=["0000:1a:00.0"]),
+                                  timeout=CALL_TIMEOUT)
+        self.assertEqual(report.verdict, fabric_health_pb2.SEVERITY_OK, report)
+        self.assertEqual(report.transport, doctor_pb2.NCCL_TRANSPORT_NET_IB_GDRDMA, report)
+        self.assertEqual(list(report.devices), ["mlx5_1:1"])
+        self.assertEqual(report.context, "agent")
+        env["NCCL_NET"] = "Socket"
+        report = self.stub.Doctor(doctor_pb2.DoctorRequest(env=env, gpus=["0000:1a:00.0"]),
+                                  timeout=CALL_TIMEOUT)
+        self.assertEqual(report.verdict, fabric_health_pb2.SEVERITY_CRITICAL, report)
+        self.assertEqual(report.transport, doctor_pb2.NCCL_TRANSPORT_NET_SOCKET, report)
+        self.assertIn("nccl_net", [c.check for c in report.checks])
 
     def test_invalid_requests_name_the_bad_value(self):
         self.start_agent()

@@ -238,7 +238,9 @@ void ReadFacts(const ReadOptions& opt, const NamedFn& named, const std::vector<s
   facts->context = opt.context;
   const HostFsImpl sys(opt.sysfs);
   const HostFsImpl proc(opt.procfs);
-  if (auto host = Discover(sys, proc); host.ok()) {
+  if (opt.host != nullptr) {
+    facts->host = *opt.host;
+  } else if (auto host = Discover(sys, proc); host.ok()) {
     facts->host = *std::move(host);
   } else {
     facts->host_error = Message(host.status());

@@ -23,6 +23,9 @@ struct ReadOptions {
   std::function<VerbsOpen(const std::string&)> open_verbs;
   bool look_for_libibverbs = false;  // The static helper: search for the library instead.
   size_t max_verbs_opens = 64;
+  // The host already discovered from `sysfs` and `procfs` by the caller (one discovery per run
+  // on a 512-VF host); null: ReadFacts discovers it.
+  const v1::Host* host = nullptr;
   // The LD_LIBRARY_PATH the job's loader searches first; nullopt: this process's.
   std::optional<std::string> ld_library_path;
   // Searched after LD_LIBRARY_PATH: the loader's usual directories (ld.so.cache aside).

@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/errno.h"
+#include "agent/common/excerpt.h"
 #include "agent/policy/doctor/judge_internal.h"
 #include "agent/policy/doctor/nccl_gid.h"
 #include "agent/rdma/gid.h"
@@ -189,6 +191,30 @@ void JudgeList(Ctx& c, const char* var, const DeviceList& list, bool nccl_syntax
   }
 }
 
+// The other libraries' GID index variables: one that differs from NCCL's pick puts another
+// address on the wire for the same job (UCX/NIXL, NVSHMEM, Mooncake, UCCL).
+void ConsumerGids(Ctx& c, const std::string& subject, int pick,
+                  const std::vector<rdma::GidSlot>& table) {
+  for (const char* var :
+       {"UCX_IB_GID_INDEX", "NVSHMEM_IB_GID_INDEX", "MC_GID_INDEX", "UCCL_IB_GID_INDEX"}) {
+    const std::string* v = c.Var(var);
+    if (v == nullptr || v->empty()) continue;
+    char* end = nullptr;
+    const long n = std::strtol(v->c_str(), &end, 10);
+    if (*end != '\0' || n == pick) continue;
+    const auto slot = std::find_if(table.begin(), table.end(),
+                                   [&](const rdma::GidSlot& s) { return s.index == n; });
+    v1::DoctorCheck* k =
+        Add(c, "gids", "gid_consumers_differ", v1::SEVERITY_WARNING, subject,
+            absl::StrCat(var, "=", Excerpt(*v), " but NCCL uses GID index ", pick,
+                         ": the libraries of one job put different addresses on the wire"));
+    k->add_evidence(slot == table.end()
+                        ? absl::StrCat("index ", Excerpt(*v), " is an empty slot")
+                        : absl::StrCat("index ", n, " holds ", rdma::FormatGid(slot->gid)));
+    k->set_fix(absl::StrCat("set ", var, "=", pick, " (`fabricctl env` renders all of them)"));
+  }
+}
+
 }  // namespace
 
 void JudgeDevices(Ctx& c) {
@@ -321,6 +347,7 @@ void JudgeGids(Ctx& c) {
       const int pick = NcclGidPick(table, len, rule);
       const auto slot = std::find_if(table.begin(), table.end(),
                                      [&](const rdma::GidSlot& s) { return s.index == pick; });
+      ConsumerGids(c, subject, pick, table);
       // The index of this namespace's own address, to offer as the fix.
       std::string fix =
           "set NCCL_IB_GID_INDEX to the RoCE v2 GID of this container's address (`fabricctl "

@@ -14,27 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/excerpt.h"
+#include "agent/inventory/topology/topology.h"
 #include "agent/policy/doctor/judge_internal.h"
 
 namespace fabric::doctor::judge_internal {
 namespace {
-
-const char* ClassName(v1::DistanceClass d) {
-  switch (d) {
-    case v1::DISTANCE_CLASS_PIX:
-      return "PIX";
-    case v1::DISTANCE_CLASS_PXB:
-      return "PXB";
-    case v1::DISTANCE_CLASS_PHB:
-      return "PHB";
-    case v1::DISTANCE_CLASS_NODE:
-      return "NODE";
-    case v1::DISTANCE_CLASS_SYS:
-      return "SYS";
-    default:
-      return "unknown";
-  }
-}
 
 // NCCL_NET_GDR_LEVEL (default PXB: GPUDirect only through PCIe switches). NCCL's PHB covers
 // our NODE (both cross the CPU without the inter-socket link).
@@ -110,8 +94,9 @@ void JudgeGpuDirect(Ctx& c) {
       if (best == nullptr || t.distance() < best->distance()) best = &t;
     }
     if (best == nullptr) continue;
-    const std::string line = absl::StrCat(g, ": nearest NIC ", best->rdma_device(), " is ",
-                                          ClassName(best->distance()), " (", best->reason(), ")");
+    const std::string line =
+        absl::StrCat(g, ": nearest NIC ", best->rdma_device(), " is ",
+                     DistanceName(best->distance()), " (", best->reason(), ")");
     (best->distance() <= level ? near : far).push_back(line);
   }
   if (gpus.empty()) {
@@ -123,7 +108,7 @@ void JudgeGpuDirect(Ctx& c) {
     v1::DoctorCheck* k =
         Add(c, "gpudirect", "gdr_distance", v1::SEVERITY_WARNING, "NCCL_NET_GDR_LEVEL",
             absl::StrCat(far.size(), " GPU", far.size() == 1 ? " is" : "s are",
-                         " farther from its NIC than NCCL_NET_GDR_LEVEL (", ClassName(level),
+                         " farther from its NIC than NCCL_NET_GDR_LEVEL (", DistanceName(level),
                          ") allows: no GPUDirect for ", far.size() == 1 ? "it" : "them"));
     for (const std::string& s : far) k->add_evidence(s);
     for (const std::string& s : problems) k->add_evidence(s);

@@ -30,7 +30,8 @@ DoctorFacts Good() {
   f.env = {{"NCCL_IB_HCA", "=mlx5_1:1"},
            {"NCCL_IB_GID_INDEX", "3"},
            {"NCCL_SOCKET_IFNAME", "=eth1"},
-           {"UCX_NET_DEVICES", "mlx5_1:1"}};
+           {"UCX_NET_DEVICES", "mlx5_1:1"},
+           {"UCX_IB_GID_INDEX", "3"}};
   f.host = testing::DiscoveredExampleHost("roce-9port");
   f.dev_nodes = std::vector<NodeOpen>{{"rdma_cm"}, {"uverbs1"}};
   ProcessLimits l;
@@ -199,6 +200,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "gid_empty", v1::SEVERITY_CRITICAL, v1::NCCL_TRANSPORT_NET_IB_GDRDMA, "NET/IB"},
         Mistake{"GidIndexRoceV1", [](DoctorFacts& f) { f.env["NCCL_IB_GID_INDEX"] = "2"; },
                 "gid_roce_v1", v1::SEVERITY_WARNING, v1::NCCL_TRANSPORT_NET_IB_GDRDMA, "NET/IB"},
+        Mistake{"UcxOnAnotherGid", [](DoctorFacts& f) { f.env["UCX_IB_GID_INDEX"] = "1"; },
+                "gid_consumers_differ", v1::SEVERITY_WARNING, v1::NCCL_TRANSPORT_NET_IB_GDRDMA,
+                "GPUDirect"},
         Mistake{"GidOfAnotherNamespace",
                 [](DoctorFacts& f) { (*f.interfaces)[1].ipv4 = {"25.11.128.99"}; },
                 "gid_not_ours", v1::SEVERITY_CRITICAL, v1::NCCL_TRANSPORT_NET_IB_GDRDMA,
