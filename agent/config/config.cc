@@ -13,6 +13,7 @@
 #include "agent/common/fd.h"
 #include "agent/common/strings.h"
 #include "agent/fabric/probes/probes_section.h"
+#include "agent/policy/health/health_section.h"
 #include "agent/policy/select/selection_section.h"
 #include "agent/publish/deviceplugin/resource_section.h"
 #include "google/protobuf/util/json_util.h"
@@ -45,6 +46,9 @@ absl::StatusOr<v1::AgentConfig> ParseConfig(std::string_view json) {
   if (absl::Status s =
           deviceplugin::ValidateDevicePlugin(config.device_plugin(), config.selection());
       !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
+  }
+  if (absl::Status s = ValidateHealthConfig(config.health()); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
   }
   return config;

@@ -211,6 +211,32 @@ TEST(ParseConfigTest, DevicePluginSectionIsChecked) {
   }
 }
 
+TEST(ParseConfigTest, HealthSectionInJsonAndChecked) {
+  absl::StatusOr<v1::AgentConfig> c = ParseConfig(R"({"health": {
+      "pollIntervalS": 1, "stickyS": 900, "flapMax": 3,
+      "counterRules": [{"counter": "symbol_error", "maxIncrease": 50, "windowS": 3600,
+                        "severity": "SEVERITY_CRITICAL", "repair": "REPAIR_ACTION_RESEAT_CABLE"},
+                       {"counter": "link_downed", "disabled": true}],
+      "counterExclude": ["mlx5_4:1"], "dryRunCodes": ["counter.symbol_error.1h"],
+      "hostClasses": [{"name": "gb200-4x800", "gpuModels": ["GB200"], "gpus": 4, "ports": 4,
+                       "rateGbps": 800}]}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->health().poll_interval_s(), 1);
+  ASSERT_EQ(c->health().counter_rules_size(), 2);
+  EXPECT_EQ(c->health().counter_rules(0).repair(), v1::REPAIR_ACTION_RESEAT_CABLE);
+  EXPECT_EQ(c->health().host_classes(0).ports(), 4u);
+  for (const char* json : {
+           R"({"health": {"pollIntervalS": 0.001}})",
+           R"({"health": {"counterRules": [{"counter": "Symbol Error", "windowS": 1}]}})",
+           R"({"health": {"counterRules": [{"counter": "x", "windowS": -1}]}})",
+           R"({"health": {"counterExclude": ["mlx5_0:one"]}})",
+           R"({"health": {"hostClasses": [{"name": "x", "gpus": 8, "ports": 8}]}})",
+           R"({"health": {"stickS": 5}})",
+       }) {
+    EXPECT_EQ(ParseConfig(json).status().code(), absl::StatusCode::kInvalidArgument) << json;
+  }
+}
+
 TEST_F(LoadConfigTest, MissingFileNamesThePath) {
   std::string path = ::testing::TempDir() + "no_such_dir_for_select/agent.json";
   absl::StatusOr<v1::AgentConfig> c = LoadConfig(path);

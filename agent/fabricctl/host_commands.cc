@@ -303,10 +303,7 @@ Outcome RunHealth(HostSource& source, const CommonOptions& common, const HealthO
       absl::StrAppend(&line, "; fabric-agent serving at ", common.target);
     }
     std::printf("%s\n", line.c_str());
-    for (const v1::Finding& f : health.findings()) {
-      std::printf("%s %s%s%s: %s\n", SeverityName(f.severity()), f.check().c_str(),
-                  f.subject().empty() ? "" : " ", f.subject().c_str(), f.message().c_str());
-    }
+    for (const v1::Finding& f : health.findings()) std::printf("%s\n", FindingLine(f).c_str());
   }
   const v1::Severity floor = opt.fail_on == "critical"  ? v1::SEVERITY_CRITICAL
                              : opt.fail_on == "warning" ? v1::SEVERITY_WARNING

@@ -426,12 +426,13 @@ TEST_F(CliTest, HealthExitCodesFollowTheMonitoringPluginConvention) {
   spec->FindRdma("mlx5_3")->ports[0].rate = "200 Gb/sec (4X HDR)";
   Result warn = Run("health " + HostFrom(*spec, "slow"));
   EXPECT_EQ(warn.code, 1) << warn.out;
-  EXPECT_THAT(warn.out, HasSubstr("WARNING port_rate mlx5_3:1: rate 200 Gb/s"));
+  EXPECT_THAT(warn.out, HasSubstr("WARNING port_rate.below_peers mlx5_3:1: rate 200 Gb/s"));
 
   const std::string many = Host("many-hcas");
   Result crit = Run("health " + many);
   EXPECT_EQ(crit.code, 2) << crit.out;
-  EXPECT_THAT(crit.out, HasSubstr("CRITICAL port_state mlx5_2:1: port DOWN"));
+  EXPECT_THAT(crit.out, HasSubstr("CRITICAL port_state.down mlx5_2:1: port DOWN"));
+  EXPECT_THAT(crit.out, HasSubstr("-> CHECK_SWITCH_PORT"));
   Result json = Run("health --json " + many);
   EXPECT_EQ(json.code, 2);
   v1::Health parsed;

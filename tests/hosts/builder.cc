@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <map>
 #include <set>
+#include <span>
 #include <system_error>
 
 #include "absl/status/status.h"
@@ -146,6 +147,27 @@ int LinkSpeedCode(std::string_view speed) {
 }
 
 bool IsBridge(PciRole role) { return role != PciRole::kEndpoint; }
+
+// An aer_dev_* attribute with every count zero, as drivers/pci/pcie/aer.c prints it: a line per
+// named error bit, then the TOTAL_ line.
+std::string ZeroAerCounts(std::span<const std::string_view> bits, std::string_view total) {
+  std::string out;
+  for (std::string_view b : bits) absl::StrAppend(&out, Av(b), " 0\n");
+  absl::StrAppend(&out, "TOTAL_", Av(total), " 0\n");
+  return out;
+}
+
+constexpr std::string_view kAerCorrectableBits[] = {
+    "RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"};
+constexpr std::string_view kAerUncorrectableBits[] = {"Undefined",     "DLP",
+                                                      "SDES",          "TLP",
+                                                      "FCP",           "CmpltTO",
+                                                      "CmpltAbrt",     "UnxCmplt",
+                                                      "RxOF",          "MalfTLP",
+                                                      "ECRC",          "UnsupReq",
+                                                      "ACSViol",       "UncorrIntErr",
+                                                      "BlockedTLP",    "AtomicOpBlocked",
+                                                      "TLPBlockedErr", "PoisonTLPBlocked"};
 
 // ---------------------------------------------------------------------------------------------
 // Symbolic links the way kernfs writes them (kernfs_get_target_path): climb from the link's
@@ -725,6 +747,14 @@ class HostWriter {
           sys_.Attr(d + "/current_link_width", absl::StrCat(f.current_link.width)));
       FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/max_link_speed", f.max_link.speed));
       FABRIC_RETURN_IF_ERROR(sys_.Attr(d + "/max_link_width", absl::StrCat(f.max_link.width)));
+    }
+    if (f.pcie && f.aer && ix_.physfn.count(f.bdf) == 0) {
+      FABRIC_RETURN_IF_ERROR(
+          sys_.File(d + "/aer_dev_correctable", ZeroAerCounts(kAerCorrectableBits, "ERR_COR")));
+      FABRIC_RETURN_IF_ERROR(
+          sys_.File(d + "/aer_dev_nonfatal", ZeroAerCounts(kAerUncorrectableBits, "ERR_NONFATAL")));
+      FABRIC_RETURN_IF_ERROR(
+          sys_.File(d + "/aer_dev_fatal", ZeroAerCounts(kAerUncorrectableBits, "ERR_FATAL")));
     }
     if (IsBridge(f.role)) {
       if (auto range = BusRange(f.bdf)) {

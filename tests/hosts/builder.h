@@ -78,6 +78,9 @@ struct PciFunctionSpec {
   std::optional<SriovSpec> sriov;  // Set on an SR-IOV PF.
   // Driver attributes beyond the PCI core's, as (file, text) pairs: amdgpu's "unique_id".
   std::vector<std::pair<std::string, std::string>> attributes;
+  // Has the AER capability: aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal, all counts
+  // zero. Written for PCIe functions only, and never for VFs (modelled without the capability).
+  bool aer = true;
 };
 
 // A network interface: <pci function>/net/<name> (<pci function>/<virtio>/net/<name> for

@@ -11,37 +11,50 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/query/host_query.h"
+#include "agent/policy/health/health_internal.h"
 #include "agent/policy/rails/rails.h"
 
 namespace fabric {
+namespace health_internal {
+
+void Add(v1::Health* h, v1::Severity s, const char* check, const char* cause,
+         v1::RepairAction repair, const std::string& subject, const std::string& message,
+         std::string evidence) {
+  v1::Finding f;
+  f.set_severity(s);
+  f.set_check(check);
+  f.set_code(absl::StrCat(check, ".", cause));
+  f.set_repair(repair);
+  f.set_subject(subject);
+  f.set_message(message);
+  f.set_evidence(std::move(evidence));
+  AddFinding(h, std::move(f));
+}
+
+}  // namespace health_internal
 namespace {
 
 using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
-
-void Add(Health* h, Severity s, const char* check, const std::string& subject,
-         const std::string& message) {
-  Finding f;
-  f.set_severity(s);
-  f.set_check(check);
-  f.set_subject(subject);
-  f.set_message(message);
-  AddFinding(h, std::move(f));
-}
+using health_internal::Add;
 
 void CheckLink(Health* h, const std::string& subject, const PciFunction& f, bool gpu) {
   const PciLink& cur = f.current_link();
   const PciLink& max = f.max_link();
   if (cur.has_width() && max.has_width() && cur.width() < max.width()) {
-    Add(h, SEVERITY_WARNING, "pcie_link", subject,
-        absl::StrFormat("PCIe link x%d, capable of x%d", cur.width(), max.width()));
+    Add(h, SEVERITY_WARNING, "pcie_link", "width", REPAIR_ACTION_HARDWARE_INSPECTION, subject,
+        absl::StrFormat("PCIe link x%d, capable of x%d", cur.width(), max.width()),
+        absl::StrFormat("current_link_width %d, max_link_width %d", cur.width(), max.width()));
   }
   if (!gpu && cur.has_speed_gts() && max.has_speed_gts() && cur.speed_gts() < max.speed_gts()) {
-    Add(h, SEVERITY_WARNING, "pcie_link", subject,
+    Add(h, SEVERITY_WARNING, "pcie_link", "speed", REPAIR_ACTION_HARDWARE_INSPECTION, subject,
         absl::StrFormat("PCIe link at %g GT/s, capable of %g GT/s", cur.speed_gts(),
+                        max.speed_gts()),
+        absl::StrFormat("current_link_speed %g GT/s, max_link_speed %g GT/s", cur.speed_gts(),
                         max.speed_gts()));
   }
 }
@@ -76,7 +89,7 @@ void CheckArpFlux(Health* h, const Host& host) {
     if (bad.size() == netdevs.size()) {
       fixes = {"net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2"};
     }
-    Add(h, SEVERITY_WARNING, "arp_flux", subnet,
+    Add(h, SEVERITY_WARNING, "arp_flux", "loose", REPAIR_ACTION_NONE, subnet,
         absl::StrCat("RDMA netdevs ", absl::StrJoin(names, ", "), " share ", subnet, "; ",
                      absl::StrJoin(bad, ", "),
                      " answer ARP for each other's addresses, so peers may send RoCE traffic to "
@@ -115,11 +128,13 @@ void CheckCabling(Health* h, const Host& host, const SelectionPolicy& policy) {
           r.neighbor->switch_label(),
           r.heard != nullptr ? absl::StrCat(" (rail ", r.heard->name(), ")") : " (no rail)");
       if (r.expected != nullptr && r.heard != r.expected) {
-        Add(h, SEVERITY_WARNING, "cabling", r.netdev->name(),
+        Add(h, SEVERITY_WARNING, "cabling", "wrong_rail", REPAIR_ACTION_HARDWARE_INSPECTION,
+            r.netdev->name(),
             absl::StrCat(r.netdev->name(), " belongs on rail ", r.expected->name(), " (",
                          r.expected->switch_pattern(), ") but is cabled to ", heard));
       } else if (r.expected == nullptr && r.heard == nullptr) {
-        Add(h, SEVERITY_WARNING, "cabling", r.netdev->name(),
+        Add(h, SEVERITY_WARNING, "cabling", "no_rail", REPAIR_ACTION_HARDWARE_INSPECTION,
+            r.netdev->name(),
             absl::StrCat(r.netdev->name(), " is cabled to ", r.neighbor->switch_label(),
                          ", which matches no rail's switchPattern"));
       }
@@ -127,7 +142,8 @@ void CheckCabling(Health* h, const Host& host, const SelectionPolicy& policy) {
   }
   for (const auto& [key, names] : by_switch_port) {
     if (names.size() < 2) continue;
-    Add(h, SEVERITY_WARNING, "cabling", names.front(),
+    Add(h, SEVERITY_WARNING, "cabling", "shared_switch_port", REPAIR_ACTION_CHECK_SWITCH_PORT,
+        names.front(),
         absl::StrCat(absl::StrJoin(names, " and "), " both hear switch ", shown[key],
                      ": one cable cannot end in two ports (stale or spoofed LLDP, or a bridge "
                      "between); check the cabling"));
@@ -149,7 +165,12 @@ int SeverityRank(Severity s) {
 
 void AddFinding(Health* h, Finding f) {
   if (h->verdict() == SEVERITY_UNSPECIFIED) h->set_verdict(SEVERITY_OK);
-  if (SeverityRank(f.severity()) > SeverityRank(h->verdict())) h->set_verdict(f.severity());
+  if (f.code().empty()) f.set_code(f.check());
+  if (f.repair() == REPAIR_ACTION_UNSPECIFIED) f.set_repair(REPAIR_ACTION_NONE);
+  // A rule on trial reports without deciding.
+  if (!f.dry_run() && SeverityRank(f.severity()) > SeverityRank(h->verdict())) {
+    h->set_verdict(f.severity());
+  }
   *h->add_findings() = std::move(f);
 }
 
@@ -166,6 +187,33 @@ const char* SeverityName(Severity s) {
   }
 }
 
+std::string_view RepairName(RepairAction r) {
+  if (r == REPAIR_ACTION_UNSPECIFIED || !RepairAction_IsValid(r)) return "NONE";
+  std::string_view name = RepairAction_Name(r);
+  name.remove_prefix(std::string_view("REPAIR_ACTION_").size());
+  return name;
+}
+
+std::string FindingLine(const Finding& f) {
+  std::string line =
+      absl::StrCat(SeverityName(f.severity()), " ", f.code().empty() ? f.check() : f.code(),
+                   f.subject().empty() ? "" : " ", f.subject(), ": ", f.message());
+  if (!f.evidence().empty()) absl::StrAppend(&line, " [", f.evidence(), "]");
+  if (f.occurrences() > 1) absl::StrAppend(&line, " (seen ", f.occurrences(), " times)");
+  if (f.cleared()) {
+    absl::StrAppend(
+        &line, " (cleared, kept until ",
+        absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(f.sticky_until().seconds()),
+                         absl::UTCTimeZone()),
+        ")");
+  }
+  if (f.dry_run()) absl::StrAppend(&line, " (dry run)");
+  if (f.repair() != REPAIR_ACTION_UNSPECIFIED && f.repair() != REPAIR_ACTION_NONE) {
+    absl::StrAppend(&line, " -> ", Av(RepairName(f.repair())));
+  }
+  return line;
+}
+
 int HealthExitCode(Severity verdict) {
   switch (verdict) {
     case SEVERITY_OK:
@@ -180,10 +228,14 @@ int HealthExitCode(Severity verdict) {
 }
 
 Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
+  return EvaluateHealth(host, policy, HealthConfig());
+}
+
+Health EvaluateHealth(const Host& host, const SelectionPolicy& policy, const HealthConfig& config) {
   Health h;
   h.set_verdict(SEVERITY_OK);
   if (host.rdma_devices().empty()) {
-    Add(&h, SEVERITY_CRITICAL, "no_rdma_device", "",
+    Add(&h, SEVERITY_CRITICAL, "no_rdma_device", "none", REPAIR_ACTION_HARDWARE_INSPECTION, "",
         absl::StrCat("no RDMA device under ", host.sysfs_root(), "/class/infiniband"));
   }
   // sysfs does not say what rate a port supports (that takes a MAD), so a port is compared with
@@ -214,18 +266,21 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
       if (!DeniedBy(policy, d, p).empty()) continue;
       const std::string subject = absl::StrCat(d.name(), ":", p.number());
       if (p.state() == PORT_STATE_UNSPECIFIED) {
-        Add(&h, SEVERITY_UNKNOWN, "port_state", subject, "port state could not be read");
+        Add(&h, SEVERITY_UNKNOWN, "port_state", "unreadable", REPAIR_ACTION_NONE, subject,
+            "port state could not be read");
         continue;
       }
       if (p.state() != PORT_STATE_ACTIVE) {
-        Add(&h, SEVERITY_CRITICAL, "port_state", subject,
+        Add(&h, SEVERITY_CRITICAL, "port_state", "down", REPAIR_ACTION_CHECK_SWITCH_PORT, subject,
             absl::StrCat("port ", Av(PortStateWord(p.state())),
-                         p.netdev().empty() ? "" : absl::StrCat(" (", p.netdev(), ")")));
+                         p.netdev().empty() ? "" : absl::StrCat(" (", p.netdev(), ")")),
+            absl::StrCat("state ", Av(PortStateWord(p.state())), ", phys_state ",
+                         Av(PhysStateWord(p.phys_state()))));
         continue;
       }
       const double usual = expected[model_of(d, p)];
       if (p.has_rate_gbps() && p.rate_gbps() < usual) {
-        Add(&h, SEVERITY_WARNING, "port_rate", subject,
+        Add(&h, SEVERITY_WARNING, "port_rate", "below_peers", REPAIR_ACTION_RESEAT_CABLE, subject,
             absl::StrFormat("rate %g Gb/s, below the %g Gb/s of its peers (same NIC model and "
                             "link layer)",
                             p.rate_gbps(), usual));
@@ -241,11 +296,11 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
           unsure |= g.type() == GID_TYPE_UNSPECIFIED || g.netdev().empty();
         }
         if (!v2 && unsure) {
-          Add(&h, SEVERITY_UNKNOWN, "roce_gid", subject,
+          Add(&h, SEVERITY_UNKNOWN, "roce_gid", "unknown", REPAIR_ACTION_NONE, subject,
               "GID types or netdevs not visible (gid_attrs): cannot tell whether a routable RoCE "
               "v2 GID exists");
         } else if (!v2) {
-          Add(&h, SEVERITY_WARNING, "roce_gid", subject,
+          Add(&h, SEVERITY_WARNING, "roce_gid", "missing", REPAIR_ACTION_NONE, subject,
               absl::StrCat("no routable RoCE v2 GID (IPv4-mapped or global IPv6) on ",
                            p.netdev().empty() ? "its netdev" : p.netdev(),
                            ": RoCE traffic cannot route between nodes"));
@@ -261,16 +316,19 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy) {
     CheckLink(&h, a.pci_address(), a.pci(), /*gpu=*/true);
   }
   if (gpus && !host.rdma_devices().empty() && !host.gpudirect().available()) {
-    Add(&h, SEVERITY_WARNING, "gpudirect", "",
+    Add(&h, SEVERITY_WARNING, "gpudirect", "missing", REPAIR_ACTION_NONE, "",
         absl::StrCat("no GPUDirect RDMA: ", host.gpudirect().reason(),
                      "; GPU traffic goes through host memory"));
   }
   CheckArpFlux(&h, host);
   CheckCabling(&h, host, policy);
+  health_internal::CheckFirmware(&h, host);
+  health_internal::CheckUverbs(&h, host);
+  health_internal::CheckHostClass(&h, host, policy, config);
   int n = 0;
   ForEachProblem(host, [&](const std::string&, const FieldProblem&) { ++n; });
   if (n > 0) {
-    Add(&h, SEVERITY_WARNING, "discovery", "",
+    Add(&h, SEVERITY_WARNING, "discovery", "fields", REPAIR_ACTION_NONE, "",
         absl::StrCat(n, " field(s) could not be read (fabricctl inventory lists them)"));
   }
   return h;

@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <functional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "agent/inventory/discovery/discovery.h"
+#include "agent/policy/health/health_section.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
 
@@ -23,7 +26,7 @@ using ::testing::IsEmpty;
 
 // Writes `spec` (after `edit`), discovers it and evaluates health.
 Health Evaluate(const std::string& name, const std::function<void(HostSpec&)>& edit = {},
-                const SelectionPolicy& policy = {}) {
+                const SelectionPolicy& policy = {}, const HealthConfig& config = {}) {
   auto spec = testing::ExampleHost(name);
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (edit) edit(*spec);
@@ -36,7 +39,7 @@ Health Evaluate(const std::string& name, const std::function<void(HostSpec&)>& e
   auto host = Discover(sys, proc);
   fs::remove_all(tmpl);
   EXPECT_TRUE(host.ok()) << host.status();
-  return EvaluateHealth(*host, policy);
+  return EvaluateHealth(*host, policy, config);
 }
 
 // "check subject" of every finding.
@@ -81,7 +84,9 @@ TEST(Health, DegradedRateAndPcieLinkWarn) {
     s.FindPci(s.FindRdma("mlx5_6")->pci)->current_link.speed = "16.0 GT/s PCIe";
   });
   EXPECT_EQ(h.verdict(), SEVERITY_WARNING);
-  EXPECT_THAT(Checks(h), ElementsAre("port_rate mlx5_3:1", "pcie_link mlx5_5", "pcie_link mlx5_6"));
+  // roce-9port is an 8 x H100 host: the slow port also leaves it short of its class's rate.
+  EXPECT_THAT(Checks(h), ElementsAre("port_rate mlx5_3:1", "pcie_link mlx5_5", "pcie_link mlx5_6",
+                                     "host_class "));
   EXPECT_EQ(HealthExitCode(h.verdict()), 1);
 }
 
@@ -270,6 +275,149 @@ TEST(Health, TwoPortsHearingOneSwitchPortWarnOfCabling) {
                                    "leaf-r2-a (rail r2)"));
   EXPECT_THAT(h.findings(1).message(),
               ::testing::HasSubstr("eth4 is cabled to spine-1, which matches no rail"));
+}
+
+TEST(Health, EveryFindingHasACodeUnderItsCheckAndARepair) {
+  for (const char* name : {"many-hcas", "broken", "roce-9port", "pcie-2x2"}) {
+    Health h = Evaluate(name, [](HostSpec& s) {
+      if (auto* d = s.FindRdma("mlx5_1")) d->fw_ver = "1.2.3";
+    });
+    for (const Finding& f : h.findings()) {
+      EXPECT_TRUE(absl::StartsWith(f.code(), f.check() + ".")) << name << ": " << f.DebugString();
+      EXPECT_NE(f.repair(), REPAIR_ACTION_UNSPECIFIED) << name << ": " << f.DebugString();
+    }
+  }
+  // Made outside EvaluateHealth without a code: the check stands in, and the repair is NONE.
+  Health h;
+  Finding f;
+  f.set_check("agent");
+  f.set_severity(SEVERITY_WARNING);
+  AddFinding(&h, f);
+  EXPECT_EQ(h.findings(0).code(), "agent");
+  EXPECT_EQ(h.findings(0).repair(), REPAIR_ACTION_NONE);
+}
+
+TEST(Health, DryRunFindingsReportWithoutDeciding) {
+  Health h;
+  h.set_verdict(SEVERITY_OK);
+  Finding f;
+  f.set_check("counter");
+  f.set_code("counter.symbol_error");
+  f.set_severity(SEVERITY_CRITICAL);
+  f.set_dry_run(true);
+  AddFinding(&h, f);
+  EXPECT_EQ(h.verdict(), SEVERITY_OK);
+  ASSERT_EQ(h.findings_size(), 1);
+  f.set_dry_run(false);
+  AddFinding(&h, f);
+  EXPECT_EQ(h.verdict(), SEVERITY_CRITICAL);
+}
+
+TEST(Health, FirmwareThatDiffersAcrossHcasOfOneModelWarns) {
+  Health h =
+      Evaluate("roce-9port", [](HostSpec& s) { s.FindRdma("mlx5_3")->fw_ver = "28.38.1000"; });
+  ASSERT_THAT(Checks(h), ElementsAre(::testing::StartsWith("firmware ")));
+  const Finding& f = h.findings(0);
+  EXPECT_EQ(f.severity(), SEVERITY_WARNING);
+  EXPECT_EQ(f.code(), "firmware.mismatch");
+  EXPECT_EQ(f.repair(), REPAIR_ACTION_UPDATE_FIRMWARE);
+  EXPECT_THAT(f.evidence(), ::testing::HasSubstr("mlx5_3 on 28.38.1000"));
+  EXPECT_THAT(f.message(), ::testing::HasSubstr("2 firmware versions"));
+  // VFs run their PF's firmware, whatever their fw_ver file says.
+  Health vf = Evaluate("dgx-h100-ib", [](HostSpec& s) {
+    for (int v = 12; v < 16; ++v) s.FindRdma(absl::StrCat("mlx5_", v))->fw_ver = "1.0.0";
+  });
+  for (const Finding& g : vf.findings()) EXPECT_NE(g.check(), "firmware") << g.DebugString();
+}
+
+TEST(Health, RdmaDeviceWithoutUverbsIsCritical) {
+  Health one = Evaluate("roce-9port", [](HostSpec& s) { s.FindRdma("mlx5_4")->uverbs.reset(); });
+  ASSERT_THAT(Checks(one), ElementsAre("uverbs mlx5_4"));
+  EXPECT_EQ(one.findings(0).code(), "uverbs.missing");
+  EXPECT_EQ(one.verdict(), SEVERITY_CRITICAL);
+  // None at all: each device says so.
+  Health none = Evaluate("dgx-h100-ib", [](HostSpec& s) {
+    for (auto& d : s.rdma) d.uverbs.reset();
+  });
+  int missing = 0;
+  for (const Finding& f : none.findings()) missing += f.code() == "uverbs.missing";
+  EXPECT_EQ(missing, static_cast<int>(testing::ExampleHost("dgx-h100-ib")->rdma.size()));
+
+  // No class/infiniband_verbs: ib_uverbs is not loaded. A passing read failure is not a fact.
+  Host host;
+  host.add_rdma_devices()->set_name("mlx5_0");
+  FieldProblem* p = host.add_problems();
+  p->set_field("uverbs_device");
+  p->set_path("class/infiniband_verbs");
+  // (The problem is also a discovery finding.)
+  Health h = EvaluateHealth(host, {});
+  ASSERT_THAT(Checks(h), ElementsAre("uverbs mlx5_0", "discovery "));
+  EXPECT_EQ(h.findings(0).code(), "uverbs.no_module");
+  EXPECT_THAT(h.findings(0).message(), ::testing::HasSubstr("modprobe ib_uverbs"));
+  p->set_transient(true);
+  EXPECT_THAT(Checks(EvaluateHealth(host, {})), ElementsAre("discovery "));
+}
+
+// dgx-h100-ib: 8 H100 GPUs, each with a 400 Gb/s NDR port.
+TEST(Health, HostClassExpectsItsPortsAtItsRate) {
+  const std::string gpu = [] {
+    auto spec = testing::ExampleHost("dgx-h100-ib");
+    for (const auto& f : spec->pci) {
+      if (f.class_code == 0x030200) return absl::StrFormat("%04x:%04x", f.vendor, f.device);
+    }
+    return std::string();
+  }();
+  ASSERT_FALSE(gpu.empty());
+  HealthConfig faster;
+  HostClass* c = faster.add_host_classes();
+  c->set_name("h100-8x800");
+  c->add_gpu_models(gpu);
+  c->set_gpus(8);
+  c->set_ports(8);
+  c->set_rate_gbps(800);
+  Health h = Evaluate("dgx-h100-ib", {}, {}, faster);
+  ASSERT_THAT(Checks(h), ElementsAre("host_class ")) << h.DebugString();
+  // Its ports are all up, but at 400: slow, not missing.
+  EXPECT_EQ(h.findings(0).severity(), SEVERITY_WARNING);
+  EXPECT_EQ(h.findings(0).code(), "host_class.rate");
+  EXPECT_EQ(h.findings(0).repair(), REPAIR_ACTION_RESEAT_CABLE);
+  EXPECT_THAT(h.findings(0).message(), ::testing::HasSubstr("0 active back-end ports at 800"));
+  EXPECT_THAT(h.findings(0).evidence(), ::testing::HasSubstr("class h100-8x800"));
+
+  // Its own class at 400: healthy; two ports down are short of it.
+  c->set_rate_gbps(400);
+  EXPECT_THAT(Checks(Evaluate("dgx-h100-ib", {}, {}, faster)), IsEmpty());
+  Health down = Evaluate(
+      "dgx-h100-ib",
+      [](HostSpec& s) {
+        for (auto& d : s.rdma) {
+          if (d.name == "mlx5_0" || d.name == "mlx5_3") d.ports[0].state = "1: DOWN";
+        }
+      },
+      {}, faster);
+  std::vector<std::string> classes;
+  for (const Finding& f : down.findings()) {
+    if (f.check() == "host_class") classes.push_back(f.message());
+  }
+  EXPECT_THAT(classes, ElementsAre(::testing::HasSubstr("6 active back-end ports at 400")));
+  EXPECT_EQ(down.verdict(), SEVERITY_CRITICAL);
+
+  // A class of other GPUs, or of another count, does not apply.
+  c->clear_gpu_models();
+  c->add_gpu_models("MI300X");
+  c->set_rate_gbps(800);
+  faster.set_no_default_host_classes(true);
+  EXPECT_THAT(Checks(Evaluate("dgx-h100-ib", {}, {}, faster)), IsEmpty());
+}
+
+TEST(Health, HostClassesOfTheConfigComeFirst) {
+  HealthConfig c;
+  HostClass* k = c.add_host_classes();
+  k->set_name("mine");
+  EXPECT_EQ(EffectiveHostClasses(c).front().name(), "mine");
+  EXPECT_EQ(EffectiveHostClasses(c).size(), DefaultHostClasses().size() + 1);
+  c.set_no_default_host_classes(true);
+  EXPECT_EQ(EffectiveHostClasses(c).size(), 1u);
 }
 
 }  // namespace

@@ -19,16 +19,6 @@
 
 namespace fabric {
 
-// The repair a rule suggests, one of:
-//   RESEAT_CABLE         the transceiver or cable
-//   CHECK_SWITCH_PORT    the far end: switch port, cable run
-//   REBOOT               the driver or firmware is stuck; a reboot (or driver reload) clears it
-//   REPLACE_NIC          the adapter itself
-//   HARDWARE_INSPECTION  slot, riser, power, cooling: someone has to look
-//   NONE                 context for other findings; nothing to do on its own
-inline constexpr std::string_view kLogRepairs[] = {"RESEAT_CABLE", "CHECK_SWITCH_PORT",   "REBOOT",
-                                                   "REPLACE_NIC",  "HARDWARE_INSPECTION", "NONE"};
-
 struct LogRule {
   std::string_view code;  // stable name for alerting: "cmd_exec_timeout", "pcie_aer_fatal", ...
   v1::Severity severity;  // CRITICAL: the device cannot be trusted; WARNING: degraded or noisy
@@ -40,7 +30,7 @@ struct LogRule {
   // The kernel's own text. '*' stands for any text in between (the fragments must appear in
   // order); a final '$' anchors the last fragment at the end of the line. Case-sensitive.
   std::string_view needle;
-  std::string_view repair;  // one of kLogRepairs
+  v1::RepairAction repair;
   std::string_view why;
 };
 

@@ -1,0 +1,415 @@
+#include "agent/daemon/workers/health_monitor.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "agent/common/atomic_file.h"
+#include "agent/common/log.h"
+#include "agent/common/strings.h"
+#include "agent/hostfs/pci_aer.h"
+#include "agent/publish/metrics/port_counters.h"
+
+namespace fabric {
+namespace {
+
+constexpr std::string_view kCarrierChanges = "carrier_changes";
+constexpr std::string_view kAerPrefix = "aer_dev_";
+// Devices that left the inventory and are still watched: bounded apart from the inventory.
+constexpr size_t kMaxDeparted = 64;
+
+std::string PortSubject(std::string_view device, uint32_t port) {
+  return absl::StrCat(Av(device), ":", port);
+}
+
+// The firmware refusing the PMA (mlx5's "ACCESS_REG failed" on restricted ports) and its kin:
+// reading again soon only floods the kernel log.
+bool IsAccessError(const absl::Status& s) {
+  const std::optional<int> err = StatusErrno(s);
+  return err && (*err == EIO || *err == EINVAL || *err == EPERM || *err == EOPNOTSUPP);
+}
+
+v1::Finding Note(std::string_view code, std::string subject, std::string message,
+                 std::string evidence) {
+  v1::Finding f;
+  f.set_severity(v1::SEVERITY_OK);
+  f.set_check(std::string(kCounterAccessSource));
+  f.set_code(std::string(code));
+  f.set_subject(std::move(subject));
+  f.set_message(std::move(message));
+  f.set_evidence(std::move(evidence));
+  f.set_repair(v1::REPAIR_ACTION_NONE);
+  return f;
+}
+
+}  // namespace
+
+HealthMonitor::HealthMonitor(const HostFs* sysfs, HealthMonitorOptions options,
+                             std::function<MemoryClock()> clock)
+    : sysfs_(sysfs),
+      options_(std::move(options)),
+      clock_(std::move(clock)),
+      missing_polls_(options_.config.missing_polls() ? options_.config.missing_polls() : 3),
+      backoff_(options_.config.access_backoff_s() > 0
+                   ? absl::Seconds(options_.config.access_backoff_s())
+                   : absl::Hours(6)),
+      judge_(EffectiveCounterRules(options_.config)),
+      memory_(MemoryOptionsFrom(options_.config)) {
+  std::set<std::string> names;
+  for (const v1::CounterRule& r : judge_.rules()) {
+    if (r.counter() == kCarrierChanges) {
+      watch_carrier_ = true;
+    } else if (absl::StartsWith(r.counter(), Av(kAerPrefix))) {
+      watch_aer_ = true;
+    } else if (names.insert(r.counter()).second) {
+      port_counters_.push_back(r.counter());
+    }
+  }
+}
+
+void HealthMonitor::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const MemoryClock now = clock_();
+  if (options_.state_file.empty()) return;
+  std::error_code ec;
+  if (!std::filesystem::exists(options_.state_file, ec) && !ec) return;  // first start
+  absl::Status problem;
+  std::ifstream in(options_.state_file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) {
+    problem = absl::UnavailableError(absl::StrCat("cannot read ", options_.state_file));
+  } else if (auto state = FindingMemory::ParseState(bytes); !state.ok()) {
+    problem = state.status();
+  } else if (auto loaded = memory_.Load(*state, options_.boot_id, now); !loaded.ok()) {
+    problem = loaded.status();
+  } else if (loaded->reset) {
+    Log(LogLevel::kInfo, "health memory ", options_.state_file,
+        " is of another boot: starting clean");
+    dirty_ = true;
+  }
+  if (!problem.ok()) {
+    Log(LogLevel::kWarning, "health memory ", options_.state_file, ": ", problem.ToString(),
+        "; starting afresh");
+    // The memory is lost, the hardware is not at fault: seen, but not failing the node.
+    v1::Finding f;
+    f.set_severity(v1::SEVERITY_OK);
+    f.set_check(std::string(kHealthStateSource));
+    f.set_code("health_state.corrupt");
+    f.set_subject(options_.state_file);
+    f.set_message("the saved health memory could not be loaded; findings start afresh");
+    f.set_evidence(problem.ToString());
+    f.set_repair(v1::REPAIR_ACTION_NONE);
+    memory_.Event(kHealthStateSource, std::move(f), now);
+    dirty_ = true;
+  }
+  findings_key_ = FindingsKeyLocked(now, &save_key_);
+  if (dirty_) SaveLocked(now);
+}
+
+void HealthMonitor::Publish(const Publication& p) { Follow(*p.snapshot.host); }
+
+void HealthMonitor::Follow(const v1::Host& host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const MemoryClock now = clock_();
+  std::set<std::string> seen;
+  pci_.clear();
+  for (const v1::RdmaDevice& dev : host.rdma_devices()) {
+    // Software devices have no link of their own; a VF's counters are its pod's traffic.
+    if (dev.pci().address().empty() || dev.pci().sriov().role() == v1::SRIOV_ROLE_VF) continue;
+    seen.insert(dev.name());
+    Device& d = devices_[dev.name()];
+    std::vector<Port> ports;
+    for (const v1::Port& p : dev.ports()) {
+      Port np;
+      for (const Port& old : d.ports) {
+        if (old.number == p.number()) np = old;
+      }
+      const bool had = np.number != 0;
+      np.number = p.number();
+      np.netdev = p.netdev();
+      const bool active =
+          p.state() == v1::PORT_STATE_ACTIVE || p.state() == v1::PORT_STATE_ACTIVE_DEFER;
+      if (had && np.active && !active) {
+        memory_.Flap(PortSubject(dev.name(), p.number()),
+                     absl::StrCat("state ACTIVE -> ", v1::PortState_Name(p.state())), now);
+      }
+      np.active = active;
+      ports.push_back(std::move(np));
+    }
+    d.ports = std::move(ports);
+    d.in_inventory = true;
+    d.polls_since_left = 0;
+    pci_.insert(dev.pci().address());
+    for (const std::string& bdf : dev.pci().path()) {
+      if (!absl::StartsWith(bdf, "pci")) pci_.insert(bdf);  // "pci0000:15" is the root complex
+    }
+  }
+  for (const v1::Accelerator& a : host.accelerators()) {
+    if (!a.pci().address().empty()) pci_.insert(a.pci().address());
+    for (const std::string& bdf : a.pci().path()) {
+      if (!absl::StartsWith(bdf, "pci")) pci_.insert(bdf);
+    }
+  }
+  size_t departed = 0;
+  for (auto it = devices_.begin(); it != devices_.end();) {
+    if (!seen.count(it->first)) {
+      if (it->second.in_inventory) {
+        it->second.in_inventory = false;
+        it->second.polls_since_left = 0;
+      }
+      if (++departed > kMaxDeparted) {
+        it = devices_.erase(it);
+        continue;
+      }
+    }
+    ++it;
+  }
+  std::string save_key;
+  findings_key_ = FindingsKeyLocked(now, &save_key);
+  if (save_key != save_key_ || dirty_) {
+    save_key_ = std::move(save_key);
+    SaveLocked(now);
+  }
+}
+
+bool HealthMonitor::Excluded(const std::string& device, uint32_t port) const {
+  const std::string subject = PortSubject(device, port);
+  for (const std::string& e : options_.config.counter_exclude()) {
+    if (e == device || e == subject) return true;
+  }
+  return false;
+}
+
+void HealthMonitor::Observe(const std::string& subject, const std::string& counter, uint64_t value,
+                            MemoryClock now) {
+  for (const CounterBreach& b : judge_.Observe(subject, counter, value, now.boot)) {
+    memory_.Event(kCounterSource, BreachFinding(b), now);
+  }
+}
+
+// Reads only the counters the rules name, each from counters/ or hw_counters/ (where it was
+// found before, else both), parsed by the metrics' one parser.
+void HealthMonitor::PollPort(const std::string& device, Port& port, const std::string& dev_path,
+                             MemoryClock now, std::vector<v1::Finding>* access) {
+  const std::string subject = PortSubject(device, port.number);
+  if (Excluded(device, port.number)) {
+    access->push_back(Note(
+        "counter_access.excluded", subject,
+        absl::StrCat("counters of ", subject, " are not read: health.counter_exclude names them"),
+        ""));
+    return;
+  }
+  const std::string back_off_message =
+      absl::StrCat("counters of ", subject, " are not read for ", absl::FormatDuration(backoff_),
+                   ": the device refused a read (firmware-restricted port?)");
+  if (port.backoff_until > now.boot) {
+    access->push_back(
+        Note("counter_access.backoff", subject, back_off_message, port.backoff_evidence));
+    return;
+  }
+  port.backoff_until = absl::ZeroDuration();
+  const std::string port_path = absl::StrCat(dev_path, "/ports/", port.number);
+  for (const std::string& name : port_counters_) {
+    const auto known = locations_.find(name);
+    const std::vector<std::string> dirs = known != locations_.end()
+                                              ? std::vector<std::string>{known->second}
+                                              : std::vector<std::string>{"counters", "hw_counters"};
+    for (const std::string& dir : dirs) {
+      const std::string rel = absl::StrCat(dir, "/", name);
+      ++stats_.reads;
+      absl::StatusOr<std::string> text = sysfs_->ReadFile(JoinPath(port_path, rel));
+      if (!text.ok()) {
+        const std::optional<int> err = StatusErrno(text.status());
+        if (err && (*err == ENOENT || *err == ENOTDIR)) continue;  // not this driver's
+        ++stats_.read_errors;
+        if (IsAccessError(text.status())) {
+          port.backoff_until = now.boot + backoff_;
+          port.backoff_evidence = absl::StrCat(rel, ": ", text.status().message());
+          access->push_back(
+              Note("counter_access.backoff", subject, back_off_message, port.backoff_evidence));
+          return;
+        }
+        break;  // e.g. a directory: skipped, this poll
+      }
+      absl::StatusOr<uint64_t> value = metrics::ParseCounterValue(*text);
+      if (value.ok()) {
+        locations_.emplace(name, dir);
+        Observe(subject, name, *value, now);
+      } else if (!absl::IsUnavailable(value.status())) {
+        ++stats_.read_errors;
+      }
+      break;
+    }
+  }
+}
+
+// carrier_changes counts the link going down and up again: two per flap.
+void HealthMonitor::PollNetdev(const std::string& device, Port& port, MemoryClock now) {
+  if (port.netdev.empty()) return;
+  const std::string subject = PortSubject(device, port.number);
+  ++stats_.reads;
+  absl::StatusOr<std::string> text =
+      sysfs_->ReadFile(absl::StrCat("class/net/", port.netdev, "/carrier_changes"));
+  if (!text.ok()) {
+    if (StatusErrno(text.status()) != ENOENT) ++stats_.read_errors;
+    return;
+  }
+  absl::StatusOr<uint64_t> value = metrics::ParseCounterValue(*text);
+  if (!value.ok()) {
+    ++stats_.read_errors;
+    return;
+  }
+  if (port.carrier_changes && *value > *port.carrier_changes) {
+    const uint64_t rise = *value - *port.carrier_changes;
+    const uint64_t flaps = std::min<uint64_t>((rise + 1) / 2, memory_.options().flap_max + 1);
+    for (uint64_t i = 0; i < flaps; ++i) {
+      memory_.Flap(subject, absl::StrCat(port.netdev, " carrier_changes +", rise), now);
+    }
+  }
+  port.carrier_changes = *value;
+  if (watch_carrier_) Observe(subject, std::string(kCarrierChanges), *value, now);
+}
+
+void HealthMonitor::PollAer(const std::string& bdf, MemoryClock now) {
+  stats_.reads += 3;
+  absl::StatusOr<PciAer> aer = ReadPciAer(*sysfs_, bdf);
+  if (!aer.ok()) {
+    // No AER capability is normal; an unreadable file is skipped, not a finding each poll.
+    if (!absl::IsNotFound(aer.status())) ++stats_.read_errors;
+    return;
+  }
+  Observe(bdf, "aer_dev_correctable", aer->correctable.total, now);
+  Observe(bdf, "aer_dev_nonfatal", aer->nonfatal.total, now);
+  Observe(bdf, "aer_dev_fatal", aer->fatal.total, now);
+}
+
+bool HealthMonitor::Poll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const MemoryClock now = clock_();
+  ++stats_.polls;
+  std::vector<v1::Finding> missing, access;
+  uint64_t backoff_ports = 0;
+  for (auto it = devices_.begin(); it != devices_.end();) {
+    const std::string& name = it->first;
+    Device& d = it->second;
+    if (!d.in_inventory) ++d.polls_since_left;
+    absl::StatusOr<std::string> path = sysfs_->RealPath(absl::StrCat("class/infiniband/", name));
+    if (!path.ok()) {
+      if (!absl::IsNotFound(path.status())) {
+        ++stats_.read_errors;
+        ++it;
+        continue;
+      }
+      if (d.missing++ == 0) {
+        // A device that comes back starts from a baseline, not a giant "increase".
+        for (Port& p : d.ports) {
+          judge_.Forget(PortSubject(name, p.number));
+          p.carrier_changes.reset();
+        }
+      }
+      if (d.missing >= missing_polls_) {
+        v1::Finding f;
+        f.set_severity(v1::SEVERITY_CRITICAL);
+        f.set_check(std::string(kDeviceMissingSource));
+        f.set_code("device_missing.gone");
+        f.set_subject(name);
+        f.set_message(absl::StrCat("RDMA device ", name, " has been gone from sysfs for ",
+                                   d.missing, " polls"));
+        f.set_evidence(absl::StrCat("class/infiniband/", name, ": ", path.status().message()));
+        // A device that drops off the bus is the adapter, its slot or its power: look first.
+        f.set_repair(v1::REPAIR_ACTION_HARDWARE_INSPECTION);
+        missing.push_back(std::move(f));
+      }
+      ++it;
+      continue;
+    }
+    d.missing = 0;
+    if (!d.in_inventory && d.polls_since_left >= missing_polls_) {
+      it = devices_.erase(it);
+      continue;
+    }
+    for (Port& p : d.ports) {
+      PollPort(name, p, *path, now, &access);
+      if (p.backoff_until > now.boot) ++backoff_ports;
+      PollNetdev(name, p, now);
+    }
+    ++it;
+  }
+  if (watch_aer_) {
+    for (const std::string& bdf : pci_) PollAer(bdf, now);
+  }
+  stats_.backoff_ports = backoff_ports;
+  memory_.Update(kDeviceMissingSource, std::move(missing), now);
+  memory_.Update(kCounterAccessSource, std::move(access), now);
+
+  std::string save_key;
+  std::string key = FindingsKeyLocked(now, &save_key);
+  const bool changed = key != findings_key_;
+  findings_key_ = std::move(key);
+  if (save_key != save_key_ || dirty_) {
+    save_key_ = std::move(save_key);
+    SaveLocked(now);
+  }
+  return changed;
+}
+
+std::string HealthMonitor::FindingsKeyLocked(MemoryClock now, std::string* save_key) const {
+  std::string key;
+  save_key->clear();
+  for (const v1::Finding& f : memory_.Findings(now)) {
+    const std::string line = absl::StrCat(f.severity(), "\t", f.check(), "\t", f.code(), "\t",
+                                          f.subject(), "\t", f.message(), "\n");
+    key += line;
+    absl::StrAppend(save_key, line, f.cleared(), " ", f.occurrences(), " ", f.dry_run(), "\n");
+  }
+  return key;
+}
+
+void HealthMonitor::SaveLocked(MemoryClock /*now*/) {
+  if (options_.state_file.empty()) return;
+  const std::filesystem::path file(options_.state_file);
+  std::string bytes;
+  if (!memory_.Save(options_.boot_id).SerializeToString(&bytes)) {
+    Log(LogLevel::kWarning, "health memory: cannot serialize the state");
+    return;
+  }
+  absl::StatusOr<bool> wrote =
+      ReplaceFileIfChanged(file.parent_path().string(), file.filename().string(), bytes, 0600);
+  if (!wrote.ok()) {
+    // Kept dirty: the next poll tries again.
+    Log(LogLevel::kWarning, "health memory: ", wrote.status().ToString());
+    dirty_ = true;
+    return;
+  }
+  dirty_ = false;
+}
+
+void HealthMonitor::Findings(absl::Time /*now*/, std::vector<v1::Finding>* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (v1::Finding& f : memory_.Findings(clock_())) out->push_back(std::move(f));
+}
+
+absl::Duration HealthMonitor::interval() const {
+  const double s = options_.config.poll_interval_s();
+  return s > 0 ? absl::Seconds(s) : absl::Seconds(10);
+}
+
+HealthMonitor::Stats HealthMonitor::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+std::map<std::string, uint64_t> HealthMonitor::FindingsByCode() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, uint64_t> out;
+  for (const v1::Finding& f : memory_.Findings(clock_())) ++out[f.code()];
+  return out;
+}
+
+}  // namespace fabric

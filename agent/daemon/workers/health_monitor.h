@@ -1,0 +1,131 @@
+// The health monitor: polls the port counters, carrier changes and PCIe AER totals of the
+// published host's physical RDMA devices (and of its GPUs and the bridges above both), judges
+// them against the `health` section's counter rules, notices devices that vanish, and keeps what
+// it found in a FindingMemory that survives an agent restart (not a reboot). A Publisher: each
+// published host tells it what to watch; the loop calls Poll every interval().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "agent/daemon/cycle/publisher.h"
+#include "agent/hostfs/host_fs.h"
+#include "agent/policy/health/counter_rules.h"
+#include "agent/policy/health/memory.h"
+#include "fabric/v1/health.pb.h"
+#include "fabric/v1/host.pb.h"
+
+namespace fabric {
+
+struct HealthMonitorOptions {
+  v1::HealthConfig config;
+  std::string state_file;  // Where the memory is saved (binary HealthMemoryState); empty: not.
+  std::string boot_id;     // /proc/sys/kernel/random/boot_id as read at start.
+};
+
+// Finding sources in the memory, beside the judge's "counter" and the memory's "flap".
+inline constexpr std::string_view kCounterSource = "counter";
+inline constexpr std::string_view kDeviceMissingSource = "device_missing";
+inline constexpr std::string_view kCounterAccessSource = "counter_access";
+inline constexpr std::string_view kHealthStateSource = "health_state";
+
+// Thread-safe (one mutex): the loop thread publishes and polls, the metrics thread reads stats().
+class HealthMonitor : public Publisher {
+ public:
+  // `sysfs` outlives it. `clock` gives CLOCK_BOOTTIME and wall time (tests pass their own).
+  HealthMonitor(const HostFs* sysfs, HealthMonitorOptions options,
+                std::function<MemoryClock()> clock);
+
+  // Loads the saved memory. A state of another boot is dropped (logged). An unreadable, corrupt
+  // or foreign file becomes an OK-severity "health_state.corrupt" event (the memory is lost, the
+  // hardware is not at fault) and is rewritten at the next save. Never fails.
+  void Start();
+
+  // Publisher: follows p.snapshot's host.
+  void Publish(const Publication& p) override;
+  // The memory's findings (at the clock's now; `now` is the cycle's wall time, unused).
+  void Findings(absl::Time now, std::vector<v1::Finding>* out) const override;
+
+  // What to watch from `host`: each port of a physical RDMA device (not software devices, not
+  // SR-IOV VFs: a VF's counters are its pod's traffic), each such port's netdev, and the PCI
+  // functions of those NICs and of the GPUs with the bridges on their path. A port that was
+  // ACTIVE at the previous Follow and is not now is a flap. Devices that leave the inventory are
+  // still checked for missing_polls polls (and while they are missing).
+  void Follow(const v1::Host& host);
+
+  // One poll at the clock's now. Per watched port: only the counter files the rules name
+  // (counters/<name>, else hw_counters/<name>) through the judge into "counter" events; an
+  // EIO/EINVAL/EPERM/EOPNOTSUPP read puts the port in back-off (access_backoff_s, 6 h) with an OK
+  // "counter_access.backoff" finding; ports in counter_exclude are not read (OK
+  // "counter_access.excluded"). The netdev's carrier_changes (subject the port) through the
+  // judge, each down-and-up a Flap. AER totals of the watched PCI functions as counters
+  // aer_dev_{correctable,nonfatal,fatal} (unreadable files skipped). A device whose
+  // class/infiniband/<dev> is gone missing_polls polls in a row: CRITICAL "device_missing.gone"
+  // (HARDWARE_INSPECTION) until it is back. Saves the memory when its findings changed; returns
+  // true when the findings' severity, check, code, subject or message changed.
+  bool Poll();
+
+  absl::Duration interval() const;  // poll_interval_s, or 10 s
+
+  struct Stats {
+    uint64_t polls = 0, reads = 0, read_errors = 0, backoff_ports = 0;
+  };
+  Stats stats() const;
+  // Current findings by code, for metrics.
+  std::map<std::string, uint64_t> FindingsByCode() const;
+
+ private:
+  struct Port {
+    uint32_t number = 0;
+    std::string netdev;
+    bool active = false;
+    absl::Duration backoff_until = absl::ZeroDuration();  // boot time; 0: none
+    std::string backoff_evidence;
+    std::optional<uint64_t> carrier_changes;  // at the last poll
+  };
+  struct Device {
+    std::vector<Port> ports;
+    bool in_inventory = true;
+    uint32_t polls_since_left = 0;  // polls since it left the inventory
+    uint32_t missing = 0;           // polls in a row its directory was gone
+  };
+
+  bool Excluded(const std::string& device, uint32_t port) const;
+  void PollPort(const std::string& device, Port& port, const std::string& dev_path, MemoryClock now,
+                std::vector<v1::Finding>* access);
+  void PollNetdev(const std::string& device, Port& port, MemoryClock now);
+  void PollAer(const std::string& bdf, MemoryClock now);
+  void Observe(const std::string& subject, const std::string& counter, uint64_t value,
+               MemoryClock now);
+  std::string FindingsKeyLocked(MemoryClock now, std::string* save_key) const;
+  void SaveLocked(MemoryClock now);
+
+  const HostFs* sysfs_;
+  HealthMonitorOptions options_;
+  std::function<MemoryClock()> clock_;
+  uint32_t missing_polls_;
+  absl::Duration backoff_;
+
+  mutable std::mutex mu_;
+  CounterJudge judge_;
+  mutable FindingMemory memory_;
+  std::vector<std::string> port_counters_;  // rule counters read from a port's files
+  bool watch_carrier_ = false;
+  bool watch_aer_ = false;
+  std::map<std::string, Device> devices_;
+  std::set<std::string> pci_;                     // AER watch list
+  std::map<std::string, std::string> locations_;  // counter -> "counters" or "hw_counters"
+  std::string findings_key_;
+  std::string save_key_;
+  bool dirty_ = false;  // the state file must be rewritten
+  Stats stats_;
+};
+
+}  // namespace fabric
