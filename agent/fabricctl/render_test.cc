@@ -11,6 +11,7 @@
 #include "agent/inventory/discovery/discovery.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 namespace {
@@ -20,8 +21,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 v1::Host DiscoverExample(const std::string& name) {
-  std::string tmpl = ::testing::TempDir() + "render.XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+  std::string tmpl = testing::MakeTempDir("render");
+  EXPECT_FALSE(tmpl.empty());
   fs::path dir = fs::path(tmpl) / "host";
   auto spec = testing::ExampleHost(name);
   EXPECT_TRUE(spec.ok());

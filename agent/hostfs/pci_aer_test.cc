@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 namespace {
@@ -115,8 +116,8 @@ TEST(ParseAerCountsTest, KeepsBitsInFileOrder) {
 class ReadPciAerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "pci_aer.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    std::string tmpl = testing::MakeTempDir("pci_aer");
+    ASSERT_FALSE(tmpl.empty());
     root_ = tmpl;
     fs::create_directories(root_ / kFn);
     fs::create_directories(root_ / "bus/pci/devices");
@@ -191,8 +192,8 @@ TEST_F(ReadPciAerTest, RejectsWhatIsNotAnAddress) {
 
 // The generated DGX H100: GPU 0's NIC and GPU, the switch path above them, a VF without AER.
 TEST(ReadPciAerExampleHostTest, DgxH100IbReadsZero) {
-  std::string tmpl = ::testing::TempDir() + "pci_aer_host.XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  std::string tmpl = testing::MakeTempDir("pci_aer_host");
+  ASSERT_FALSE(tmpl.empty());
   const fs::path dir = fs::path(tmpl) / "host";
   ASSERT_TRUE(testing::WriteExampleHost("dgx-h100-ib", dir).ok());
   HostFsImpl sysfs((dir / "sys").string());

@@ -558,6 +558,9 @@ def check_daemonset(objects, images, args):
     cdi = flags.get("--cdi-dir")
     if check(cdi, "--cdi-dir is set (--sysfs is not /sys: the agent keeps no spec without it)"):
         host_mount("--cdi-dir", cdi, "/var/run/cdi", False)
+    state = flags.get("--state-dir")
+    if check(state, "--state-dir is set (--sysfs is not /sys: no health memory without it)"):
+        host_mount("--state-dir", state, "/var/lib/fabric-agent", False)
     host_file = flags.get("--host-file-dir")
     if check(host_file, "--host-file-dir is set (--sysfs is not /sys: no published host without it)"):
         host_mount("--host-file-dir", host_file, "/run/fabric-env", False)

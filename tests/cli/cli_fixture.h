@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 
@@ -34,8 +35,8 @@ inline std::string Slurp(const std::filesystem::path& p) {
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "cli.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    std::string tmpl = testing::MakeTempDir("cli");
+    ASSERT_FALSE(tmpl.empty());
     tmp_ = tmpl;
   }
   void TearDown() override { std::filesystem::remove_all(tmp_); }

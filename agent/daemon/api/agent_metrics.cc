@@ -1,6 +1,7 @@
 #include "agent/daemon/api/agent_metrics.h"
 
 #include <map>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/version.h"
@@ -114,13 +115,17 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
              {},
              HealthExitCode(health.verdict() == v1::SEVERITY_UNSPECIFIED ? v1::SEVERITY_OK
                                                                          : health.verdict()));
-  std::map<std::pair<std::string, std::string>, int> findings;
+  // By code too: an alert can route a port_state.down to the network team and a
+  // counter.symbol_error.1h to the cable crew without parsing messages.
+  std::map<std::tuple<std::string, std::string, std::string>, int> findings;
   for (const v1::Finding& f : health.findings()) {
-    ++findings[{f.check(), SeverityName(f.severity())}];
+    ++findings[{f.check(), f.code().empty() ? f.check() : f.code(), SeverityName(f.severity())}];
   }
   for (const auto& [key, n] : findings) {
-    out->Gauge("fabric_health_findings", "Health findings by check and severity.",
-               {{"check", key.first}, {"severity", key.second}}, n);
+    out->Gauge(
+        "fabric_health_findings", "Health findings by check, code and severity.",
+        {{"check", std::get<0>(key)}, {"code", std::get<1>(key)}, {"severity", std::get<2>(key)}},
+        n);
   }
 
   // The NIC each GPU would get (the selection's ports for every GPU, under the agent's policy;
@@ -158,6 +163,19 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
                "An RDMA device that disappeared while the agent ran and has not come back.",
                {{"device", name}, {"pci", a.pci_address}}, 1);
   }
+}
+
+void HealthMonitorMetrics(const HealthMonitor& h, Exposition* out) {
+  const HealthMonitor::Stats s = h.stats();
+  out->Counter("fabric_health_polls_total", "Polls of the health monitor.", {}, s.polls);
+  out->Counter("fabric_health_counter_reads_total",
+               "Counter files the health monitor read (only those its rules name).", {}, s.reads);
+  out->Counter("fabric_health_counter_read_errors_total",
+               "Counter reads that failed (a vanished file, the firmware's access error).", {},
+               s.read_errors);
+  out->Gauge("fabric_health_counter_backoff_ports",
+             "Ports whose counters are not read now: the firmware refused them (back-off).", {},
+             s.backoff_ports);
 }
 
 void ProbeMetrics(const Prober& p, Exposition* out) {
@@ -279,6 +297,7 @@ std::string RenderAgentMetrics(const MetricsSources& src, absl::Time now) {
   const std::shared_ptr<const Snapshot> snap = src.store->Current();
   if (snap != nullptr) metrics::AppendHostMetrics(*snap->host, *src.sysfs, &out);
   AgentMetrics(src, snap.get(), now, &out);
+  if (src.health != nullptr) HealthMonitorMetrics(*src.health, &out);
   if (src.prober != nullptr) ProbeMetrics(*src.prober, &out);
   if (src.announcer != nullptr) AnnounceMetrics(*src.announcer, &out);
   ApiMetrics(src, &out);

@@ -19,6 +19,7 @@
 #include "agent/hostfs/host_fs.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/small_fs.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 namespace {
@@ -36,8 +37,8 @@ std::string Slurp(const std::string& p) {
 class CdiPublisherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "cdi-cycle.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    std::string tmpl = testing::MakeTempDir("cdi-cycle");
+    ASSERT_FALSE(tmpl.empty());
     base_ = tmpl;
     ASSERT_TRUE(testing::WriteExampleHost("roce-9port", base_ + "/host").ok());
     sys_ = std::make_unique<HostFsImpl>(base_ + "/host/sys");

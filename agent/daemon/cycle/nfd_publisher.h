@@ -24,6 +24,8 @@ class NfdPublisher final : public Publisher {
  private:
   const std::string dir_;
   std::string written_;  // The file's content as last written; empty: write at the next publish.
+  // The health verdict written: labels_same says nothing of health, which changes on its own.
+  v1::Severity written_health_ = v1::SEVERITY_UNSPECIFIED;
 };
 
 }  // namespace fabric

@@ -10,12 +10,14 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
 #include "agent/common/log.h"
@@ -129,6 +131,41 @@ void StopSocketLock(AgentState& st) {
 // contents would describe devices this machine does not have.
 bool Publishes(const AgentState& st, const std::string& dir, bool explicit_dir) {
   return !dir.empty() && (explicit_dir || st.opt.sysfs == "/sys");
+}
+
+// CLOCK_BOOTTIME: one clock for every process of a boot, so the saved memory's times stay
+// comparable across a restart; wall time only for display.
+MemoryClock BootClock() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return {absl::DurationFromTimespec(ts), absl::Now()};
+}
+
+// The health monitor, a publisher from the first inventory on. Its memory is kept under
+// --state-dir for the boot the procfs root names; without a boot ID nothing is kept (a state of
+// an unknown boot could be a previous boot's).
+absl::Status StepHealthMonitor(AgentState& st) {
+  HealthMonitorOptions o;
+  o.config = st.process.config.health();
+  auto boot_id = st.procfs.ReadFile("sys/kernel/random/boot_id");
+  if (boot_id.ok()) o.boot_id = std::string(absl::StripAsciiWhitespace(*boot_id));
+  if (Publishes(st, st.opt.state_dir, st.opt.state_dir_explicit) && !o.boot_id.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(st.opt.state_dir, ec);
+    if (ec) {
+      Log(LogLevel::kWarning, "state directory ", st.opt.state_dir, ": ", ec.message(),
+          "; the health memory is not kept across restarts");
+    } else {
+      o.state_file = absl::StrCat(st.opt.state_dir, "/health-memory.pb");
+    }
+  }
+  st.workers.health = std::make_unique<HealthMonitor>(&st.sysfs, std::move(o), BootClock);
+  st.workers.health->Start();
+  st.cycle.AddPublisher(st.workers.health.get());
+  return absl::OkStatus();
+}
+void StopHealthMonitor(AgentState& st) {
+  if (st.workers.health != nullptr) st.cycle.RemovePublisher(st.workers.health.get());
 }
 
 // The kubelet device plugins, when the config names resources; they answer from the first
@@ -353,6 +390,7 @@ absl::Status StepMetrics(AgentState& st) {
   src.counters = &st.counters;
   src.prober = st.workers.prober.get();
   src.announcer = st.workers.announcer.get();
+  src.health = st.workers.health.get();
   src.api = st.api.server.get();
   src.api_counters = &st.api.counters;
   auto server = metrics::MetricsHttpServer::Start(
@@ -413,6 +451,7 @@ constexpr Step kSteps[] = {
     {"load config", StepConfig, nullptr, kAgentBadConfig},
     {"load TLS certificates", StepTls, nullptr, kAgentBadConfig},
     {"lock the socket", StepSocketLock, StopSocketLock, kAgentFailed},
+    {"health monitor", StepHealthMonitor, StopHealthMonitor, kAgentFailed},
     {"first inventory", StepFirstInventory, StopFirstInventory, kAgentFailed},
     {"watch netlink and uevents", StepEvents, StopEvents, kAgentFailed},
     {"hand-off socket", StepAnnounceSocket, nullptr, kAgentBadConfig},

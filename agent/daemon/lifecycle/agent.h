@@ -48,6 +48,10 @@ struct AgentOptions {
   // only for the live host unless set explicitly.
   std::string device_plugin_dir = "/var/lib/kubelet/device-plugins";
   bool device_plugin_dir_explicit = false;
+  // The health monitor's memory (health-memory.pb) is kept in this directory so that a restart
+  // forgets nothing; empty: not kept. As cdi_dir, only for the live host unless set explicitly.
+  std::string state_dir = "/var/lib/fabric-agent";
+  bool state_dir_explicit = false;
   // The helper mounted into pods the device plugins allocate for (read-only at
   // /usr/local/bin/fabric-env); empty: none.
   std::string pod_helper = "/usr/bin/fabric-env";

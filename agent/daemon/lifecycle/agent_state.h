@@ -24,6 +24,7 @@
 #include "agent/daemon/lifecycle/memory.h"
 #include "agent/daemon/workers/announcer.h"
 #include "agent/daemon/workers/device_plugin.h"
+#include "agent/daemon/workers/health_monitor.h"
 #include "agent/daemon/workers/ib_neighbors.h"
 #include "agent/daemon/workers/lldp_listener.h"
 #include "agent/daemon/workers/prober.h"
@@ -80,6 +81,8 @@ struct AgentState {
     std::unique_ptr<IbNeighbors> ib;     // Null with --ib-neighbors=false.
     std::unique_ptr<Announcer> announcer;
     std::unique_ptr<Prober> prober;
+    // Counters, carrier changes, AER and vanished devices, polled by the loop; a publisher.
+    std::unique_ptr<HealthMonitor> health;
   } workers;
 
   // What serves: TLS, the gRPC service and server, the metrics endpoint.

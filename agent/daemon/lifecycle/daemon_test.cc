@@ -564,15 +564,22 @@ TEST_F(AgentTest, MetricsFollowCountersEventsAndVanishedDevices) {
   ASSERT_TRUE(stub_->GetHealth(hctx.get(), {}, &health).ok());
   EXPECT_EQ(health.verdict(), v1::SEVERITY_CRITICAL);
   std::set<std::string> checks;
-  for (const v1::Finding& f : health.findings()) checks.insert(f.check() + " " + f.subject());
+  for (const v1::Finding& f : health.findings()) {
+    checks.insert(f.check() + " " + f.subject());
+    checks.insert(f.code() + " " + f.subject());
+  }
   EXPECT_TRUE(checks.count("device_absent mlx5_3")) << health.ShortDebugString();
-  EXPECT_TRUE(checks.count("link_flap mlx5_2:1")) << health.ShortDebugString();
+  // The flaps, as the health monitor judged them when the publishes showed the port down.
+  EXPECT_TRUE(checks.count("port_state.flap mlx5_2:1")) << health.ShortDebugString();
   std::tie(status, text) = HttpGet(port, "/metrics");
   EXPECT_EQ(Sample(text, R"(fabric_port_link_flaps_total{device="mlx5_2",port="1"})"), 2);
   EXPECT_EQ(Sample(text, R"(fabric_device_absent{device="mlx5_3",pci="0000:3d:00.0"})"), 1);
   EXPECT_EQ(Sample(text, "fabric_health_status"), 2);
-  EXPECT_EQ(Sample(text, R"(fabric_health_findings{check="device_absent",severity="CRITICAL"})"),
-            1);
+  EXPECT_EQ(
+      Sample(
+          text,
+          R"(fabric_health_findings{check="device_absent",code="device_absent",severity="CRITICAL"})"),
+      1);
   EXPECT_GE(Sample(text, "fabric_agent_rescans_total"), 6);
 
   // Back: no longer absent (the flaps stay counted).

@@ -40,6 +40,7 @@ void Reload(AgentState& st, const char* why, bool events_pending) {
       st.cycle.SetPolicy(st.process.config.selection());
       policy_changed = true;
       if (st.workers.prober != nullptr) st.workers.prober->SetSchedule(st.process.config.probes());
+      if (st.workers.health != nullptr) st.workers.health->SetConfig(st.process.config.health());
       Log(LogLevel::kInfo, "reloaded ", st.opt.config, " (", why, ")");
     } else {
       Log(LogLevel::kError, "keeping the previous config (", why, "): ", config.status().message());
@@ -197,6 +198,15 @@ void AddSources(AgentState& st, Pending& p) {
               return std::min({p.dirty_at, p.next_rescan, st.cycle.stale_retry_at()});
             },
             [&st, &p](bool, bool, absl::Time now) { OnRefresh(st, p, now); }});
+  if (HealthMonitor* health = st.workers.health.get()) {
+    auto next = std::make_shared<absl::Time>(absl::Now() + health->interval());
+    loop.Add({"health poll", nullptr, [next](absl::Time) { return *next; },
+              [&st, health, next](bool, bool, absl::Time now) {
+                // New findings reach GetHealth, the watchers and the publishers now.
+                if (health->Poll()) st.cycle.Publish(std::nullopt, false);
+                *next = now + health->interval();
+              }});
+  }
   loop.Add({"heap trim", nullptr, [&st](absl::Time) { return st.process.trimmer.next(); },
             [&st](bool, bool, absl::Time now) { st.process.trimmer.Tick(now); }});
   const absl::Duration watchdog = st.notifier->WatchdogInterval();

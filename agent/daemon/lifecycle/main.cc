@@ -143,6 +143,13 @@ int main(int argc, char** argv) {
       // As --announce-socket: "--cdi-dir=" is the empty value, i.e. off.
       ->expected(0, 1)
       ->default_str("");
+  app.add_option("--state-dir", opt.state_dir,
+                 "keep the health monitor's memory (health-memory.pb: findings, first seen, flaps; "
+                 "dropped on a new boot ID) in this directory (default /var/lib/fabric-agent), so "
+                 "an agent restart forgets nothing; empty (--state-dir=) keeps none. With a "
+                 "--sysfs root other than /sys only when given")
+      ->expected(0, 1)
+      ->default_str("");
   bool no_cdi = false;
   app.add_flag("--no-cdi", no_cdi, "keep no CDI spec (as --cdi-dir=)");
   app.add_option("--host-file-dir", opt.host_file_dir,
@@ -258,6 +265,7 @@ int main(int argc, char** argv) {
   opt.cdi_dir_explicit = app.count("--cdi-dir") > 0;
   if (no_cdi) opt.cdi_dir.clear();
   opt.host_file_dir_explicit = app.count("--host-file-dir") > 0;
+  opt.state_dir_explicit = app.count("--state-dir") > 0;
   opt.device_plugin_dir_explicit = app.count("--device-plugin-dir") > 0;
   opt.event_window = absl::Seconds(event_window_s);
   opt.watch_timeout = absl::Seconds(watch_timeout_s);

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <utility>
 
@@ -55,12 +53,18 @@ HealthMonitor::HealthMonitor(const HostFs* sysfs, HealthMonitorOptions options,
     : sysfs_(sysfs),
       options_(std::move(options)),
       clock_(std::move(clock)),
-      missing_polls_(options_.config.missing_polls() ? options_.config.missing_polls() : 3),
-      backoff_(options_.config.access_backoff_s() > 0
-                   ? absl::Seconds(options_.config.access_backoff_s())
-                   : absl::Hours(6)),
-      judge_(EffectiveCounterRules(options_.config)),
+      judge_({}),
       memory_(MemoryOptionsFrom(options_.config)) {
+  ApplyConfigLocked();
+}
+
+void HealthMonitor::ApplyConfigLocked() {
+  const v1::HealthConfig& c = options_.config;
+  missing_polls_ = c.missing_polls() ? c.missing_polls() : 3;
+  backoff_ = c.access_backoff_s() > 0 ? absl::Seconds(c.access_backoff_s()) : absl::Hours(6);
+  judge_ = CounterJudge(EffectiveCounterRules(c));
+  watch_carrier_ = watch_aer_ = false;
+  port_counters_.clear();
   std::set<std::string> names;
   for (const v1::CounterRule& r : judge_.rules()) {
     if (r.counter() == kCarrierChanges) {
@@ -73,6 +77,20 @@ HealthMonitor::HealthMonitor(const HostFs* sysfs, HealthMonitorOptions options,
   }
 }
 
+void HealthMonitor::SetConfig(const v1::HealthConfig& config) {
+  std::lock_guard<std::mutex> lock(mu_);
+  options_.config = config;
+  // The memory moves over under the new windows and sticky time; the counters start a new
+  // baseline (one poll's deltas are not judged).
+  const v1::HealthMemoryState kept = memory_.Save(options_.boot_id);
+  memory_ = FindingMemory(MemoryOptionsFrom(config));
+  if (auto loaded = memory_.Load(kept, options_.boot_id, clock_()); !loaded.ok()) {
+    Log(LogLevel::kWarning, "health memory across the reload: ", loaded.status().ToString());
+  }
+  ApplyConfigLocked();
+  dirty_ = true;
+}
+
 void HealthMonitor::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   const MemoryClock now = clock_();
@@ -80,11 +98,11 @@ void HealthMonitor::Start() {
   std::error_code ec;
   if (!std::filesystem::exists(options_.state_file, ec) && !ec) return;  // first start
   absl::Status problem;
-  std::ifstream in(options_.state_file, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) {
-    problem = absl::UnavailableError(absl::StrCat("cannot read ", options_.state_file));
-  } else if (auto state = FindingMemory::ParseState(bytes); !state.ok()) {
+  // Bounded (HostFs::kMaxFileBytes): a state file grown by mistake is an error, not a big read.
+  absl::StatusOr<std::string> bytes = HostFsImpl("/").ReadFile(options_.state_file);
+  if (!bytes.ok()) {
+    problem = bytes.status();
+  } else if (auto state = FindingMemory::ParseState(*bytes); !state.ok()) {
     problem = state.status();
   } else if (auto loaded = memory_.Load(*state, options_.boot_id, now); !loaded.ok()) {
     problem = loaded.status();
@@ -396,6 +414,7 @@ void HealthMonitor::Findings(absl::Time /*now*/, std::vector<v1::Finding>* out) 
 }
 
 absl::Duration HealthMonitor::interval() const {
+  std::lock_guard<std::mutex> lock(mu_);
   const double s = options_.config.poll_interval_s();
   return s > 0 ? absl::Seconds(s) : absl::Seconds(10);
 }
@@ -403,13 +422,6 @@ absl::Duration HealthMonitor::interval() const {
 HealthMonitor::Stats HealthMonitor::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
-}
-
-std::map<std::string, uint64_t> HealthMonitor::FindingsByCode() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::map<std::string, uint64_t> out;
-  for (const v1::Finding& f : memory_.Findings(clock_())) ++out[f.code()];
-  return out;
 }
 
 }  // namespace fabric

@@ -72,14 +72,16 @@ class HealthMonitor : public Publisher {
   // true when the findings' severity, check, code, subject or message changed.
   bool Poll();
 
+  // A reloaded config: new rules, windows and poll interval; the memory is kept, each counter's
+  // next read is a new baseline.
+  void SetConfig(const v1::HealthConfig& config);
+
   absl::Duration interval() const;  // poll_interval_s, or 10 s
 
   struct Stats {
     uint64_t polls = 0, reads = 0, read_errors = 0, backoff_ports = 0;
   };
   Stats stats() const;
-  // Current findings by code, for metrics.
-  std::map<std::string, uint64_t> FindingsByCode() const;
 
  private:
   struct Port {
@@ -97,6 +99,7 @@ class HealthMonitor : public Publisher {
     uint32_t missing = 0;           // polls in a row its directory was gone
   };
 
+  void ApplyConfigLocked();  // options_.config into the judge, the watch lists and limits
   bool Excluded(const std::string& device, uint32_t port) const;
   void PollPort(const std::string& device, Port& port, const std::string& dev_path, MemoryClock now,
                 std::vector<v1::Finding>* access);

@@ -15,6 +15,7 @@
 #include "agent/inventory/discovery/discovery.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 namespace {
@@ -62,8 +63,8 @@ class HealthMonitorTest : public ::testing::Test {
     auto spec = testing::ExampleHost("roce-9port");
     ASSERT_TRUE(spec.ok()) << spec.status();
     spec_ = *spec;
-    std::string tmpl = ::testing::TempDir() + "health_monitor.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    std::string tmpl = testing::MakeTempDir("health_monitor");
+    ASSERT_FALSE(tmpl.empty());
     tmp_ = tmpl;
     dir_ = tmp_ / "host";
     ASSERT_TRUE(testing::WriteHost(spec_, dir_).ok());
@@ -127,6 +128,36 @@ TEST_F(HealthMonitorTest, QuietHostHasNoFindings) {
   EXPECT_GT(m->stats().reads, 0u);
   EXPECT_EQ(m->stats().read_errors, 0u);
   EXPECT_EQ(m->interval(), absl::Seconds(10));
+}
+
+TEST_F(HealthMonitorTest, AReloadedConfigKeepsTheMemoryAndAppliesItsRules) {
+  WriteCounter("link_downed", 5);
+  auto m = Make();
+  m->Poll();
+  Tick();
+  WriteCounter("link_downed", 6);
+  ASSERT_TRUE(m->Poll());
+  ASSERT_NE(Find(All(*m), "counter.link_downed", "mlx5_0:1"), nullptr);
+
+  // The reload: a faster poll, link_downed's rule disabled. What was found stays found.
+  HealthConfig c;
+  c.set_poll_interval_s(0.5);
+  CounterRule* off = c.add_counter_rules();
+  off->set_counter("link_downed");
+  off->set_disabled(true);
+  m->SetConfig(c);
+  EXPECT_EQ(m->interval(), absl::Milliseconds(500));
+  EXPECT_NE(Find(All(*m), "counter.link_downed", "mlx5_0:1"), nullptr);
+  // Another increase breaks no rule now (the first read after the reload is a baseline too).
+  Tick();
+  WriteCounter("link_downed", 7);
+  m->Poll();
+  Tick();
+  WriteCounter("link_downed", 8);
+  m->Poll();
+  const Finding* f = Find(All(*m), "counter.link_downed", "mlx5_0:1");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->occurrences(), 1u) << f->DebugString();
 }
 
 TEST_F(HealthMonitorTest, LinkDownedIsCritical) {

@@ -74,17 +74,6 @@ std::vector<v1::Finding> EventLog::Findings(absl::Time now, absl::Duration windo
                      " and has not come back: driver reload, PCI reset or a failing NIC"));
     out.push_back(std::move(f));
   }
-  for (const auto& [port, p] : ports_) {
-    if (p.link_flaps == 0 || now - p.last_flap > window) continue;
-    v1::Finding f;
-    f.set_severity(v1::SEVERITY_WARNING);
-    f.set_check("link_flap");
-    f.set_subject(port);
-    f.set_message(absl::StrCat("link went down ", p.link_flaps,
-                               p.link_flaps == 1 ? " time" : " times",
-                               " since the agent started, last ", Ago(now, p.last_flap)));
-    out.push_back(std::move(f));
-  }
   return out;
 }
 

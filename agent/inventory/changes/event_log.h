@@ -42,8 +42,9 @@ class EventLog {
   const std::map<std::string, Absent>& absent() const { return absent_; }
   bool empty() const { return ports_.empty() && absent_.empty(); }
 
-  // Health: CRITICAL "device_absent" for each absent device (gone for at most `window`); WARNING
-  // "link_flap" for each port that flapped within `window` before `now`.
+  // Health: CRITICAL "device_absent" for each absent device (gone for at most `window`). Flaps
+  // are only counted here: the health monitor judges them (port_state.flap, .flapping), with
+  // memory across restarts.
   std::vector<v1::Finding> Findings(absl::Time now, absl::Duration window) const;
   // The API's view (Inventory.absent_devices, port_events), absent devices past `window` left
   // out.

@@ -18,6 +18,7 @@
 #include "agent/inventory/topology/topology.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 namespace {
@@ -37,8 +38,8 @@ class DiscoveryTest : public ::testing::Test {
   }
 
   Host Discovered(const HostSpec& spec) {
-    std::string tmpl = ::testing::TempDir() + "discovery.XXXXXX";
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+    std::string tmpl = testing::MakeTempDir("discovery");
+    EXPECT_FALSE(tmpl.empty());
     dir_ = tmpl;
     fs::remove(dir_);
     absl::Status written = testing::WriteHost(spec, dir_);
@@ -655,8 +656,8 @@ TEST(Discover, RootErrors) {
   EXPECT_TRUE(absl::IsNotFound(h.status()));
   EXPECT_THAT(std::string(h.status().message()), HasSubstr("/nonexistent-sysfs-root"));
 
-  std::string tmpl = ::testing::TempDir() + "notsysfs.XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  std::string tmpl = testing::MakeTempDir("notsysfs");
+  ASSERT_FALSE(tmpl.empty());
   HostFsImpl empty(tmpl);
   auto e = Discover(empty, proc);
   ASSERT_FALSE(e.ok());

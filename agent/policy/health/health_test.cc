@@ -14,6 +14,7 @@
 #include "agent/policy/health/health_section.h"
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 namespace {
@@ -30,8 +31,8 @@ Health Evaluate(const std::string& name, const std::function<void(HostSpec&)>& e
   auto spec = testing::ExampleHost(name);
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (edit) edit(*spec);
-  std::string tmpl = ::testing::TempDir() + "health.XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+  std::string tmpl = testing::MakeTempDir("health");
+  EXPECT_FALSE(tmpl.empty());
   const fs::path dir = fs::path(tmpl) / "host";
   absl::Status written = testing::WriteHost(*spec, dir);
   EXPECT_TRUE(written.ok()) << written;
@@ -218,8 +219,8 @@ TEST(Health, ExitCodesAndNames) {
 TEST(Health, TwoPortsHearingOneSwitchPortWarnOfCabling) {
   auto spec = testing::ExampleHost("roce-9port");
   ASSERT_TRUE(spec.ok());
-  std::string tmpl = ::testing::TempDir() + "health.XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  std::string tmpl = testing::MakeTempDir("health");
+  ASSERT_FALSE(tmpl.empty());
   const fs::path dir = fs::path(tmpl) / "host";
   ASSERT_TRUE(testing::WriteHost(*spec, dir).ok());
   HostFsImpl sys((dir / "sys").string()), proc((dir / "proc").string());

@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/common/atomic_file.h"
 #include "agent/common/k8s_label.h"
 #include "agent/fabric/neighbors/lldp.h"
 #include "agent/inventory/query/host_query.h"
+#include "agent/policy/health/health.h"
 #include "agent/policy/rails/rails.h"
 #include "agent/policy/select/select.h"
 
@@ -100,7 +102,8 @@ const char* Bool(bool b) { return b ? "true" : "false"; }
 
 }  // namespace
 
-std::string RenderNfdFeatures(const Host& host, const SelectionPolicy& policy) {
+std::string RenderNfdFeatures(const Host& host, const SelectionPolicy& policy,
+                              v1::Severity health) {
   const Facts f = Gather(host, policy);
   std::string out =
       "# RDMA fabric features of this node, for the NFD local feature source. Written by "
@@ -125,6 +128,9 @@ std::string RenderNfdFeatures(const Host& host, const SelectionPolicy& policy) {
     Label(out, absl::StrCat("leaf.", rail),
           leaves.size() == 1 ? *leaves.begin()
                              : neighbors::GroupLabelValue({leaves.begin(), leaves.end()}));
+  }
+  if (health != v1::SEVERITY_UNSPECIFIED) {
+    Label(out, "health", absl::AsciiStrToLower(SeverityName(health)));
   }
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/common/k8s_label.h"  // IsValidLabelValue, IsValidLabelKey
+#include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
 
@@ -39,9 +40,14 @@ inline constexpr char kNfdFeatureFile[] = "fabric-agent";
 //                                        gives each a NIC at PIX or PXB; false with no GPU or no
 //                                        counted NIC
 //   rdma.fabric.io/gpudirect=true|false  a GPUDirect RDMA path, GPUs and counted NICs
-// Every value is a valid Kubernetes label value. The text depends only on `host` and `policy`
-// (no timestamps), so WriteNfdFeatures rewrites the file only when a label changes.
-std::string RenderNfdFeatures(const v1::Host& host, const v1::SelectionPolicy& policy);
+// then the fabric position labels from LLDP neighbours, and last
+//   rdma.fabric.io/health=ok|warning|critical|unknown
+//                                        the health verdict (`health`; absent when unspecified),
+//                                        for node affinity away from a node whose NICs fail.
+// Every value is a valid Kubernetes label value. The text depends only on `host`, `policy` and
+// `health` (no timestamps), so WriteNfdFeatures rewrites the file only when a label changes.
+std::string RenderNfdFeatures(const v1::Host& host, const v1::SelectionPolicy& policy,
+                              v1::Severity health = v1::SEVERITY_UNSPECIFIED);
 
 // Writes `text` to DIR/fabric-agent atomically: a dot file in DIR (ignored by nfd-worker),
 // fsync, rename over the old file, fsync of DIR. Only when the content differs from the file's

@@ -20,6 +20,7 @@
 #include "agent/inventory/discovery/discovery.h"
 #include "tests/hosts/hosts.h"
 #include "tests/hosts/model_builder.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 namespace {
@@ -29,11 +30,12 @@ using namespace ::fabric::v1;  // NOLINT
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 std::string TempDir(const std::string& what) {
-  std::string tmpl = ::testing::TempDir() + what + ".XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+  std::string tmpl = testing::MakeTempDir(what);
+  EXPECT_FALSE(tmpl.empty());
   return tmpl;
 }
 
@@ -97,6 +99,20 @@ void SetNeighbor(Host* h, const std::string& netdev, const std::string& label,
 
 // Fabric position: the front-end leaf, the back-end leaves and the group they make; nothing
 // without neighbours (roce-9port: eth0 is the front-end, eth1-eth8 the back-end ports).
+TEST(RenderNfdFeatures, HealthVerdictIsTheLastLabelWhenGiven) {
+  const Host& host = Example("roce-9port");
+  EXPECT_THAT(RenderNfdFeatures(host, {}), Not(HasSubstr("/health=")));
+  const std::vector<std::pair<Severity, std::string>> cases = {{SEVERITY_OK, "ok"},
+                                                               {SEVERITY_WARNING, "warning"},
+                                                               {SEVERITY_CRITICAL, "critical"},
+                                                               {SEVERITY_UNKNOWN, "unknown"}};
+  for (const auto& [sev, value] : cases) {
+    const std::vector<std::string> lines = Lines(RenderNfdFeatures(host, {}, sev));
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.back(), "rdma.fabric.io/health=" + value);
+  }
+}
+
 TEST(RenderNfdFeatures, LeafLabelsFromNeighbours) {
   Host h = Example("roce-9port");
   auto leaf_lines = [](const Host& host) {

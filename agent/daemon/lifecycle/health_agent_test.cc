@@ -1,0 +1,197 @@
+// The health monitor in the real fabric-agent on the dgx-h100-ib tree, whose counter files the
+// test changes between polls (the tree seam): a link_downed increase is CRITICAL in GetHealth,
+// the metrics (by code) and the NFD health label; the finding survives an agent restart with
+// its first-seen time (the state directory), and a new boot ID starts clean.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "fabric/v1/agent.grpc.pb.h"
+#include "tests/hosts/hosts.h"
+#include "tests/testing/binaries.h"
+#include "tests/testing/scrape.h"
+#include "tests/testing/subprocess.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kCounter[] = "class/infiniband/mlx5_0/ports/1/counters/link_downed";
+constexpr char kCode[] = "counter.link_downed";
+
+class HealthAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("health-agent");
+    ASSERT_FALSE(dir_.empty());
+    ASSERT_TRUE(testing::WriteExampleHost("dgx-h100-ib", dir_ + "/host").ok());
+    fs::create_directories(dir_ + "/nfd");
+    SetBootId("6f1d2a0e-0000-4000-8000-000000000001");
+    // Polls five times a second: the test waits for polls, never sleeps a fixed time.
+    std::ofstream(dir_ + "/config.json") << R"({"health": {"pollIntervalS": 0.2}})";
+  }
+  void TearDown() override {
+    agent_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void SetBootId(const std::string& id) {
+    fs::create_directories(dir_ + "/host/proc/sys/kernel/random");
+    std::ofstream(dir_ + "/host/proc/sys/kernel/random/boot_id") << id << "\n";
+  }
+  void SetCounter(int value) { std::ofstream(dir_ + "/host/sys/" + kCounter) << value << "\n"; }
+
+  void StartAgent() {
+    auto agent = testing::Subprocess::Start(
+        {testing::kAgentBinary, "--socket=" + dir_ + "/agent.sock", "--sysfs=" + dir_ + "/host/sys",
+         "--procfs=" + dir_ + "/host/proc", "--config=" + dir_ + "/config.json",
+         "--state-dir=" + dir_ + "/state", "--nfd-features-dir=" + dir_ + "/nfd",
+         "--metrics=127.0.0.1:0", "--lldp=false", "--ib-neighbors=false",
+         "--announce-socket=", "--rescan-interval=3600"});
+    ASSERT_TRUE(agent.ok()) << agent.status();
+    agent_ = *std::move(agent);
+    ASSERT_TRUE(testing::WaitForSocket(*agent_, dir_ + "/agent.sock")) << agent_->Stderr();
+    std::optional<std::string> port =
+        testing::WaitForLogged(*agent_, "metrics on http://127.0.0.1:", absl::Seconds(10));
+    ASSERT_TRUE(port.has_value()) << agent_->Stderr();
+    metrics_port_ = std::stoi(*port);
+    stub_ = v1::FabricAgent::NewStub(
+        grpc::CreateChannel("unix:" + dir_ + "/agent.sock", grpc::InsecureChannelCredentials()));
+  }
+  void StopAgent() {
+    agent_->Signal(SIGTERM);
+    EXPECT_EQ(agent_->Wait(absl::Seconds(20)), 0) << agent_->Stderr();
+    agent_.reset();
+  }
+
+  v1::Health GetHealth() {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    v1::Health h;
+    grpc::Status s = stub_->GetHealth(&ctx, {}, &h);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return h;
+  }
+  static std::optional<v1::Finding> Find(const v1::Health& h, const std::string& code) {
+    for (const v1::Finding& f : h.findings()) {
+      if (f.code() == code) return f;
+    }
+    return std::nullopt;
+  }
+  // Health once `pred` holds, or the last answer after 20 s.
+  v1::Health WaitHealth(const std::function<bool(const v1::Health&)>& pred) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    v1::Health h = GetHealth();
+    while (!pred(h) && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(50));
+      h = GetHealth();
+    }
+    return h;
+  }
+  // Whether the monitor polled at least `n` times within 20 s (its metric says).
+  bool WaitPolls(double n) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline) {
+      auto [status, text] = testing::HttpGet(metrics_port_, "/metrics");
+      if (status == "200 OK" && testing::Sample(text, "fabric_health_polls_total") >= n)
+        return true;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return false;
+  }
+  std::string Nfd() {
+    std::ifstream in(dir_ + "/nfd/fabric-agent");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  std::string dir_;
+  std::unique_ptr<testing::Subprocess> agent_;
+  std::unique_ptr<v1::FabricAgent::Stub> stub_;
+  int metrics_port_ = 0;
+};
+
+TEST_F(HealthAgentTest, CounterBreachIsJudgedRememberedAcrossRestartAndForgottenOnANewBoot) {
+  SetCounter(5);
+  StartAgent();
+  // The first poll is a baseline: a counter that is merely non-zero is no finding.
+  v1::Health h = WaitHealth([](const v1::Health& x) { return x.verdict() == v1::SEVERITY_OK; });
+  ASSERT_EQ(h.verdict(), v1::SEVERITY_OK) << h.ShortDebugString();
+  EXPECT_TRUE(absl::StrContains(Nfd(), "rdma.fabric.io/health=ok\n")) << Nfd();
+  ASSERT_TRUE(WaitPolls(1));  // The baseline is read.
+
+  SetCounter(6);  // The link went down once: NVSentinel's fatal delta.
+  h = WaitHealth([](const v1::Health& x) { return Find(x, kCode).has_value(); });
+  std::optional<v1::Finding> f = Find(h, kCode);
+  ASSERT_TRUE(f.has_value()) << h.ShortDebugString();
+  EXPECT_EQ(f->severity(), v1::SEVERITY_CRITICAL);
+  EXPECT_EQ(f->check(), "counter");
+  EXPECT_EQ(f->subject(), "mlx5_0:1");
+  EXPECT_TRUE(absl::StrContains(f->evidence(), "link_downed")) << f->evidence();
+  EXPECT_NE(f->repair(), v1::REPAIR_ACTION_UNSPECIFIED);
+  EXPECT_TRUE(f->has_first_seen());
+  EXPECT_EQ(h.verdict(), v1::SEVERITY_CRITICAL);
+  auto [status, text] = testing::HttpGet(metrics_port_, "/metrics");
+  ASSERT_EQ(status, "200 OK");
+  EXPECT_EQ(testing::Sample(text, R"(fabric_health_findings{check="counter",)"
+                                  R"(code="counter.link_downed",severity="CRITICAL"})"),
+            1)
+      << text;
+  EXPECT_EQ(testing::Sample(text, "fabric_health_status"), 2);
+  const absl::Time nfd_deadline = absl::Now() + absl::Seconds(10);
+  while (!absl::StrContains(Nfd(), "health=critical") && absl::Now() < nfd_deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(absl::StrContains(Nfd(), "rdma.fabric.io/health=critical\n")) << Nfd();
+  const v1::Finding first = *f;
+  StopAgent();
+  EXPECT_TRUE(fs::exists(dir_ + "/state/health-memory.pb"));
+
+  // A restart forgets nothing: the finding is there at once, first seen when it was.
+  StartAgent();
+  f = Find(GetHealth(), kCode);
+  ASSERT_TRUE(f.has_value()) << "the restarted agent forgot the breach";
+  EXPECT_EQ(f->first_seen().seconds(), first.first_seen().seconds());
+  EXPECT_EQ(f->severity(), v1::SEVERITY_CRITICAL);
+  StopAgent();
+
+  // A reboot (a new boot ID) starts clean; the counter standing still breaks no rule.
+  SetBootId("6f1d2a0e-0000-4000-8000-000000000002");
+  StartAgent();
+  ASSERT_TRUE(WaitPolls(2));
+  h = GetHealth();
+  EXPECT_FALSE(Find(h, kCode).has_value()) << h.ShortDebugString();
+  EXPECT_THAT(agent_->Stderr(), ::testing::HasSubstr("of another boot"));
+  StopAgent();
+}
+
+TEST_F(HealthAgentTest, ACorruptStateIsSaidAndRewritten) {
+  fs::create_directories(dir_ + "/state");
+  std::ofstream(dir_ + "/state/health-memory.pb") << "not a protobuf \xff\xff\xff";
+  StartAgent();
+  std::optional<v1::Finding> f = Find(GetHealth(), "health_state.corrupt");
+  ASSERT_TRUE(f.has_value()) << agent_->Stderr();
+  EXPECT_EQ(f->severity(), v1::SEVERITY_OK);  // The memory is lost; the hardware is not at fault.
+  EXPECT_EQ(GetHealth().verdict(), v1::SEVERITY_OK);
+  // Rewritten at the next save (the polls after start-up): a state this agent can load.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  v1::HealthMemoryState state;
+  auto parsed = [&] {
+    std::ifstream in(dir_ + "/state/health-memory.pb", std::ios::binary);
+    return state.ParseFromIstream(&in) && !state.boot_id().empty();
+  };
+  while (!parsed() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(state.boot_id(), "6f1d2a0e-0000-4000-8000-000000000001");
+  StopAgent();
+}
+
+}  // namespace
+}  // namespace fabric
