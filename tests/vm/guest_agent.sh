@@ -2,7 +2,9 @@
 # Runs inside the rig's guest: `rig.sh run -- guest_agent.sh FABRIC_AGENT FABRICCTL`. Starts the
 # real agent on the real kernel and checks that it follows the kernel without polling: an RDMA
 # device deleted and re-added (uevents), an address added and removed (route netlink, and the
-# GID table rewritten by the kernel), with the safety-net rescan an hour away.
+# GID table rewritten by the kernel), with the safety-net rescan an hour away; and the health
+# monitor on rxe0's real link: a flap of its netdev is a port_state.flap that stays after the
+# link is back.
 set -uo pipefail
 
 agent="${1:?usage: guest_agent.sh FABRIC_AGENT FABRICCTL}"
@@ -11,7 +13,9 @@ ctl="${2:?usage: guest_agent.sh FABRIC_AGENT FABRICCTL}"
 source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 sock=/run/fabric-agent-test/agent.sock
 
-"$agent" --socket="$sock" --rescan-interval=3600 --log-level=debug 2>"$out/agent.log" &
+echo '{"health": {"pollIntervalS": 0.5}}' >"$out/config.json"
+"$agent" --socket="$sock" --rescan-interval=3600 --log-level=debug --config="$out/config.json" \
+  --state-dir="$out/state" 2>"$out/agent.log" &
 pid=$!
 ctl_() { "$ctl" "$@" --target="unix://$sock" --timeout=5; }
 for _ in $(seq 200); do
@@ -64,6 +68,29 @@ if grep -q "gid_table $dev:1" <<<"$health" && ((rc == 1)); then
 else
   fail "health after the GID move (exit $rc): $health"
 fi
+# A real link flap: rxe0's netdev down and up. The monitor counts it once (the port leaving
+# ACTIVE, and carrier_changes +2), and the finding stays after the link is back (sticky).
+ip link set "$netdev" down || fail "ip link set $netdev down"
+sleep 1  # the agent sees the port leave ACTIVE (netlink) and a poll or two pass
+ip link set "$netdev" up || fail "ip link set $netdev up"
+start=$(date +%s%N)
+while :; do
+  health=$(ctl_ health)
+  grep -q "port_state.flap $dev:1" <<<"$health" && break
+  (($(date +%s%N) - start > 15000000000)) && break
+  sleep 0.2
+done
+if grep -q "WARNING port_state.flap $dev:1: .*1 flap in" <<<"$health"; then
+  ok "health reports the link flap of $dev:1 once"
+else
+  fail "health after the link flap: $health"
+fi
+sleep 1  # a few polls with the link up
+health=$(ctl_ health)
+if grep -q "port_state.flap $dev:1" <<<"$health"; then ok "the flap stays reported once the link is back (sticky)"; else
+  fail "the flap was forgotten once the link came back: $health"
+fi
+
 # Each kind of event refreshes only what it names: the device by its uevent, the GIDs by the
 # address's route netlink message (a full rescan would be logged as "rescan (").
 grep -q "targeted refresh of .*(infiniband" "$out/agent.log" &&

@@ -173,6 +173,11 @@ void HealthMonitorMetrics(const HealthMonitor& h, Exposition* out) {
   out->Counter("fabric_health_counter_read_errors_total",
                "Counter reads that failed (a vanished file, the firmware's access error).", {},
                s.read_errors);
+  out->Counter("fabric_health_kmsg_lines_total",
+               "Kernel log lines a NIC or PCIe rule matched, by whether they named a device the "
+               "monitor watches.",
+               {{"device", "watched"}}, s.kmsg_matched);
+  out->Counter("fabric_health_kmsg_lines_total", "", {{"device", "other"}}, s.kmsg_other);
   out->Gauge("fabric_health_counter_backoff_ports",
              "Ports whose counters are not read now: the firmware refused them (back-off).", {},
              s.backoff_ports);

@@ -162,9 +162,23 @@ absl::Status StepHealthMonitor(AgentState& st) {
   st.workers.health = std::make_unique<HealthMonitor>(&st.sysfs, std::move(o), BootClock);
   st.workers.health->Start();
   st.cycle.AddPublisher(st.workers.health.get());
+  if (!st.process.config.health().no_kmsg() && Publishes(st, st.opt.kmsg, st.opt.kmsg_explicit)) {
+    KmsgSourceOptions ko;
+    ko.path = st.opt.kmsg;
+    auto source = KmsgSourceImpl::Open(ko);
+    if (source.ok()) {
+      st.workers.kmsg_source = *std::move(source);
+      st.workers.kmsg = std::make_unique<KmsgReader>(st.workers.kmsg_source.get());
+    }
+    // Not readable (no CAP_SYSLOG under kernel.dmesg_restrict=1, no /dev/kmsg in a container):
+    // said in health as OK, the counters are still judged.
+    st.workers.health->SetKernelLogStatus(source.status());
+  }
   return absl::OkStatus();
 }
 void StopHealthMonitor(AgentState& st) {
+  st.workers.kmsg.reset();
+  st.workers.kmsg_source.reset();
   if (st.workers.health != nullptr) st.cycle.RemovePublisher(st.workers.health.get());
 }
 

@@ -52,6 +52,10 @@ struct AgentOptions {
   // forgets nothing; empty: not kept. As cdi_dir, only for the live host unless set explicitly.
   std::string state_dir = "/var/lib/fabric-agent";
   bool state_dir_explicit = false;
+  // The kernel log the health monitor reads (NIC and PCIe fault lines); empty: none. As cdi_dir,
+  // only for the live host unless set explicitly (tests pass a FIFO).
+  std::string kmsg = "/dev/kmsg";
+  bool kmsg_explicit = false;
   // The helper mounted into pods the device plugins allocate for (read-only at
   // /usr/local/bin/fabric-env); empty: none.
   std::string pod_helper = "/usr/bin/fabric-env";

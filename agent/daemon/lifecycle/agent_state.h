@@ -29,6 +29,7 @@
 #include "agent/daemon/workers/lldp_listener.h"
 #include "agent/daemon/workers/prober.h"
 #include "agent/hostfs/host_fs.h"
+#include "agent/hostfs/kmsg.h"
 #include "agent/publish/metrics/http_server.h"
 #include "fabric/v1/select.pb.h"
 
@@ -83,6 +84,9 @@ struct AgentState {
     std::unique_ptr<Prober> prober;
     // Counters, carrier changes, AER and vanished devices, polled by the loop; a publisher.
     std::unique_ptr<HealthMonitor> health;
+    // The kernel log for it (null: not read); the loop polls the source's descriptor.
+    std::unique_ptr<KmsgSourceImpl> kmsg_source;
+    std::unique_ptr<KmsgReader> kmsg;
   } workers;
 
   // What serves: TLS, the gRPC service and server, the metrics endpoint.

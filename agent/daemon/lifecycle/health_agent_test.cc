@@ -2,10 +2,13 @@
 // test changes between polls (the tree seam): a link_downed increase is CRITICAL in GetHealth,
 // the metrics (by code) and the NFD health label; the finding survives an agent restart with
 // its first-seen time (the state directory), and a new boot ID starts clean.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "fabric/v1/agent.grpc.pb.h"
+#include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/scrape.h"
@@ -50,13 +54,21 @@ class HealthAgentTest : public ::testing::Test {
   }
   void SetCounter(int value) { std::ofstream(dir_ + "/host/sys/" + kCounter) << value << "\n"; }
 
-  void StartAgent() {
-    auto agent = testing::Subprocess::Start(
-        {testing::kAgentBinary, "--socket=" + dir_ + "/agent.sock", "--sysfs=" + dir_ + "/host/sys",
-         "--procfs=" + dir_ + "/host/proc", "--config=" + dir_ + "/config.json",
-         "--state-dir=" + dir_ + "/state", "--nfd-features-dir=" + dir_ + "/nfd",
-         "--metrics=127.0.0.1:0", "--lldp=false", "--ib-neighbors=false",
-         "--announce-socket=", "--rescan-interval=3600"});
+  void StartAgent(std::vector<std::string> flags = {}) {
+    std::vector<std::string> argv = {testing::kAgentBinary,
+                                     "--socket=" + dir_ + "/agent.sock",
+                                     "--sysfs=" + dir_ + "/host/sys",
+                                     "--procfs=" + dir_ + "/host/proc",
+                                     "--config=" + dir_ + "/config.json",
+                                     "--state-dir=" + dir_ + "/state",
+                                     "--nfd-features-dir=" + dir_ + "/nfd",
+                                     "--metrics=127.0.0.1:0",
+                                     "--lldp=false",
+                                     "--ib-neighbors=false",
+                                     "--announce-socket=",
+                                     "--rescan-interval=3600"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto agent = testing::Subprocess::Start(argv);
     ASSERT_TRUE(agent.ok()) << agent.status();
     agent_ = *std::move(agent);
     ASSERT_TRUE(testing::WaitForSocket(*agent_, dir_ + "/agent.sock")) << agent_->Stderr();
@@ -111,6 +123,29 @@ class HealthAgentTest : public ::testing::Test {
   std::string Nfd() {
     std::ifstream in(dir_ + "/nfd/fabric-agent");
     return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  // The PCI address of an example device ("0000:3b:00.0"), from where the tree puts it.
+  static std::string PciOf(const std::string& device) {
+    auto spec = testing::ExampleHost("dgx-h100-ib");
+    if (!spec.ok()) return "";
+    auto path = testing::RdmaDevicePath(*spec, device);
+    if (!path.ok()) return "";
+    const std::string& p = *path;
+    const size_t ib = p.rfind("/infiniband/");
+    if (ib == std::string::npos || ib == 0) return "";
+    const size_t start = p.rfind('/', ib - 1);
+    return start == std::string::npos ? "" : p.substr(start + 1, ib - start - 1);
+  }
+  // Whether a finding of `code` about `subject` shows within 20 s.
+  bool Shows(const std::string& code, const std::string& subject) {
+    auto has = [&](const v1::Health& x) {
+      for (const v1::Finding& f : x.findings()) {
+        if (f.code() == code && f.subject() == subject) return true;
+      }
+      return false;
+    };
+    return has(WaitHealth(has));
   }
 
   std::string dir_;
@@ -190,6 +225,55 @@ TEST_F(HealthAgentTest, ACorruptStateIsSaidAndRewritten) {
   };
   while (!parsed() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(50));
   EXPECT_EQ(state.boot_id(), "6f1d2a0e-0000-4000-8000-000000000001");
+  StopAgent();
+}
+
+// The kernel log through the agent, a FIFO standing in for /dev/kmsg (one record per write, as
+// the device returns them): a driver's line about one of the host's NICs is a finding with its
+// repair; the same line with a user facility (what `echo > /dev/kmsg` makes) is not.
+TEST_F(HealthAgentTest, KernelLogLinesAboutItsNicsAreFindingsAndForgedOnesAreNot) {
+  const std::string fifo = dir_ + "/kmsg";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // Read-write: the test holds the FIFO open, so the agent never sees its writer leave.
+  const int w = open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(w, 0);
+  StartAgent({"--kmsg=" + fifo});
+  ASSERT_TRUE(WaitPolls(1));
+  const std::string mlx5_0 = PciOf("mlx5_0"), mlx5_3 = PciOf("mlx5_3");
+  ASSERT_FALSE(mlx5_0.empty());
+  ASSERT_FALSE(mlx5_3.empty());
+  auto write_record = [&](int prefix, int seq, const std::string& message) {
+    const std::string r = absl::StrCat(prefix, ",", seq, ",", 1000 + seq, ",-;", message, "\n");
+    return write(w, r.data(), r.size()) == static_cast<ssize_t>(r.size());
+  };
+  // Facility 1 (user), level 2: forged.
+  ASSERT_TRUE(write_record(
+      1 * 8 + 2, 1,
+      "mlx5_core " + mlx5_3 + ": poll_health:801:(pid 0): device's health compromised"));
+  ASSERT_TRUE(WaitPolls(3));  // read by now: the loop takes the FIFO between its polls
+  // Facility 0 (kernel), level 2.
+  ASSERT_TRUE(write_record(
+      2, 2, "mlx5_core " + mlx5_0 + ": poll_health:801:(pid 0): device's health compromised"));
+  ASSERT_TRUE(Shows("kmsg.health_poll_failed", "mlx5_0")) << agent_->Stderr();
+  v1::Health h = GetHealth();
+  EXPECT_EQ(h.verdict(), v1::SEVERITY_CRITICAL);
+  for (const v1::Finding& f : h.findings()) {
+    if (f.code() != "kmsg.health_poll_failed") continue;
+    EXPECT_EQ(f.subject(), "mlx5_0") << "a forged line made a finding: " << f.ShortDebugString();
+    EXPECT_EQ(f.repair(), v1::REPAIR_ACTION_REBOOT);
+    EXPECT_TRUE(absl::StrContains(f.evidence(), mlx5_0)) << f.evidence();
+  }
+  auto [status, text] = testing::HttpGet(metrics_port_, "/metrics");
+  EXPECT_EQ(testing::Sample(text, R"(fabric_health_kmsg_lines_total{device="watched"})"), 1);
+  StopAgent();
+  close(w);
+}
+
+// An unreadable kernel log is said (OK), and the verdict stays the host's.
+TEST_F(HealthAgentTest, AnUnreadableKernelLogIsSaid) {
+  StartAgent({"--kmsg=" + dir_ + "/no-such-kmsg"});
+  ASSERT_TRUE(Shows("kmsg_access.unreadable", "kernel log"));
+  EXPECT_EQ(GetHealth().verdict(), v1::SEVERITY_OK);
   StopAgent();
 }
 

@@ -207,6 +207,17 @@ void AddSources(AgentState& st, Pending& p) {
                 *next = now + health->interval();
               }});
   }
+  if (st.workers.kmsg != nullptr && st.workers.health != nullptr) {
+    loop.Add({"kernel log", PollIn([&st] { return st.workers.kmsg_source->fd(); }), nullptr,
+              [&st](bool ready, bool, absl::Time now) {
+                if (!ready) return;
+                // Bounded per wake-up (the reader's rate bound drops a flood); the rest wakes the
+                // loop again at once.
+                if (st.workers.health->OnKernelLog(st.workers.kmsg->Drain(now, 4096))) {
+                  st.cycle.Publish(std::nullopt, false);
+                }
+              }});
+  }
   loop.Add({"heap trim", nullptr, [&st](absl::Time) { return st.process.trimmer.next(); },
             [&st](bool, bool, absl::Time now) { st.process.trimmer.Tick(now); }});
   const absl::Duration watchdog = st.notifier->WatchdogInterval();

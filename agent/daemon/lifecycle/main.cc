@@ -150,6 +150,12 @@ int main(int argc, char** argv) {
                  "--sysfs root other than /sys only when given")
       ->expected(0, 1)
       ->default_str("");
+  app.add_option("--kmsg", opt.kmsg,
+                 "read NIC and PCIe fault lines from this kernel log device (default /dev/kmsg; "
+                 "needs CAP_SYSLOG where kernel.dmesg_restrict=1); empty (--kmsg=) reads none. "
+                 "With a --sysfs root other than /sys only when given")
+      ->expected(0, 1)
+      ->default_str("");
   bool no_cdi = false;
   app.add_flag("--no-cdi", no_cdi, "keep no CDI spec (as --cdi-dir=)");
   app.add_option("--host-file-dir", opt.host_file_dir,
@@ -266,6 +272,7 @@ int main(int argc, char** argv) {
   if (no_cdi) opt.cdi_dir.clear();
   opt.host_file_dir_explicit = app.count("--host-file-dir") > 0;
   opt.state_dir_explicit = app.count("--state-dir") > 0;
+  opt.kmsg_explicit = app.count("--kmsg") > 0;
   opt.device_plugin_dir_explicit = app.count("--device-plugin-dir") > 0;
   opt.event_window = absl::Seconds(event_window_s);
   opt.watch_timeout = absl::Seconds(watch_timeout_s);

@@ -137,9 +137,12 @@ void HealthMonitor::Follow(const v1::Host& host) {
   const MemoryClock now = clock_();
   std::set<std::string> seen;
   pci_.clear();
+  pci_devices_.clear();
+  netdev_ports_.clear();
   for (const v1::RdmaDevice& dev : host.rdma_devices()) {
-    // Software devices have no link of their own; a VF's counters are its pod's traffic.
-    if (dev.pci().address().empty() || dev.pci().sriov().role() == v1::SRIOV_ROLE_VF) continue;
+    // A VF's counters are its pod's traffic. Software devices (rxe, siw) are watched: their
+    // ports follow their netdev's link, and they have no PCI function of their own.
+    if (dev.pci().sriov().role() == v1::SRIOV_ROLE_VF) continue;
     seen.insert(dev.name());
     Device& d = devices_[dev.name()];
     std::vector<Port> ports;
@@ -151,19 +154,25 @@ void HealthMonitor::Follow(const v1::Host& host) {
       const bool had = np.number != 0;
       np.number = p.number();
       np.netdev = p.netdev();
+      if (!p.netdev().empty()) netdev_ports_[p.netdev()] = PortSubject(dev.name(), p.number());
       const bool active =
           p.state() == v1::PORT_STATE_ACTIVE || p.state() == v1::PORT_STATE_ACTIVE_DEFER;
       if (had && np.active && !active) {
         memory_.Flap(PortSubject(dev.name(), p.number()),
                      absl::StrCat("state ACTIVE -> ", v1::PortState_Name(p.state())), now);
+        ++np.flaps_counted;  // the netdev's carrier_changes will tell this flap again
       }
       np.active = active;
       ports.push_back(std::move(np));
     }
     d.ports = std::move(ports);
     d.in_inventory = true;
+    d.software = dev.pci().address().empty();
     d.polls_since_left = 0;
-    pci_.insert(dev.pci().address());
+    if (!dev.pci().address().empty()) {
+      pci_.insert(dev.pci().address());
+      pci_devices_[dev.pci().address()] = dev.name();
+    }
     for (const std::string& bdf : dev.pci().path()) {
       if (!absl::StartsWith(bdf, "pci")) pci_.insert(bdf);  // "pci0000:15" is the root complex
     }
@@ -283,12 +292,22 @@ void HealthMonitor::PollNetdev(const std::string& device, Port& port, MemoryCloc
     ++stats_.read_errors;
     return;
   }
-  if (port.carrier_changes && *value > *port.carrier_changes) {
-    const uint64_t rise = *value - *port.carrier_changes;
-    const uint64_t flaps = std::min<uint64_t>((rise + 1) / 2, memory_.options().flap_max + 1);
+  if (!port.carrier_changes || *value < port.carrier_base) {
+    port.carrier_base = *value;  // the first read, or a reset (a driver reload): a new baseline
+    port.flaps_counted = 0;
+  } else if (*value > *port.carrier_changes) {
+    // Transitions alternate down, up, ... from the link up at the baseline: the downs are
+    // (transitions + 1) / 2, however the polls split them. One home per flap: those the port
+    // state already showed (Follow) are among them.
+    const uint64_t downs = (*value - port.carrier_base + 1) / 2;
+    const uint64_t flaps = std::min<uint64_t>(downs - std::min(downs, port.flaps_counted),
+                                              memory_.options().flap_max + 1);
     for (uint64_t i = 0; i < flaps; ++i) {
-      memory_.Flap(subject, absl::StrCat(port.netdev, " carrier_changes +", rise), now);
+      memory_.Flap(subject,
+                   absl::StrCat(port.netdev, " carrier_changes +", *value - *port.carrier_changes),
+                   now);
     }
+    port.flaps_counted = std::max(port.flaps_counted, downs);
   }
   port.carrier_changes = *value;
   if (watch_carrier_) Observe(subject, std::string(kCarrierChanges), *value, now);
@@ -322,6 +341,10 @@ bool HealthMonitor::Poll() {
       if (!absl::IsNotFound(path.status())) {
         ++stats_.read_errors;
         ++it;
+        continue;
+      }
+      if (d.software) {  // `rdma link delete` is an operator's act, not a failing adapter
+        it = devices_.erase(it);
         continue;
       }
       if (d.missing++ == 0) {
@@ -366,6 +389,71 @@ bool HealthMonitor::Poll() {
   memory_.Update(kDeviceMissingSource, std::move(missing), now);
   memory_.Update(kCounterAccessSource, std::move(access), now);
 
+  return ChangedLocked(now);
+}
+
+bool HealthMonitor::OnKernelLog(const std::vector<KmsgRecord>& records) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const MemoryClock now = clock_();
+  // The dedup window runs on boot time: a wall-clock jump neither floods nor silences it.
+  const absl::Time at = absl::UnixEpoch() + now.boot;
+  for (const KmsgRecord& r : records) {
+    std::optional<LogMatch> m = MatchNicLog(r.message, r.device);
+    if (!m) continue;
+    std::string device;  // the RDMA device the line names, when it names one
+    std::string subject;
+    if (auto d = pci_devices_.find(m->device); d != pci_devices_.end()) {
+      subject = device = d->second;
+    } else if (auto n = netdev_ports_.find(m->device); n != netdev_ports_.end()) {
+      subject = n->second;
+      device = subject.substr(0, subject.rfind(':'));
+    } else if (pci_.count(m->device)) {
+      subject = m->device;  // a GPU or a bridge on a watched path
+    } else {
+      ++stats_.kmsg_other;
+      continue;
+    }
+    ++stats_.kmsg_matched;
+    const LogDedup::Sighting seen = log_dedup_.Observe(m->rule->code, subject, at);
+    if (!seen.report) continue;
+    memory_.Event(kKernelLogSource,
+                  KernelLogFinding(*m, subject, r.message, seen.suppressed_before + 1), now);
+    if (m->rule->code == "access_reg_failed" && !device.empty()) {
+      // The firmware refuses this function's registers: stop asking (NVSentinel's
+      // access_reg_failed, gpud#1164), the next poll says so.
+      auto d = devices_.find(device);
+      if (d == devices_.end()) continue;
+      for (Port& p : d->second.ports) {
+        p.backoff_until = now.boot + backoff_;
+        p.backoff_evidence = absl::StrCat("kernel log: ", r.message.substr(0, 256));
+      }
+    }
+  }
+  return ChangedLocked(now);
+}
+
+void HealthMonitor::SetKernelLogStatus(const absl::Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::Finding> note;
+  if (!status.ok()) {
+    v1::Finding f;
+    f.set_severity(v1::SEVERITY_OK);
+    f.set_check("kmsg_access");
+    f.set_code("kmsg_access.unreadable");
+    f.set_subject("kernel log");
+    f.set_message(
+        "the kernel log is not read: NIC and PCIe faults the drivers log are not seen (the "
+        "agent needs CAP_SYSLOG where kernel.dmesg_restrict=1)");
+    f.set_evidence(status.ToString());
+    f.set_repair(v1::REPAIR_ACTION_NONE);
+    note.push_back(std::move(f));
+  }
+  const MemoryClock now = clock_();
+  memory_.Update("kmsg_access", std::move(note), now);
+  ChangedLocked(now);
+}
+
+bool HealthMonitor::ChangedLocked(MemoryClock now) {
   std::string save_key;
   std::string key = FindingsKeyLocked(now, &save_key);
   const bool changed = key != findings_key_;

@@ -1,5 +1,5 @@
 // The health monitor: polls the port counters, carrier changes and PCIe AER totals of the
-// published host's physical RDMA devices (and of its GPUs and the bridges above both), judges
+// published host's RDMA devices (and of its GPUs and the bridges above both), judges
 // them against the `health` section's counter rules, notices devices that vanish, and keeps what
 // it found in a FindingMemory that survives an agent restart (not a reboot). A Publisher: each
 // published host tells it what to watch; the loop calls Poll every interval().
@@ -17,7 +17,9 @@
 #include "absl/time/time.h"
 #include "agent/daemon/cycle/publisher.h"
 #include "agent/hostfs/host_fs.h"
+#include "agent/hostfs/kmsg.h"
 #include "agent/policy/health/counter_rules.h"
+#include "agent/policy/health/log_rules.h"
 #include "agent/policy/health/memory.h"
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
@@ -35,6 +37,7 @@ inline constexpr std::string_view kCounterSource = "counter";
 inline constexpr std::string_view kDeviceMissingSource = "device_missing";
 inline constexpr std::string_view kCounterAccessSource = "counter_access";
 inline constexpr std::string_view kHealthStateSource = "health_state";
+inline constexpr std::string_view kKernelLogSource = "kmsg";
 
 // Thread-safe (one mutex): the loop thread publishes and polls, the metrics thread reads stats().
 class HealthMonitor : public Publisher {
@@ -53,10 +56,11 @@ class HealthMonitor : public Publisher {
   // The memory's findings (at the clock's now; `now` is the cycle's wall time, unused).
   void Findings(absl::Time now, std::vector<v1::Finding>* out) const override;
 
-  // What to watch from `host`: each port of a physical RDMA device (not software devices, not
-  // SR-IOV VFs: a VF's counters are its pod's traffic), each such port's netdev, and the PCI
-  // functions of those NICs and of the GPUs with the bridges on their path. A port that was
-  // ACTIVE at the previous Follow and is not now is a flap. Devices that leave the inventory are
+  // What to watch from `host`: each port of an RDMA device (software devices too; not SR-IOV
+  // VFs: a VF's counters are its pod's traffic), each such port's netdev, and the PCI functions
+  // of those NICs and of the GPUs with the bridges on their path. A port that was ACTIVE at the
+  // previous Follow and is not now is a flap (and not again in the carrier changes of the poll
+  // after). Devices that leave the inventory are
   // still checked for missing_polls polls (and while they are missing).
   void Follow(const v1::Host& host);
 
@@ -72,6 +76,18 @@ class HealthMonitor : public Publisher {
   // true when the findings' severity, check, code, subject or message changed.
   bool Poll();
 
+  // Kernel log records (the reader keeps kernel records only, under its rate bound): a line a NIC
+  // rule matches (MatchNicLog) about a watched RDMA device (by PCI address), a watched port's
+  // netdev or a watched PCI function (a GPU, a bridge) becomes a "kmsg" event in the memory
+  // (KernelLogFinding), one per (code, subject) in 10 minutes with the repeats counted; an
+  // access_reg_failed line puts the device's ports in counter back-off (the firmware refuses:
+  // reading on floods the log). Lines about other devices, or none, are counted and dropped.
+  // Saves the memory when its findings changed; returns true when they changed.
+  bool OnKernelLog(const std::vector<KmsgRecord>& records);
+  // Whether the kernel log could be opened: an error is an OK "kmsg_access.unreadable" finding
+  // (the host is not at fault, but its kernel-log faults go unseen).
+  void SetKernelLogStatus(const absl::Status& status);
+
   // A reloaded config: new rules, windows and poll interval; the memory is kept, each counter's
   // next read is a new baseline.
   void SetConfig(const v1::HealthConfig& config);
@@ -80,6 +96,8 @@ class HealthMonitor : public Publisher {
 
   struct Stats {
     uint64_t polls = 0, reads = 0, read_errors = 0, backoff_ports = 0;
+    uint64_t kmsg_matched = 0;  // kernel log lines a rule matched about a watched device
+    uint64_t kmsg_other = 0;    // matched lines about devices not watched (or none)
   };
   Stats stats() const;
 
@@ -91,10 +109,13 @@ class HealthMonitor : public Publisher {
     absl::Duration backoff_until = absl::ZeroDuration();  // boot time; 0: none
     std::string backoff_evidence;
     std::optional<uint64_t> carrier_changes;  // at the last poll
+    uint64_t carrier_base = 0;   // carrier_changes at the baseline (the link taken as up)
+    uint64_t flaps_counted = 0;  // flaps since the baseline, by either source
   };
   struct Device {
     std::vector<Port> ports;
     bool in_inventory = true;
+    bool software = false;          // rxe, siw: no PCI function, never "missing"
     uint32_t polls_since_left = 0;  // polls since it left the inventory
     uint32_t missing = 0;           // polls in a row its directory was gone
   };
@@ -108,6 +129,7 @@ class HealthMonitor : public Publisher {
   void Observe(const std::string& subject, const std::string& counter, uint64_t value,
                MemoryClock now);
   std::string FindingsKeyLocked(MemoryClock now, std::string* save_key) const;
+  bool ChangedLocked(MemoryClock now);  // the findings key moved on; saves when it must
   void SaveLocked(MemoryClock now);
 
   const HostFs* sysfs_;
@@ -123,8 +145,11 @@ class HealthMonitor : public Publisher {
   bool watch_carrier_ = false;
   bool watch_aer_ = false;
   std::map<std::string, Device> devices_;
-  std::set<std::string> pci_;                     // AER watch list
-  std::map<std::string, std::string> locations_;  // counter -> "counters" or "hw_counters"
+  std::set<std::string> pci_;                        // AER watch list
+  std::map<std::string, std::string> locations_;     // counter -> "counters" or "hw_counters"
+  std::map<std::string, std::string> pci_devices_;   // PCI address -> watched RDMA device
+  std::map<std::string, std::string> netdev_ports_;  // netdev -> "mlx5_0:1"
+  LogDedup log_dedup_;
   std::string findings_key_;
   std::string save_key_;
   bool dirty_ = false;  // the state file must be rewritten

@@ -155,9 +155,64 @@ TEST_F(HealthMonitorTest, AReloadedConfigKeepsTheMemoryAndAppliesItsRules) {
   Tick();
   WriteCounter("link_downed", 8);
   m->Poll();
-  const Finding* f = Find(All(*m), "counter.link_downed", "mlx5_0:1");
+  const std::vector<Finding> after = All(*m);
+  const Finding* f = Find(after, "counter.link_downed", "mlx5_0:1");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->occurrences(), 1u) << f->DebugString();
+}
+
+TEST_F(HealthMonitorTest, KernelLogLinesAboutWatchedDevicesAreRememberedOnce) {
+  auto m = Make();
+  m->Poll();
+  const std::string pci = host_.rdma_devices(0).pci().address();
+  const std::string name = host_.rdma_devices(0).name();
+  ASSERT_FALSE(pci.empty());
+  auto record = [](std::string message) {
+    KmsgRecord r;
+    r.message = std::move(message);
+    return r;
+  };
+  const std::string timeout = "mlx5_core " + pci +
+                              ": wait_func:1189:(pid 72061): ACCESS_REG(0x805) timeout. Will "
+                              "cause a leak of a command resource";
+  // A flood of one line is one finding; a line about another machine's device is no finding.
+  std::vector<KmsgRecord> flood(1000, record(timeout));
+  flood.push_back(record("mlx5_core 0000:ff:00.0: health poll: device's health compromised"));
+  EXPECT_TRUE(m->OnKernelLog(flood));
+  auto all = All(*m);
+  const Finding* f = Find(all, "kmsg.cmd_exec_timeout", name);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity(), SEVERITY_CRITICAL);
+  EXPECT_EQ(f->check(), "kmsg");
+  EXPECT_EQ(f->repair(), REPAIR_ACTION_REBOOT);
+  EXPECT_EQ(f->evidence(), timeout);
+  EXPECT_EQ(all.size(), 1u);
+  EXPECT_EQ(m->stats().kmsg_matched, 1000u);
+  EXPECT_EQ(m->stats().kmsg_other, 1u);
+  EXPECT_FALSE(m->OnKernelLog({record(timeout)}));  // a repeat within the window
+
+  // The firmware refusing ACCESS_REG: the device's counters are not read again for the back-off.
+  uint64_t before = m->stats().reads;
+  Tick();
+  m->Poll();
+  const uint64_t normal = m->stats().reads - before;
+  EXPECT_TRUE(m->OnKernelLog(
+      {record("mlx5_core " + pci +
+              ": mlx5_cmd_out_err:808:(pid 1585): ACCESS_REG(0x805) op_mod(0x1) failed, status bad "
+              "parameter(0x3), syndrome (0x6a0bc0), err(-22)")}));
+  Tick();
+  m->Poll();
+  all = All(*m);
+  ASSERT_NE(Find(all, "kmsg.access_reg_failed", name), nullptr);
+  const Finding* backoff = Find(all, "counter_access.backoff", name + ":1");
+  ASSERT_NE(backoff, nullptr);
+  EXPECT_THAT(backoff->evidence(), ::testing::HasSubstr("kernel log: mlx5_core " + pci));
+  before = m->stats().reads;
+  Tick();
+  m->Poll();
+  const uint64_t backed_off = m->stats().reads - before;
+  EXPECT_LT(backed_off, normal) << "the refused device is still read";
+  EXPECT_GT(backed_off, 0u) << "the other devices are read";
 }
 
 TEST_F(HealthMonitorTest, LinkDownedIsCritical) {
@@ -367,6 +422,67 @@ TEST_F(HealthMonitorTest, CarrierChangesAreFlaps) {
   ASSERT_NE(f, nullptr);
   EXPECT_THAT(f->evidence(), ::testing::HasSubstr("carrier_changes +2"));
   EXPECT_EQ(Find(all, "counter.carrier_changes", "mlx5_0:1"), nullptr);  // +2 is not over 2
+}
+
+// One flap, seen twice (the published port DOWN, then the netdev's carrier_changes +2), counts
+// once; a second carrier flap nobody published counts again.
+TEST_F(HealthMonitorTest, AFlapBothSourcesShowCountsOnce) {
+  const std::string netdev = host_.rdma_devices(0).ports(0).netdev();
+  const fs::path file = dir_ / "sys/class/net" / netdev / "carrier_changes";
+  std::ofstream(file) << "4\n";
+  auto m = Make();
+  m->Poll();
+  Host down = host_;
+  down.mutable_rdma_devices(0)->mutable_ports(0)->set_state(PORT_STATE_DOWN);
+  Tick();
+  m->Follow(down);
+  m->Follow(host_);
+  std::ofstream(file) << "6\n";
+  Tick();
+  m->Poll();
+  auto all = All(*m);
+  const Finding* f = Find(all, "port_state.flap", "mlx5_0:1");
+  ASSERT_NE(f, nullptr);
+  EXPECT_THAT(f->evidence(), ::testing::StartsWith("1 flap in")) << f->evidence();
+  std::ofstream(file) << "8\n";
+  Tick();
+  m->Poll();
+  all = All(*m);
+  f = Find(all, "port_state.flap", "mlx5_0:1");
+  ASSERT_NE(f, nullptr);
+  EXPECT_THAT(f->evidence(), ::testing::StartsWith("2 flaps in")) << f->evidence();
+  // A flap whose down and up land in different polls is one flap.
+  std::ofstream(file) << "9\n";
+  Tick();
+  m->Poll();
+  std::ofstream(file) << "10\n";
+  Tick();
+  m->Poll();
+  all = All(*m);
+  f = Find(all, "port_state.flap", "mlx5_0:1");
+  ASSERT_NE(f, nullptr);
+  EXPECT_THAT(f->evidence(), ::testing::StartsWith("3 flaps in")) << f->evidence();
+}
+
+// A software device (rxe) is watched like a NIC, but deleting it is no "missing" device.
+TEST_F(HealthMonitorTest, SoftwareDeviceIsWatchedButNeverMissing) {
+  Host soft = host_;
+  soft.mutable_rdma_devices(0)->mutable_pci()->clear_address();
+  auto m = std::make_unique<HealthMonitor>(sys_.get(), options_, [this] { return clock_; });
+  m->Start();
+  m->Follow(soft);
+  WriteCounter("link_downed", 1);
+  m->Poll();
+  Tick();
+  WriteCounter("link_downed", 2);
+  m->Poll();
+  EXPECT_NE(Find(All(*m), "counter.link_downed", "mlx5_0:1"), nullptr);
+  fs::remove(dir_ / "sys/class/infiniband/mlx5_0");
+  for (int i = 0; i < 5; ++i) {
+    Tick();
+    m->Poll();
+  }
+  EXPECT_EQ(Find(All(*m), "device_missing.gone", "mlx5_0"), nullptr);
 }
 
 TEST_F(HealthMonitorTest, MemorySurvivesARestartButNotAReboot) {

@@ -267,6 +267,23 @@ std::optional<LogMatch> MatchNicLog(std::string_view message, std::string_view d
   return std::nullopt;
 }
 
+v1::Finding KernelLogFinding(const LogMatch& m, std::string_view subject, std::string_view line,
+                             uint64_t count) {
+  constexpr size_t kMaxEvidence = 512;
+  v1::Finding f;
+  f.set_severity(m.rule->severity);
+  f.set_check("kmsg");
+  f.set_code("kmsg." + std::string(m.rule->code));
+  f.set_subject(std::string(subject));
+  f.set_message(std::string(m.rule->why));
+  std::string evidence(line.substr(0, kMaxEvidence));
+  if (line.size() > kMaxEvidence) evidence += "...";
+  if (count > 1) evidence += " (" + std::to_string(count) + " times)";
+  f.set_evidence(std::move(evidence));
+  f.set_repair(m.rule->repair);
+  return f;
+}
+
 LogDedup::LogDedup(LogDedupOptions options) : options_(options) {
   options_.max_entries = std::max<size_t>(options_.max_entries, 1);
 }

@@ -56,6 +56,12 @@ std::optional<LogMatch> MatchNicLog(std::string_view message, std::string_view d
 // a device name can be.
 std::string DeviceFromDict(std::string_view dict_device);
 
+// The health finding of a matched line about `subject` (an RDMA device, "mlx5_0:1", or a PCI
+// address): check "kmsg", code "kmsg.<rule code>", the rule's severity and repair, its `why` as
+// the message, and the line (cut to 512 bytes) as evidence, with the repeats `count` stands for.
+v1::Finding KernelLogFinding(const LogMatch& m, std::string_view subject, std::string_view line,
+                             uint64_t count);
+
 struct LogDedupOptions {
   // A (code, device) seen again within this time of its first sighting is counted, not reported.
   absl::Duration window = absl::Minutes(10);
