@@ -108,7 +108,7 @@ void AgentMetrics(const MetricsSources& src, const Snapshot* snap, absl::Time no
              absl::ToDoubleSeconds(snap->discovered_at - absl::UnixEpoch()));
 
   // Health: the verdict as monitoring plugins' exit code, and the findings per check.
-  const v1::Health health = CurrentHealth(*snap, src.prober, now);
+  const v1::Health health = CurrentHealth(*snap, src.prober);
   out->Gauge("fabric_health_status",
              "The health verdict as fabricctl health exits: 0 OK, 1 WARNING, 2 CRITICAL, 3 "
              "UNKNOWN.",

@@ -223,7 +223,7 @@ FabricAgentService::Reactor* FabricAgentService::GetHealth(Ctx* ctx, const Bytes
       ctx, in, out, [this](const v1::GetHealthRequest&, v1::Health* resp) {
         auto s = Ready();
         if (!s.ok()) return ToGrpc(s.status());
-        *resp = CurrentHealth(**s, prober_, absl::Now());
+        *resp = CurrentHealth(**s, prober_);
         return grpc::Status::OK;
       });
 }

@@ -34,8 +34,8 @@ struct Snapshot {
   // `health` without the agent's own findings: evaluated again only when the host or the policy
   // changed.
   v1::Health host_health;
-  // Flaps, GID changes and absent devices since the agent started; their health findings depend
-  // on the time of the question, so readers evaluate them (EventLog::Findings).
+  // Flaps, GID changes and absent devices since the agent started, as facts (Inventory's
+  // port_events and absent_devices, metrics); the health monitor judges them.
   EventLog events;
   absl::Duration event_window = absl::Hours(1);
   // DiffHosts from generation `changes_since` to this one, computed once when it was published

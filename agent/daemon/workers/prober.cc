@@ -432,11 +432,8 @@ v1::ListProbeResultsResponse Prober::List(const v1::ListProbeResultsRequest& req
   return out;
 }
 
-v1::Health CurrentHealth(const Snapshot& snap, const Prober* prober, absl::Time now) {
+v1::Health CurrentHealth(const Snapshot& snap, const Prober* prober) {
   v1::Health health = snap.health;
-  for (v1::Finding& f : snap.events.Findings(now, snap.event_window)) {
-    AddFinding(&health, std::move(f));
-  }
   if (prober != nullptr) {
     for (v1::Finding& f : prober->Findings()) AddFinding(&health, std::move(f));
   }

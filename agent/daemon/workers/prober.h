@@ -42,10 +42,9 @@ absl::Status ParseProbeListen(const std::string& text, std::string* host, uint16
 
 class Prober;
 
-// The health the agent answers with at `now`: the snapshot's, plus the findings that depend on
-// the time of the question (events) or arrive between snapshots (probe results; `prober` may be
-// null). GetHealth and the metrics both report this.
-v1::Health CurrentHealth(const Snapshot& snap, const Prober* prober, absl::Time now);
+// The health the agent answers with: the snapshot's, plus the findings that arrive between
+// snapshots (probe results; `prober` may be null). GetHealth and the metrics both report this.
+v1::Health CurrentHealth(const Snapshot& snap, const Prober* prober);
 
 class Prober {
  public:

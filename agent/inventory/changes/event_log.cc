@@ -1,6 +1,5 @@
 #include "agent/inventory/changes/event_log.h"
 
-#include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace fabric {
@@ -8,12 +7,6 @@ namespace {
 
 google::protobuf::Timestamp Ts(absl::Time t) {
   return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
-
-std::string Ago(absl::Time now, absl::Time t) {
-  const absl::Duration d = absl::Trunc(now - t, absl::Seconds(1));
-  if (d < absl::Seconds(1)) return "just now";
-  return absl::StrCat(absl::FormatDuration(d), " ago");
 }
 
 }  // namespace
@@ -58,23 +51,6 @@ void EventLog::Record(const v1::Host& before, const std::vector<v1::InventoryCha
 
 void EventLog::Expire(absl::Time now, absl::Duration window) {
   std::erase_if(absent_, [&](const auto& kv) { return now - kv.second.since > window; });
-}
-
-std::vector<v1::Finding> EventLog::Findings(absl::Time now, absl::Duration window) const {
-  std::vector<v1::Finding> out;
-  for (const auto& [name, a] : absent_) {
-    if (now - a.since > window) continue;
-    v1::Finding f;
-    f.set_severity(v1::SEVERITY_CRITICAL);
-    f.set_check("device_absent");
-    f.set_subject(name);
-    f.set_message(
-        absl::StrCat("RDMA device disappeared ", Ago(now, a.since),
-                     a.pci_address.empty() ? "" : absl::StrCat(" (PCI ", a.pci_address, ")"),
-                     " and has not come back: driver reload, PCI reset or a failing NIC"));
-    out.push_back(std::move(f));
-  }
-  return out;
 }
 
 void EventLog::Fill(absl::Time now, absl::Duration window, v1::Inventory* out) const {

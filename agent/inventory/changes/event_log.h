@@ -42,10 +42,8 @@ class EventLog {
   const std::map<std::string, Absent>& absent() const { return absent_; }
   bool empty() const { return ports_.empty() && absent_.empty(); }
 
-  // Health: CRITICAL "device_absent" for each absent device (gone for at most `window`). Flaps
-  // are only counted here: the health monitor judges them (port_state.flap, .flapping), with
-  // memory across restarts.
-  std::vector<v1::Finding> Findings(absl::Time now, absl::Duration window) const;
+  // Facts only: health judges flaps and vanished devices with memory (the health monitor:
+  // port_state.flap, device_missing.gone).
   // The API's view (Inventory.absent_devices, port_events), absent devices past `window` left
   // out.
   void Fill(absl::Time now, absl::Duration window, v1::Inventory* out) const;

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/common/excerpt.h"
-#include "agent/policy/health/health.h"
 
 namespace fabric {
 namespace {
@@ -443,19 +442,6 @@ absl::StatusOr<v1::HealthMemoryState> FindingMemory::ParseState(std::string_view
         "health memory state: %d bytes that are not a HealthMemoryState", bytes.size()));
   }
   return state;
-}
-
-void AddRememberedFinding(v1::Health* h, Finding f) {
-  if (!f.dry_run()) return AddFinding(h, std::move(f));
-  if (h->verdict() == v1::SEVERITY_UNSPECIFIED) h->set_verdict(v1::SEVERITY_OK);
-  *h->add_findings() = std::move(f);
-}
-
-v1::Health RememberedHealth(std::vector<Finding> findings) {
-  v1::Health h;
-  h.set_verdict(v1::SEVERITY_OK);
-  for (Finding& f : findings) AddRememberedFinding(&h, std::move(f));
-  return h;
 }
 
 }  // namespace fabric

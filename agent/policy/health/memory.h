@@ -157,10 +157,4 @@ class FindingMemory {
   uint64_t series_evicted_ = 0;
 };
 
-// Adds a finding from memory to a verdict: as AddFinding (health.h), except that a dry_run
-// finding is listed without raising the verdict.
-void AddRememberedFinding(v1::Health* h, v1::Finding f);
-// The verdict and findings of `findings` (Findings' result, possibly with others added).
-v1::Health RememberedHealth(std::vector<v1::Finding> findings);
-
 }  // namespace fabric
