@@ -20,4 +20,12 @@ inline constexpr uint16_t kPciExtCapAcs = 0x000d;
 // 0x100 or past the bytes read, a loop).
 absl::StatusOr<std::optional<uint16_t>> ParseAcsControl(std::string_view config);
 
+// ACS Control bits that send peer-to-peer traffic up to the root complex (GPUDirect slow or
+// hung, NCCL's own hint).
+inline constexpr uint16_t kAcsP2pRequestRedirect = 1 << 2;
+inline constexpr uint16_t kAcsP2pCompletionRedirect = 1 << 3;
+inline bool AcsRedirects(uint16_t control) {
+  return (control & (kAcsP2pRequestRedirect | kAcsP2pCompletionRedirect)) != 0;
+}
+
 }  // namespace fabric

@@ -8,9 +8,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "agent/common/atomic_file.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
+#include "agent/hostfs/pci_acs.h"
 #include "agent/hostfs/pci_aer.h"
 #include "agent/publish/metrics/port_counters.h"
 
@@ -177,12 +179,18 @@ void HealthMonitor::Follow(const v1::Host& host) {
       if (!absl::StartsWith(bdf, "pci")) pci_.insert(bdf);  // "pci0000:15" is the root complex
     }
   }
+  std::set<std::string> endpoints;  // the NICs' and GPUs' own functions
+  for (const auto& [bdf, name] : pci_devices_) endpoints.insert(bdf);
   for (const v1::Accelerator& a : host.accelerators()) {
-    if (!a.pci().address().empty()) pci_.insert(a.pci().address());
+    if (!a.pci().address().empty()) {
+      pci_.insert(a.pci().address());
+      endpoints.insert(a.pci().address());
+    }
     for (const std::string& bdf : a.pci().path()) {
       if (!absl::StartsWith(bdf, "pci")) pci_.insert(bdf);
     }
   }
+  CheckAcsLocked(endpoints, now);
   size_t departed = 0;
   for (auto it = devices_.begin(); it != devices_.end();) {
     if (!seen.count(it->first)) {
@@ -430,6 +438,38 @@ bool HealthMonitor::OnKernelLog(const std::vector<KmsgRecord>& records) {
     }
   }
   return ChangedLocked(now);
+}
+
+// ACS P2P redirect on the bridges above the GPUs and NICs sends GPUDirect traffic up to the root
+// complex. Read at each Follow (settings change only with a reboot or setpci); config space past
+// 64 bytes is root's, so an unprivileged agent finds nothing here (the doctor says so).
+void HealthMonitor::CheckAcsLocked(const std::set<std::string>& endpoints, MemoryClock now) {
+  constexpr size_t kMaxBridges = 256;
+  std::vector<v1::Finding> out;
+  size_t read = 0;
+  for (const std::string& bdf : pci_) {
+    if (endpoints.count(bdf) || ++read > kMaxBridges) continue;
+    absl::StatusOr<std::string> config =
+        sysfs_->ReadFile(absl::StrCat("bus/pci/devices/", bdf, "/config"));
+    if (!config.ok()) continue;
+    absl::StatusOr<std::optional<uint16_t>> control = ParseAcsControl(*config);
+    if (!control.ok() || !control->has_value() || !AcsRedirects(**control)) continue;
+    v1::Finding f;
+    f.set_severity(v1::SEVERITY_WARNING);
+    f.set_check("pcie_acs");
+    f.set_code("pcie_acs.redirect");
+    f.set_subject(bdf);
+    f.set_message(
+        "ACS redirects peer-to-peer requests to the root complex on a bridge above GPUs or NICs: "
+        "GPUDirect RDMA is slow or hangs; disable it in the BIOS or with setpci "
+        "(ECAP_ACS+6.w)");
+    f.set_evidence(absl::StrFormat("ACS Control 0x%04x (ReqRedir %d, CmpltRedir %d)", **control,
+                                   (**control & kAcsP2pRequestRedirect) ? 1 : 0,
+                                   (**control & kAcsP2pCompletionRedirect) ? 1 : 0));
+    f.set_repair(v1::REPAIR_ACTION_NONE);
+    out.push_back(std::move(f));
+  }
+  memory_.Update("pcie_acs", std::move(out), now);
 }
 
 void HealthMonitor::SetKernelLogStatus(const absl::Status& status) {

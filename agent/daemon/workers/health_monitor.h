@@ -58,10 +58,11 @@ class HealthMonitor : public Publisher {
 
   // What to watch from `host`: each port of an RDMA device (software devices too; not SR-IOV
   // VFs: a VF's counters are its pod's traffic), each such port's netdev, and the PCI functions
-  // of those NICs and of the GPUs with the bridges on their path. A port that was ACTIVE at the
-  // previous Follow and is not now is a flap (and not again in the carrier changes of the poll
-  // after). Devices that leave the inventory are
-  // still checked for missing_polls polls (and while they are missing).
+  // of those NICs and of the GPUs with the bridges on their path, whose ACS Control it reads now
+  // (root only): P2P request or completion redirect is a WARNING "pcie_acs.redirect". A port that
+  // was ACTIVE at the previous Follow and is not now is a flap (and not again in the carrier
+  // changes of the poll after). Devices that leave the inventory are still checked for
+  // missing_polls polls (and while they are missing).
   void Follow(const v1::Host& host);
 
   // One poll at the clock's now. Per watched port: only the counter files the rules name
@@ -120,7 +121,10 @@ class HealthMonitor : public Publisher {
     uint32_t missing = 0;           // polls in a row its directory was gone
   };
 
-  void ApplyConfigLocked();  // options_.config into the judge, the watch lists and limits
+  void ApplyConfigLocked();
+  void CheckAcsLocked(
+      const std::set<std::string>& endpoints,
+      MemoryClock now);  // options_.config into the judge, the watch lists and limits
   bool Excluded(const std::string& device, uint32_t port) const;
   void PollPort(const std::string& device, Port& port, const std::string& dev_path, MemoryClock now,
                 std::vector<v1::Finding>* access);

@@ -485,6 +485,35 @@ TEST_F(HealthMonitorTest, SoftwareDeviceIsWatchedButNeverMissing) {
   EXPECT_EQ(Find(All(*m), "device_missing.gone", "mlx5_0"), nullptr);
 }
 
+// A bridge above the NIC whose ACS redirects peer-to-peer traffic (config space as root reads
+// it); the same bridge read as an unprivileged agent reads it (64 bytes) is no finding.
+TEST_F(HealthMonitorTest, AcsRedirectOnABridgeAboveTheNicWarns) {
+  std::string bridge;
+  for (const std::string& bdf : host_.rdma_devices(0).pci().path()) {
+    if (!absl::StartsWith(bdf, "pci") && bdf != host_.rdma_devices(0).pci().address()) bridge = bdf;
+  }
+  ASSERT_FALSE(bridge.empty()) << host_.rdma_devices(0).pci().ShortDebugString();
+  const fs::path config = dir_ / "sys/bus/pci/devices" / bridge / "config";
+  std::string bytes(4096, '\0');
+  bytes[0x100] = 0x0d;  // extended capability ACS, version 1, next 0
+  bytes[0x102] = 0x01;
+  bytes[0x106] = 0x0c;  // ACS Control: P2P Request and Completion Redirect
+  std::ofstream(config, std::ios::binary) << bytes;
+  auto m = Make();
+  auto all = All(*m);
+  const Finding* f = Find(all, "pcie_acs.redirect", bridge);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity(), SEVERITY_WARNING);
+  EXPECT_EQ(f->evidence(), "ACS Control 0x000c (ReqRedir 1, CmpltRedir 1)");
+
+  std::ofstream(config, std::ios::binary | std::ios::trunc) << bytes.substr(0, 64);
+  m->Follow(host_);
+  all = All(*m);
+  f = Find(all, "pcie_acs.redirect", bridge);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->cleared());  // gone from what is read now, kept sticky
+}
+
 TEST_F(HealthMonitorTest, MemorySurvivesARestartButNotAReboot) {
   WriteCounter("link_downed", 5);
   absl::Time first_seen;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/hostfs/dev_nodes.h"
+#include "agent/hostfs/pci_acs.h"  // AcsRedirects, kAcsP2p*
 #include "agent/hostfs/process_limits.h"
 #include "fabric/v1/host.pb.h"
 
@@ -45,8 +46,6 @@ struct AcsBridge {
   std::optional<uint16_t> control;  // ACS Control register; nullopt: unreadable or no ACS.
   std::string error;                // Why unreadable; empty when read (or no ACS capability).
 };
-inline constexpr uint16_t kAcsP2pRequestRedirect = 1 << 2;
-inline constexpr uint16_t kAcsP2pCompletionRedirect = 1 << 3;
 
 struct DoctorFacts {
   // The environment the job runs with, and where it came from ("this process", "--env-file F",

@@ -123,7 +123,7 @@ void JudgeGpuDirect(Ctx& c) {
   }
   std::vector<std::string> redirect, unread;
   for (const AcsBridge& b : c.f.acs) {
-    if (b.control && (*b.control & (kAcsP2pRequestRedirect | kAcsP2pCompletionRedirect))) {
+    if (b.control && AcsRedirects(*b.control)) {
       redirect.push_back(b.bridge);
     } else if (!b.error.empty()) {
       unread.push_back(b.bridge);
