@@ -103,6 +103,10 @@ struct DevicePlugins::Slot {
   std::unique_ptr<grpc::Server> server;
   BoundSocketFile file;
   bool registered = false;
+  // The kubelet.sock it registered on: a restarted kubelet's is another file. Its creation and
+  // our socket vanishing (the kubelet wipes the directory) both call for registering, once.
+  dev_t kubelet_dev = 0;
+  ino_t kubelet_ino = 0;
   std::string error;  // The last try's; empty after a success.
   absl::Duration backoff;
   absl::Time next_try = absl::InfinitePast();
@@ -239,10 +243,13 @@ void DevicePlugins::SetError(const std::string& resource, std::string error) {
   }
 }
 
+std::string DevicePlugins::KubeletSocket() const {
+  return (std::filesystem::path(opt_.dir) / kKubeletSocket).string();
+}
+
 absl::Status DevicePlugins::Register(const Slot& slot) {
-  auto channel = grpc::CreateChannel(
-      absl::StrCat("unix:", (std::filesystem::path(opt_.dir) / kKubeletSocket).string()),
-      grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(absl::StrCat("unix:", KubeletSocket()),
+                                     grpc::InsecureChannelCredentials());
   auto stub = v1beta1::Registration::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + opt_.register_timeout));
@@ -311,6 +318,10 @@ void DevicePlugins::Tend(Slot& slot, absl::Time now) {
     return fail(absl::StrCat("Register: ", s.message()));
   }
   slot.registered = true;
+  if (struct stat ks{}; lstat(KubeletSocket().c_str(), &ks) == 0) {
+    slot.kubelet_dev = ks.st_dev;
+    slot.kubelet_ino = ks.st_ino;
+  }
   slot.backoff = opt_.backoff_min;
   slot.next_try = absl::InfinitePast();
   registrations_.fetch_add(1);
@@ -346,7 +357,13 @@ void DevicePlugins::Run() {
         const bool kubelet = ev->len > 0 && std::string(ev->name) == kKubeletSocket;
         if (kubelet && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
           Log(LogLevel::kInfo, "device plugins: the kubelet's socket was created; registering");
+          struct stat ks {};
+          const bool known = lstat(KubeletSocket().c_str(), &ks) == 0;
           for (auto& slot : slots_) {
+            if (known && slot->registered && slot->kubelet_ino == ks.st_ino &&
+                slot->kubelet_dev == ks.st_dev) {
+              continue;  // Already registered on this one (after our socket vanished).
+            }
             slot->registered = false;
             slot->backoff = opt_.backoff_min;
             slot->next_try = absl::InfinitePast();

@@ -82,6 +82,7 @@ class DevicePlugins final : public Publisher {
   absl::Status Serve(Slot& slot);
   void Tend(Slot& slot, absl::Time now);
   absl::Status Register(const Slot& slot);
+  std::string KubeletSocket() const;
   void SetError(const std::string& resource, std::string error);
 
   DevicePluginOptions opt_;
