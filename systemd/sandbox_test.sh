@@ -2,7 +2,7 @@
 # Runs the real fabric-agent under the real fabric-agent.service, with a real systemd as PID 1,
 # on a machine (or container) where systemd is not running: systemd boots in fresh
 # mount/pid/uts/net/ipc/cgroup namespaces, in a cgroup subtree of its own, and sees only this
-# test's units. /etc is an overlay (writes stay in the namespace), /proc/sys and /sys are
+# test's units. /etc and /var/lib are overlays (writes stay in the namespace), /proc/sys and /sys are
 # read-only there, so nothing of the machine changes. Then, under every sandboxing directive:
 #   - the shipped sysusers.d, /etc/default and config files are installed and used;
 #   - the daemon becomes active (READY=1), answers `fabricctl health --liveness`, runs as
@@ -99,7 +99,8 @@ cat >"$work/init.sh" <<EOF
 #!/bin/bash
 set -e
 mount -t tmpfs -o mode=0755 tmpfs /run
-mkdir -p /run/lock /run/sdtest/etc-upper /run/sdtest/etc-work
+mkdir -p /run/lock /run/sdtest/etc-upper /run/sdtest/etc-work /run/sdtest/lib-upper \
+  /run/sdtest/lib-work
 cp -r "$work/units" /run/sdtest/units
 mkdir -p /run/sdtest/bin /run/sdtest/shipped
 cp "$agent" "$fabricctl" /run/sdtest/bin/
@@ -107,6 +108,12 @@ cp "$dir/fabric-agent.sysusers.conf" "$dir/fabric-agent.default" "$dir/config.js
   "$dir/fabric-agent.tmpfiles.conf" /run/sdtest/shipped/
 mount -t overlay overlay \
   -o lowerdir=/etc,upperdir=/run/sdtest/etc-upper,workdir=/run/sdtest/etc-work /etc
+# /var/lib too: StateDirectory= (the health memory) is created there, and a machine's own
+# /var/lib/fabric-agent neither leaks in nor changes.
+mount -t overlay overlay \
+  -o lowerdir=/var/lib,upperdir=/run/sdtest/lib-upper,workdir=/run/sdtest/lib-work /var/lib
+mkdir -p /var/lib/fabric-agent
+mount -t tmpfs -o mode=0755 tmpfs /var/lib/fabric-agent
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /var/tmp
 mount -t tmpfs tmpfs /var/log

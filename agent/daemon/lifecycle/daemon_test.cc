@@ -1088,7 +1088,9 @@ class AgentNetnsTest : public AgentTest {
     ns_ = ns;
     std::vector<std::string> args;
     if (real_sysfs) {
-      args = {kAgent, "--socket=" + socket_, "--sysfs=/sys", "--procfs=/proc"};
+      // The host's own sysfs, but the test's state directory: the machine's stays untouched.
+      args = {kAgent, "--socket=" + socket_, "--sysfs=/sys", "--procfs=/proc",
+              "--state-dir=" + dir_ + "/state"};
       args.insert(args.end(), extra.begin(), extra.end());
     } else {
       args = Args(std::move(extra));
