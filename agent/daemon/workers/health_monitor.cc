@@ -159,7 +159,7 @@ void HealthMonitor::Follow(const v1::Host& host) {
       if (!p.netdev().empty()) netdev_ports_[p.netdev()] = PortSubject(dev.name(), p.number());
       const bool active =
           p.state() == v1::PORT_STATE_ACTIVE || p.state() == v1::PORT_STATE_ACTIVE_DEFER;
-      if (had && np.active && !active) {
+      if (had && np.active && !active && !CarrierCounted(np)) {
         memory_.Flap(PortSubject(dev.name(), p.number()),
                      absl::StrCat("state ACTIVE -> ", v1::PortState_Name(p.state())), now);
         ++np.flaps_counted;  // the netdev's carrier_changes will tell this flap again
@@ -285,6 +285,19 @@ void HealthMonitor::PollPort(const std::string& device, Port& port, const std::s
 }
 
 // carrier_changes counts the link going down and up again: two per flap.
+// Whether a poll already counted the down the port state shows now (the poll came first): the
+// netdev's carrier changes since the baseline show downs, and no more than were counted.
+bool HealthMonitor::CarrierCounted(const Port& port) const {
+  if (!port.carrier_changes || port.netdev.empty()) return false;
+  absl::StatusOr<std::string> text =
+      sysfs_->ReadFile(absl::StrCat("class/net/", port.netdev, "/carrier_changes"));
+  if (!text.ok()) return false;
+  absl::StatusOr<uint64_t> value = metrics::ParseCounterValue(*text);
+  if (!value.ok() || *value < port.carrier_base) return false;
+  const uint64_t downs = (*value - port.carrier_base + 1) / 2;
+  return downs >= 1 && downs <= port.flaps_counted;
+}
+
 void HealthMonitor::PollNetdev(const std::string& device, Port& port, MemoryClock now) {
   if (port.netdev.empty()) return;
   const std::string subject = PortSubject(device, port.number);

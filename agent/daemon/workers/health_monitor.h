@@ -122,6 +122,7 @@ class HealthMonitor : public Publisher {
   };
 
   void ApplyConfigLocked();
+  bool CarrierCounted(const Port& port) const;
   void CheckAcsLocked(
       const std::set<std::string>& endpoints,
       MemoryClock now);  // options_.config into the judge, the watch lists and limits

@@ -462,6 +462,19 @@ TEST_F(HealthMonitorTest, AFlapBothSourcesShowCountsOnce) {
   f = Find(all, "port_state.flap", "mlx5_0:1");
   ASSERT_NE(f, nullptr);
   EXPECT_THAT(f->evidence(), ::testing::StartsWith("3 flaps in")) << f->evidence();
+  // The poll first (the carrier went down), the published port DOWN after: still one flap.
+  std::ofstream(file) << "11\n";
+  Tick();
+  m->Poll();
+  m->Follow(down);
+  m->Follow(host_);
+  std::ofstream(file) << "12\n";
+  Tick();
+  m->Poll();
+  all = All(*m);
+  f = Find(all, "port_state.flap", "mlx5_0:1");
+  ASSERT_NE(f, nullptr);
+  EXPECT_THAT(f->evidence(), ::testing::StartsWith("4 flaps in")) << f->evidence();
 }
 
 // A software device (rxe) is watched like a NIC, but deleting it is no "missing" device.
