@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -945,6 +946,7 @@ class HostWriter {
     }
     FABRIC_RETURN_IF_ERROR(sys_.Link(absl::StrCat("class/infiniband/", r.name), d));
     if (!r.uverbs) return absl::OkStatus();
+    FABRIC_RETURN_IF_ERROR(WriteUmad(r, pci_dir));
 
     const int k = *r.uverbs;
     const std::string name = absl::StrCat("uverbs", k);
@@ -962,6 +964,20 @@ class HostWriter {
     FABRIC_RETURN_IF_ERROR(sys_.Link(u + "/subsystem", "class/infiniband_verbs"));
     if (!r.pci.empty()) FABRIC_RETURN_IF_ERROR(sys_.Link(u + "/device", pci_dir));
     return sys_.Link(absl::StrCat("class/infiniband_verbs/", name), u);
+  }
+
+  absl::Status WriteUmad(const RdmaDeviceSpec& r, const std::string& pci_dir) {
+    if (!r.umad || !absl::StartsWith(r.node_type, "1:")) return absl::OkStatus();
+    for (const RdmaPortSpec& p : r.ports) {
+      const std::string name = absl::StrCat("umad", next_umad_++);
+      const std::string u = r.pci.empty() ? absl::StrCat("devices/virtual/infiniband_mad/", name)
+                                          : absl::StrCat(pci_dir, "/infiniband_mad/", name);
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(u + "/ibdev", r.name));
+      FABRIC_RETURN_IF_ERROR(sys_.Attr(u + "/port", absl::StrCat(p.number)));
+      FABRIC_RETURN_IF_ERROR(sys_.Link(u + "/subsystem", "class/infiniband_mad"));
+      FABRIC_RETURN_IF_ERROR(sys_.Link(absl::StrCat("class/infiniband_mad/", name), u));
+    }
+    return sys_.Attr("class/infiniband_mad/abi_version", "5");
   }
 
   absl::Status WriteModules() {
@@ -1084,6 +1100,7 @@ class HostWriter {
   const Index& ix_;
   TreeWriter sys_;
   TreeWriter proc_;
+  int next_umad_ = 0;
   int nr_cpus_ = 0;
 };
 

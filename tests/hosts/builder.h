@@ -145,6 +145,9 @@ struct RdmaDeviceSpec {
   std::string node_desc;
   std::vector<RdmaPortSpec> ports;
   std::optional<int> uverbs;  // K of infiniband_verbs/uverbs<K>; unset: none.
+  // With uverbs on a CA (not iWARP): infiniband_mad/umad<K> per port, numbered in write order,
+  // as ib_umad registers them.
+  bool umad = true;
 };
 
 // A kernel module: sys/module/<name>/ and, unless built in, a /proc/modules line.

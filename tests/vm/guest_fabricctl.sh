@@ -60,6 +60,9 @@ if dev is not None:
               f"ports[0].state == PORT_STATE_ACTIVE (got {port.get('state')!r})")
         check(port.get("link_layer") == "LINK_LAYER_ETHERNET",
               f"ports[0].link_layer == LINK_LAYER_ETHERNET (got {port.get('link_layer')!r})")
+        # ib_umad is loaded in the guest: RoCE ports have MAD nodes too.
+        check(str(port.get("umad_device", "")).startswith("umad"),
+              f"ports[0].umad_device starts with 'umad' (got {port.get('umad_device')!r})")
         gids = port.get("gids", [])
         by_index = {int(g["index"]): g for g in gids}  # fabricctl prints zeros
         g0 = by_index.get(0, {})

@@ -62,6 +62,17 @@ else
   fail "no uverbs device node for $dev (found '$uverbs')"
 fi
 
+umad=""
+for u in /sys/class/infiniband_mad/umad*; do
+  [[ "$(cat "$u/ibdev" 2>/dev/null)" == "$dev" && "$(cat "$u/port" 2>/dev/null)" == 1 ]] \
+    && umad="$(basename "$u")"
+done
+if [[ -n "$umad" && -c "/dev/infiniband/$umad" ]]; then
+  ok "umad device $umad (port 1) with node /dev/infiniband/$umad"
+else
+  fail "no umad device node for $dev port 1 (found '$umad')"
+fi
+
 if devinfo="$(timeout 30 ibv_devinfo -v -d "$dev" 2>&1)"; then
   if grep -q 'PORT_ACTIVE' <<<"$devinfo" && grep -q 'link_layer:.*Ethernet' <<<"$devinfo"; then
     ok "ibv_devinfo -v -d $dev: PORT_ACTIVE, Ethernet"

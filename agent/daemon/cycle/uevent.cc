@@ -45,7 +45,8 @@ bool AffectsInventory(const Uevent& e) {
   const bool kind = e.action == "add" || e.action == "remove" || e.action == "bind" ||
                     e.action == "unbind" || e.action == "move" || e.action == "change";
   if (!kind) return false;
-  if (e.subsystem == "infiniband" || e.subsystem == "infiniband_verbs" || e.subsystem == "net") {
+  if (e.subsystem == "infiniband" || e.subsystem == "infiniband_verbs" ||
+      e.subsystem == "infiniband_mad" || e.subsystem == "net") {
     return true;
   }
   // PCI: a GPU or NIC hot-plugged or its driver (un)bound; "change" is too noisy to matter here.
@@ -60,7 +61,7 @@ void AddToScope(const Uevent& e, ChangeScope* scope) {
     scope->Netdev(it != e.env.end() ? it->second : last);
   } else if (e.subsystem == "infiniband") {
     scope->RdmaDevice(last);
-  } else if (e.subsystem == "infiniband_verbs") {
+  } else if (e.subsystem == "infiniband_verbs" || e.subsystem == "infiniband_mad") {
     scope->Uverbs();
   } else if (e.subsystem == "pci") {
     scope->Full(absl::StrCat("PCI function ", last, " ", e.action));

@@ -68,6 +68,7 @@ TEST(AffectsInventory, BySubsystemAndAction) {
       {"add", "infiniband", true},
       {"remove", "infiniband", true},
       {"add", "infiniband_verbs", true},
+      {"add", "infiniband_mad", true},
       {"remove", "net", true},
       {"bind", "pci", true},
       {"unbind", "pci", true},
@@ -104,6 +105,9 @@ TEST(AddToScope, EachSubsystemNamesWhatChanged) {
                                     "SUBSYSTEM=infiniband_verbs"}));
   EXPECT_TRUE(verbs.uverbs());
   EXPECT_TRUE(verbs.rdma_devices().empty());
+  ChangeScope mad = scope_of(
+      Msg({"add@/devices/virtual/infiniband_mad/umad3", "ACTION=add", "SUBSYSTEM=infiniband_mad"}));
+  EXPECT_TRUE(mad.uverbs());  // the character devices are re-read together
   ChangeScope pci = scope_of(Msg({"add@/devices/pci0000:00/0000:00:02.0/0000:03:00.2", "ACTION=add",
                                   "SUBSYSTEM=pci", "PCI_SLOT_NAME=0000:03:00.2"}));
   EXPECT_TRUE(pci.full());

@@ -19,6 +19,13 @@
 
 namespace {
 
+// A path option whose empty value ("--cdi-dir=") turns its feature off. CLI11 refuses an empty
+// value unless a value is optional; the value used when none is given is then the empty one.
+CLI::Option* AddOptionalPath(CLI::App& app, const std::string& name, std::string* value,
+                             const std::string& help) {
+  return app.add_option(name, *value, help)->expected(0, 1)->default_str("");
+}
+
 // fabric-agent(8): a daemon, so section 8 as Debian places them. Options come from the tree.
 fabric::docs::Page Page(const CLI::App& app) {
   fabric::docs::Page p = fabric::docs::PageOf(app, "fabric-agent", 8, "[OPTIONS]");
@@ -135,44 +142,38 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nfd-features-dir", opt.nfd_features_dir,
                  "write a Node Feature Discovery feature file (fabric-agent) into this directory");
-  app.add_option("--cdi-dir", opt.cdi_dir,
-                 "keep a CDI spec (fabric.io-rdma.json: devices fabric.io/rdma=gpuK, =<RDMA "
-                 "device>, =all) in this directory (default /var/run/cdi), rewritten when the "
-                 "inventory changes it; created if missing; empty (--cdi-dir=) turns it off. "
-                 "With a --sysfs root other than /sys only when given")
-      // As --announce-socket: "--cdi-dir=" is the empty value, i.e. off.
-      ->expected(0, 1)
-      ->default_str("");
-  app.add_option("--state-dir", opt.state_dir,
-                 "keep the health monitor's memory (health-memory.pb: findings, first seen, flaps; "
-                 "dropped on a new boot ID) in this directory (default /var/lib/fabric-agent), so "
-                 "an agent restart forgets nothing; empty (--state-dir=) keeps none. With a "
-                 "--sysfs root other than /sys only when given")
-      ->expected(0, 1)
-      ->default_str("");
-  app.add_option("--kmsg", opt.kmsg,
-                 "read NIC and PCIe fault lines from this kernel log device (default /dev/kmsg; "
-                 "needs CAP_SYSLOG where kernel.dmesg_restrict=1); empty (--kmsg=) reads none. "
-                 "With a --sysfs root other than /sys only when given")
-      ->expected(0, 1)
-      ->default_str("");
+  CLI::Option* cdi_dir_opt =
+      AddOptionalPath(app, "--cdi-dir", &opt.cdi_dir,
+                      "keep a CDI spec (fabric.io-rdma.json: devices fabric.io/rdma=gpuK, =<RDMA "
+                      "device>, =all) in this directory (default /var/run/cdi), rewritten when the "
+                      "inventory changes it; created if missing; empty (--cdi-dir=) turns it off. "
+                      "With a --sysfs root other than /sys only when given");
+  CLI::Option* state_dir_opt = AddOptionalPath(
+      app, "--state-dir", &opt.state_dir,
+      "keep the health monitor's memory (health-memory.pb: findings, first seen, flaps; "
+      "dropped on a new boot ID) in this directory (default /var/lib/fabric-agent), so "
+      "an agent restart forgets nothing; empty (--state-dir=) keeps none. With a "
+      "--sysfs root other than /sys only when given");
+  CLI::Option* kmsg_opt = AddOptionalPath(
+      app, "--kmsg", &opt.kmsg,
+      "read NIC and PCIe fault lines from this kernel log device (default /dev/kmsg; "
+      "needs CAP_SYSLOG where kernel.dmesg_restrict=1); empty (--kmsg=) reads none. "
+      "With a --sysfs root other than /sys only when given");
   bool no_cdi = false;
   app.add_flag("--no-cdi", no_cdi, "keep no CDI spec (as --cdi-dir=)");
-  app.add_option("--host-file-dir", opt.host_file_dir,
-                 "keep the published host (host.pb: the host and selection policy fabric-env and "
-                 "fabricctl exec select from without an RPC) in this world-readable directory "
-                 "(default /run/fabric-env), rewritten when the host or policy changes; created "
-                 "if missing; empty (--host-file-dir=) turns it off. With a --sysfs root other "
-                 "than /sys only when given")
-      ->expected(0, 1)
-      ->default_str("");
-  app.add_option("--device-plugin-dir", opt.device_plugin_dir,
-                 "serve the config's device_plugin resources as kubelet device plugins "
-                 "(fabric-<resource>.sock, registered on kubelet.sock) in this directory (default "
-                 "/var/lib/kubelet/device-plugins); empty (--device-plugin-dir=) turns them off. "
-                 "With a --sysfs root other than /sys only when given")
-      ->expected(0, 1)
-      ->default_str("");
+  CLI::Option* host_file_dir_opt = AddOptionalPath(
+      app, "--host-file-dir", &opt.host_file_dir,
+      "keep the published host (host.pb: the host and selection policy fabric-env and "
+      "fabricctl exec select from without an RPC) in this world-readable directory "
+      "(default /run/fabric-env), rewritten when the host or policy changes; created "
+      "if missing; empty (--host-file-dir=) turns it off. With a --sysfs root other "
+      "than /sys only when given");
+  CLI::Option* device_plugin_dir_opt = AddOptionalPath(
+      app, "--device-plugin-dir", &opt.device_plugin_dir,
+      "serve the config's device_plugin resources as kubelet device plugins "
+      "(fabric-<resource>.sock, registered on kubelet.sock) in this directory (default "
+      "/var/lib/kubelet/device-plugins); empty (--device-plugin-dir=) turns them off. "
+      "With a --sysfs root other than /sys only when given");
   app.add_option("--pod-helper", opt.pod_helper,
                  "the fabric-env binary the device plugins mount read-only into the containers "
                  "they allocate for, at /usr/local/bin/fabric-env; empty: none")
@@ -183,15 +184,11 @@ int main(int argc, char** argv) {
       "for tests and hosts whose device nodes live elsewhere: the host paths of device "
       "nodes in the CDI spec and the device plugins' answers are DIR/dev/infiniband/...");
   double hold_s = absl::ToDoubleSeconds(opt.announce_hold);
-  app.add_option("--announce-socket", opt.announce_socket,
-                 "Unix socket (SOCK_SEQPACKET, mode 0600) where fabric-cni hands over the "
-                 "repeats of a pod's announcements; auto (the default): beside --socket, "
-                 "announce.sock for agent.sock, else NAME.announce.sock for NAME[.sock]; empty "
-                 "(--announce-socket=) turns it off")
-      // CLI11 refuses "--announce-socket=" as a missing value unless a value is optional; the
-      // value used when none is given is then the empty one, i.e. off.
-      ->expected(0, 1)
-      ->default_str("");
+  AddOptionalPath(app, "--announce-socket", &opt.announce_socket,
+                  "Unix socket (SOCK_SEQPACKET, mode 0600) where fabric-cni hands over the "
+                  "repeats of a pod's announcements; auto (the default): beside --socket, "
+                  "announce.sock for agent.sock, else NAME.announce.sock for NAME[.sock]; empty "
+                  "(--announce-socket=) turns it off");
   app.add_option("--announce-hold", hold_s,
                  "seconds a pod's interface stays held after its schedule, for re-announcing "
                  "(held sockets keep the pod's network namespace alive)")
@@ -268,12 +265,12 @@ int main(int argc, char** argv) {
   fabric::InitLog("fabric-agent", level);
   opt.rescan_interval = absl::Seconds(rescan_s);
   opt.announce_hold = absl::Seconds(hold_s);
-  opt.cdi_dir_explicit = app.count("--cdi-dir") > 0;
+  opt.cdi_dir_explicit = cdi_dir_opt->count() > 0;
   if (no_cdi) opt.cdi_dir.clear();
-  opt.host_file_dir_explicit = app.count("--host-file-dir") > 0;
-  opt.state_dir_explicit = app.count("--state-dir") > 0;
-  opt.kmsg_explicit = app.count("--kmsg") > 0;
-  opt.device_plugin_dir_explicit = app.count("--device-plugin-dir") > 0;
+  opt.host_file_dir_explicit = host_file_dir_opt->count() > 0;
+  opt.state_dir_explicit = state_dir_opt->count() > 0;
+  opt.kmsg_explicit = kmsg_opt->count() > 0;
+  opt.device_plugin_dir_explicit = device_plugin_dir_opt->count() > 0;
   opt.event_window = absl::Seconds(event_window_s);
   opt.watch_timeout = absl::Seconds(watch_timeout_s);
   auto notifier = fabric::MakeSdNotifier();

@@ -190,7 +190,19 @@ void HealthMonitor::Follow(const v1::Host& host) {
       if (!absl::StartsWith(bdf, "pci")) pci_.insert(bdf);
     }
   }
-  CheckAcsLocked(endpoints, now);
+  std::set<std::string> bridges;
+  for (const std::string& bdf : pci_) {
+    if (!endpoints.count(bdf)) bridges.insert(bdf);
+  }
+  // ACS changes only at boot or with setpci: re-read when the bridges change, else at most
+  // every kAcsReread (up to 256 config spaces of 4 KB each).
+  constexpr absl::Duration kAcsReread = absl::Minutes(10);
+  if (bridges != acs_bridges_ || acs_read_at_ == absl::InfiniteDuration() ||
+      now.boot - acs_read_at_ >= kAcsReread) {
+    acs_bridges_ = std::move(bridges);
+    acs_read_at_ = now.boot;
+    CheckAcsLocked(now);
+  }
   size_t departed = 0;
   for (auto it = devices_.begin(); it != devices_.end();) {
     if (!seen.count(it->first)) {
@@ -284,33 +296,31 @@ void HealthMonitor::PollPort(const std::string& device, Port& port, const std::s
   }
 }
 
-// carrier_changes counts the link going down and up again: two per flap.
+absl::StatusOr<uint64_t> HealthMonitor::ReadCarrierChanges(const Port& port) const {
+  absl::StatusOr<std::string> text =
+      sysfs_->ReadFile(absl::StrCat("class/net/", port.netdev, "/carrier_changes"));
+  if (!text.ok()) return text.status();
+  return metrics::ParseCounterValue(*text);
+}
+
 // Whether a poll already counted the down the port state shows now (the poll came first): the
 // netdev's carrier changes since the baseline show downs, and no more than were counted.
 bool HealthMonitor::CarrierCounted(const Port& port) const {
   if (!port.carrier_changes || port.netdev.empty()) return false;
-  absl::StatusOr<std::string> text =
-      sysfs_->ReadFile(absl::StrCat("class/net/", port.netdev, "/carrier_changes"));
-  if (!text.ok()) return false;
-  absl::StatusOr<uint64_t> value = metrics::ParseCounterValue(*text);
+  absl::StatusOr<uint64_t> value = ReadCarrierChanges(port);
   if (!value.ok() || *value < port.carrier_base) return false;
   const uint64_t downs = (*value - port.carrier_base + 1) / 2;
   return downs >= 1 && downs <= port.flaps_counted;
 }
 
+// carrier_changes counts the link going down and up again: two per flap.
 void HealthMonitor::PollNetdev(const std::string& device, Port& port, MemoryClock now) {
   if (port.netdev.empty()) return;
   const std::string subject = PortSubject(device, port.number);
   ++stats_.reads;
-  absl::StatusOr<std::string> text =
-      sysfs_->ReadFile(absl::StrCat("class/net/", port.netdev, "/carrier_changes"));
-  if (!text.ok()) {
-    if (StatusErrno(text.status()) != ENOENT) ++stats_.read_errors;
-    return;
-  }
-  absl::StatusOr<uint64_t> value = metrics::ParseCounterValue(*text);
+  absl::StatusOr<uint64_t> value = ReadCarrierChanges(port);
   if (!value.ok()) {
-    ++stats_.read_errors;
+    if (StatusErrno(value.status()) != ENOENT) ++stats_.read_errors;
     return;
   }
   if (!port.carrier_changes || *value < port.carrier_base) {
@@ -454,14 +464,14 @@ bool HealthMonitor::OnKernelLog(const std::vector<KmsgRecord>& records) {
 }
 
 // ACS P2P redirect on the bridges above the GPUs and NICs sends GPUDirect traffic up to the root
-// complex. Read at each Follow (settings change only with a reboot or setpci); config space past
-// 64 bytes is root's, so an unprivileged agent finds nothing here (the doctor says so).
-void HealthMonitor::CheckAcsLocked(const std::set<std::string>& endpoints, MemoryClock now) {
+// complex. Read when the bridges change (settings change only with a reboot or setpci); config
+// space past 64 bytes is root's, so an unprivileged agent finds nothing here (the doctor says so).
+void HealthMonitor::CheckAcsLocked(MemoryClock now) {
   constexpr size_t kMaxBridges = 256;
   std::vector<v1::Finding> out;
   size_t read = 0;
-  for (const std::string& bdf : pci_) {
-    if (endpoints.count(bdf) || ++read > kMaxBridges) continue;
+  for (const std::string& bdf : acs_bridges_) {
+    if (++read > kMaxBridges) break;
     absl::StatusOr<std::string> config =
         sysfs_->ReadFile(absl::StrCat("bus/pci/devices/", bdf, "/config"));
     if (!config.ok()) continue;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/daemon/cycle/publisher.h"
 #include "agent/hostfs/host_fs.h"
@@ -121,11 +122,10 @@ class HealthMonitor : public Publisher {
     uint32_t missing = 0;           // polls in a row its directory was gone
   };
 
-  void ApplyConfigLocked();
+  void ApplyConfigLocked();  // options_.config into the judge, the watch lists and limits
+  absl::StatusOr<uint64_t> ReadCarrierChanges(const Port& port) const;
   bool CarrierCounted(const Port& port) const;
-  void CheckAcsLocked(
-      const std::set<std::string>& endpoints,
-      MemoryClock now);  // options_.config into the judge, the watch lists and limits
+  void CheckAcsLocked(MemoryClock now);  // the bridges in acs_bridges_
   bool Excluded(const std::string& device, uint32_t port) const;
   void PollPort(const std::string& device, Port& port, const std::string& dev_path, MemoryClock now,
                 std::vector<v1::Finding>* access);
@@ -150,10 +150,12 @@ class HealthMonitor : public Publisher {
   bool watch_carrier_ = false;
   bool watch_aer_ = false;
   std::map<std::string, Device> devices_;
-  std::set<std::string> pci_;                        // AER watch list
-  std::map<std::string, std::string> locations_;     // counter -> "counters" or "hw_counters"
-  std::map<std::string, std::string> pci_devices_;   // PCI address -> watched RDMA device
-  std::map<std::string, std::string> netdev_ports_;  // netdev -> "mlx5_0:1"
+  std::set<std::string> pci_;          // AER watch list
+  std::set<std::string> acs_bridges_;  // pci_ but the endpoints: ACS last read on
+  absl::Duration acs_read_at_ = absl::InfiniteDuration();  // boot time; never
+  std::map<std::string, std::string> locations_;           // counter -> "counters" or "hw_counters"
+  std::map<std::string, std::string> pci_devices_;         // PCI address -> watched RDMA device
+  std::map<std::string, std::string> netdev_ports_;        // netdev -> "mlx5_0:1"
   LogDedup log_dedup_;
   std::string findings_key_;
   std::string save_key_;

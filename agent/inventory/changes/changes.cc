@@ -144,7 +144,7 @@ bool SamePortRest(const Port& a, const Port& b, bool state_changed, bool rate_ch
          (rate_changed || a.rate() == b.rate()) && a.link_layer() == b.link_layer() &&
          FABRIC_SAME_OPT(a, b, lid) && FABRIC_SAME_OPT(a, b, sm_lid) && a.netdev() == b.netdev() &&
          SameList(a.problems(), b.problems()) && FABRIC_SAME_OPT(a, b, active_mtu) &&
-         a.port_guid() == b.port_guid();
+         a.port_guid() == b.port_guid() && a.umad_device() == b.umad_device();
 }
 
 // What KIND_NEIGHBOR names of a netdev's neighbour: its switch and port; "" when none.

@@ -120,12 +120,15 @@ struct RdmaScan {
 };
 // The RDMA devices (with their uverbs nodes) and ports, in natural name order, without GIDs.
 RdmaScan ReadRdmaDevices(const HostFs& sys, PciReader* pci, v1::Host* host);
-// RDMA device name -> its uverbs node ("uverbs0"), from class/infiniband_verbs.
-std::map<std::string, std::string> ReadUverbs(const HostFs& sys, v1::Host* host);
+// The character devices of RDMA devices and ports.
+struct RdmaNodes {
+  std::map<std::string, std::string> uverbs;  // device -> "uverbs0" (class/infiniband_verbs)
+  std::map<std::pair<std::string, uint32_t>, std::string> umad;  // (device, port) -> "umad0"
+};
+RdmaNodes ReadRdmaNodes(const HostFs& sys, v1::Host* host);
 // One device (class/infiniband/<name>), appended to host->rdma_devices (refresh.cc re-reads one).
-void ReadRdmaDevice(const HostFs& sys, const std::string& name,
-                    const std::map<std::string, std::string>& uverbs, PciReader* pci,
-                    v1::Host* host, RdmaScan* scan);
+void ReadRdmaDevice(const HostFs& sys, const std::string& name, const RdmaNodes& nodes,
+                    PciReader* pci, v1::Host* host, RdmaScan* scan);
 
 // gids.cc: fills in the ports' GID tables. Takes the directories by value so that they are closed
 // once read.

@@ -130,6 +130,7 @@ TEST_F(DiscoveryTest, Roce9PortHost) {
     ASSERT_EQ(d.ports_size(), 1);
     const Port& p = d.ports(0);
     EXPECT_EQ(p.number(), 1u);
+    EXPECT_EQ(p.umad_device(), "umad" + std::to_string(i));  // one per port, in write order
     EXPECT_EQ(p.state(), PORT_STATE_ACTIVE);
     EXPECT_EQ(p.phys_state(), PHYS_STATE_LINK_UP);
     EXPECT_EQ(p.link_layer(), LINK_LAYER_ETHERNET);

@@ -1,4 +1,4 @@
-// RDMA devices: their uverbs nodes, attributes, PCI function or parent netdev, and ports. The
+// RDMA devices: their uverbs and umad nodes, attributes, PCI function or parent netdev, and ports. The
 // ports' GID tables are read afterwards, in parallel (gids.cc).
 #include <algorithm>
 #include <cstdint>
@@ -20,24 +20,41 @@ namespace fabric::discovery_internal {
 
 using namespace ::fabric::v1;  // NOLINT: the model's messages and enum values
 
-std::map<std::string, std::string> ReadUverbs(const HostFs& sys, Host* host) {
-  std::map<std::string, std::string> uverbs;
-  auto names = sys.ListDir("class/infiniband_verbs");
-  if (!names.ok()) {  // no uverbs module: devices simply have no uverbs node
+RdmaNodes ReadRdmaNodes(const HostFs& sys, Host* host) {
+  RdmaNodes nodes;
+  // No class directory: the module is not loaded, and devices simply have no such node.
+  if (auto names = sys.ListDir("class/infiniband_verbs"); names.ok()) {
+    for (const std::string& n : *names) {
+      if (!absl::StartsWith(n, "uverbs")) continue;
+      const std::string path = absl::StrCat("class/infiniband_verbs/", n, "/ibdev");
+      if (auto ibdev = sys.ReadFile(path); ibdev.ok()) {
+        nodes.uverbs[std::string(Trim(*ibdev))] = n;
+      } else {
+        NoteTransient(host->mutable_problems(), "uverbs_device", path, ibdev.status());
+      }
+    }
+  } else {
     NoteTransient(host->mutable_problems(), "uverbs_device", "class/infiniband_verbs",
                   names.status());
-    return uverbs;
   }
-  for (const std::string& n : *names) {
-    if (!absl::StartsWith(n, "uverbs")) continue;
-    const std::string path = absl::StrCat("class/infiniband_verbs/", n, "/ibdev");
-    if (auto ibdev = sys.ReadFile(path); ibdev.ok()) {
-      uverbs[std::string(Trim(*ibdev))] = n;
-    } else {
-      NoteTransient(host->mutable_problems(), "uverbs_device", path, ibdev.status());
+  if (auto names = sys.ListDir("class/infiniband_mad"); names.ok()) {
+    for (const std::string& n : *names) {
+      if (!absl::StartsWith(n, "umad")) continue;  // issmN are the SM's nodes
+      const std::string dir = absl::StrCat("class/infiniband_mad/", n);
+      auto ibdev = sys.ReadFile(dir + "/ibdev");
+      auto port = ibdev.ok() ? sys.ReadFile(dir + "/port") : ibdev.status();
+      auto number = port.ok() ? ParseInt(*port) : port.status();
+      if (number.ok() && *number > 0 && *number <= 0xffffffff) {
+        nodes.umad[{std::string(Trim(*ibdev)), static_cast<uint32_t>(*number)}] = n;
+      } else if (!port.ok()) {
+        NoteTransient(host->mutable_problems(), "umad_device", dir, port.status());
+      }
     }
+  } else {
+    NoteTransient(host->mutable_problems(), "umad_device", "class/infiniband_mad",
+                  names.status());
   }
-  return uverbs;
+  return nodes;
 }
 
 namespace {
@@ -83,9 +100,8 @@ void ReadPort(const HostFs& sys, const std::string& dev_dir, uint32_t number, Po
 
 }  // namespace
 
-void ReadRdmaDevice(const HostFs& sys, const std::string& name,
-                    const std::map<std::string, std::string>& uverbs, PciReader* pci, Host* host,
-                    RdmaScan* scan) {
+void ReadRdmaDevice(const HostFs& sys, const std::string& name, const RdmaNodes& nodes,
+                    PciReader* pci, Host* host, RdmaScan* scan) {
   RdmaDevice* dev = host->add_rdma_devices();
   dev->set_name(name);
   Problems* problems = dev->mutable_problems();
@@ -126,7 +142,9 @@ void ReadRdmaDevice(const HostFs& sys, const std::string& name,
   if (auto v = ReadField(dd, "node_type", "node_type", problems, ParseNodeType)) {
     dev->set_node_type(*v);
   }
-  if (auto it = uverbs.find(name); it != uverbs.end()) dev->set_uverbs_device(it->second);
+  if (auto it = nodes.uverbs.find(name); it != nodes.uverbs.end()) {
+    dev->set_uverbs_device(it->second);
+  }
 
   // The PCI function, or for a software device (rxe, siw) the netdev it runs on.
   std::string pci_dir;
@@ -160,12 +178,18 @@ void ReadRdmaDevice(const HostFs& sys, const std::string& name,
     if (absl::SimpleAtoi(p, &n)) numbers.push_back(n);
   }
   std::sort(numbers.begin(), numbers.end());
-  for (uint32_t n : numbers) ReadPort(sys, *real, n, dev->add_ports(), &scan->port_dirs);
+  for (uint32_t n : numbers) {
+    Port* port = dev->add_ports();
+    ReadPort(sys, *real, n, port, &scan->port_dirs);
+    if (auto it = nodes.umad.find({name, n}); it != nodes.umad.end()) {
+      port->set_umad_device(it->second);
+    }
+  }
 }
 
 RdmaScan ReadRdmaDevices(const HostFs& sys, PciReader* pci, Host* host) {
   RdmaScan scan;
-  const std::map<std::string, std::string> uverbs = ReadUverbs(sys, host);
+  const RdmaNodes nodes = ReadRdmaNodes(sys, host);
   auto names = sys.ListDir("class/infiniband");
   if (!names.ok()) {
     // No ib_core loaded: a host without RDMA, which callers report; not a discovery failure.
@@ -175,7 +199,7 @@ RdmaScan ReadRdmaDevices(const HostFs& sys, PciReader* pci, Host* host) {
     return scan;
   }
   std::sort(names->begin(), names->end(), NaturalLess);
-  for (const std::string& name : *names) ReadRdmaDevice(sys, name, uverbs, pci, host, &scan);
+  for (const std::string& name : *names) ReadRdmaDevice(sys, name, nodes, pci, host, &scan);
   return scan;
 }
 

@@ -237,19 +237,22 @@ absl::StatusOr<DevicesRead> ReadDevices(const HostFs& sys, const DeviceIndex& ol
     reread->insert("rdma_devices");
   }
   for (const std::string& n : names) r.added = r.added || !old.count(n);
-  std::map<std::string, std::string> uverbs;
-  const bool reread_uverbs = plan.uverbs || r.added;
-  if (reread_uverbs) {
-    uverbs = di::ReadUverbs(sys, fresh);
+  di::RdmaNodes nodes;
+  const bool reread_nodes = plan.uverbs || r.added;
+  if (reread_nodes) {
+    nodes = di::ReadRdmaNodes(sys, fresh);
     reread->insert("uverbs_device");
+    reread->insert("umad_device");
   }
   // Else the devices read keep theirs (only theirs are looked up).
-  auto keep_uverbs = [&](const std::set<std::string>& which) {
-    if (reread_uverbs) return;
+  auto keep_nodes = [&](const std::set<std::string>& which) {
+    if (reread_nodes) return;
     for (const std::string& n : which) {
       auto it = old.find(n);
-      if (it != old.end() && !it->second->uverbs_device().empty()) {
-        uverbs[n] = it->second->uverbs_device();
+      if (it == old.end()) continue;
+      if (!it->second->uverbs_device().empty()) nodes.uverbs[n] = it->second->uverbs_device();
+      for (const v1::Port& p : it->second->ports()) {
+        if (!p.umad_device().empty()) nodes.umad[{n, p.number()}] = p.umad_device();
       }
     }
   };
@@ -276,13 +279,13 @@ absl::StatusOr<DevicesRead> ReadDevices(const HostFs& sys, const DeviceIndex& ol
   }
   di::RdmaScan scan;
   auto read = [&](const std::set<std::string>& which) {
-    keep_uverbs(which);
+    keep_nodes(which);
     std::vector<std::string> ordered(which.begin(), which.end());
     std::sort(ordered.begin(), ordered.end(), NaturalLess);
     for (const std::string& n : ordered) {
       const bool present =
           plan.device_list ? listed.count(n) > 0 : sys.Exists(absl::StrCat("class/infiniband/", n));
-      if (present) di::ReadRdmaDevice(sys, n, uverbs, &pci, &part, &scan);  // Else it is gone.
+      if (present) di::ReadRdmaDevice(sys, n, nodes, &pci, &part, &scan);  // Else it is gone.
     }
   };
   read(names);

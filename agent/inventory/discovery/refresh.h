@@ -30,7 +30,7 @@ class ChangeScope {
   void RouteVia(std::string netdev);  // A main-table route through this netdev.
   void DefaultRoute();                // A default route, or one without a single netdev.
   void RdmaDevice(std::string name);  // An infiniband uevent (device added, removed, changed).
-  void Uverbs();                      // An infiniband_verbs uevent.
+  void Uverbs();                      // An infiniband_verbs or infiniband_mad uevent.
   void Merge(const ChangeScope& other);
 
   bool full() const { return full_; }
@@ -73,7 +73,7 @@ struct RefreshPlan {
   std::string why;                // Why full, or what the targeted refresh reads.
   std::set<std::string> devices;  // RDMA devices to re-read (ports, GIDs, netdevs).
   bool device_list = false;       // Devices may have come or gone: list class/infiniband.
-  bool uverbs = false;            // Re-read the uverbs nodes.
+  bool uverbs = false;            // Re-read the uverbs and umad nodes.
   bool routes = false;            // Re-read the routes (default-route netdevs, subnets).
   std::set<std::string> netdevs;  // Netdevs without an RDMA device to re-read.
   bool empty() const {

@@ -19,11 +19,14 @@ void Add(v1::Health* h, v1::Severity s, const char* check, const char* cause,
 //                         different firmware versions
 //   uverbs      CRITICAL  an RDMA device without its uverbs character device (ib_uverbs not
 //                         loaded, or the device half-registered): no process can open it
+//   umad        WARNING   a port of a CA without its umad character device: MAD tools and
+//                         subnet-manager queries fail, verbs do not
 //   host_class  CRITICAL  fewer active back-end ports than its class expects (8-GPU classes:
 //                         8 x 400 Gb/s on H100/H200/B200/MI300X); WARNING when enough are
 //                         active but some below the class's rate
 void CheckFirmware(v1::Health* h, const v1::Host& host);
 void CheckUverbs(v1::Health* h, const v1::Host& host);
+void CheckUmad(v1::Health* h, const v1::Host& host);
 void CheckHostClass(v1::Health* h, const v1::Host& host, const v1::SelectionPolicy& policy,
                     const v1::HealthConfig& config);
 

@@ -25,9 +25,8 @@ using ::testing::ElementsAre;
 using testing::HostSpec;
 using ::testing::IsEmpty;
 
-// Writes `spec` (after `edit`), discovers it and evaluates health.
-Health Evaluate(const std::string& name, const std::function<void(HostSpec&)>& edit = {},
-                const SelectionPolicy& policy = {}, const HealthConfig& config = {}) {
+// Writes example host `name` (after `edit`) and discovers it.
+Host DiscoverExample(const std::string& name, const std::function<void(HostSpec&)>& edit = {}) {
   auto spec = testing::ExampleHost(name);
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (edit) edit(*spec);
@@ -40,7 +39,13 @@ Health Evaluate(const std::string& name, const std::function<void(HostSpec&)>& e
   auto host = Discover(sys, proc);
   fs::remove_all(tmpl);
   EXPECT_TRUE(host.ok()) << host.status();
-  return EvaluateHealth(*host, policy, config);
+  return host.ok() ? *host : Host();
+}
+
+// Discovers example host `name` (after `edit`) and evaluates health.
+Health Evaluate(const std::string& name, const std::function<void(HostSpec&)>& edit = {},
+                const SelectionPolicy& policy = {}, const HealthConfig& config = {}) {
+  return EvaluateHealth(DiscoverExample(name, edit), policy, config);
 }
 
 // "check subject" of every finding.
@@ -357,6 +362,31 @@ TEST(Health, RdmaDeviceWithoutUverbsIsCritical) {
   EXPECT_THAT(h.findings(0).message(), ::testing::HasSubstr("modprobe ib_uverbs"));
   p->set_transient(true);
   EXPECT_THAT(Checks(EvaluateHealth(host, {})), ElementsAre("discovery "));
+}
+
+TEST(Health, PortWithoutUmadIsAWarning) {
+  Health one = Evaluate("roce-9port", [](HostSpec& s) { s.FindRdma("mlx5_4")->umad = false; });
+  ASSERT_THAT(Checks(one), ElementsAre("umad mlx5_4:1"));
+  EXPECT_EQ(one.findings(0).code(), "umad.missing");
+  EXPECT_EQ(one.verdict(), SEVERITY_WARNING);
+  EXPECT_THAT(one.findings(0).message(), ::testing::HasSubstr("ib_umad"));
+  // iWARP has no MADs; a device without uverbs is the uverbs check's alone.
+  Health iwarp = Evaluate("roce-9port", [](HostSpec& s) {
+    s.FindRdma("mlx5_4")->umad = false;
+    s.FindRdma("mlx5_4")->node_type = "4: RNIC";
+    s.FindRdma("mlx5_5")->umad = false;
+    s.FindRdma("mlx5_5")->uverbs.reset();
+  });
+  EXPECT_THAT(Checks(iwarp), ElementsAre("uverbs mlx5_5"));
+  // A passing read failure of the class is not a fact.
+  Host host =
+      DiscoverExample("roce-9port", [](HostSpec& s) { s.FindRdma("mlx5_4")->umad = false; });
+  FieldProblem* p = host.add_problems();
+  p->set_field("umad_device");
+  p->set_path("class/infiniband_mad");
+  p->set_transient(true);
+  const Health passing = EvaluateHealth(host, {});
+  for (const Finding& f : passing.findings()) EXPECT_NE(f.check(), "umad");
 }
 
 // dgx-h100-ib: 8 H100 GPUs, each with a 400 Gb/s NDR port.

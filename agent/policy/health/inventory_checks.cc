@@ -99,6 +99,28 @@ void CheckUverbs(Health* h, const Host& host) {
   }
 }
 
+void CheckUmad(Health* h, const Host& host) {
+  for (const FieldProblem& p : host.problems()) {
+    if (p.field() == "umad_device") return;  // A passing read failure is not a fact.
+  }
+  for (const RdmaDevice& d : host.rdma_devices()) {
+    // iWARP has no MADs; a device without uverbs is the uverbs check's, one read in part the
+    // discovery finding's.
+    if (d.node_type() != NODE_TYPE_CA || d.uverbs_device().empty() || !d.problems().empty()) {
+      continue;
+    }
+    for (const Port& p : d.ports()) {
+      if (!p.umad_device().empty()) continue;
+      const std::string port = absl::StrCat(d.name(), ":", p.number());
+      Add(h, SEVERITY_WARNING, "umad", "missing", REPAIR_ACTION_NONE, port,
+          absl::StrCat(port,
+                       " has no umad device: ibstat, perfquery, ibdiagnet and subnet-manager "
+                       "queries cannot reach it (verbs are unaffected; is ib_umad loaded?)"),
+          absl::StrCat("no class/infiniband_mad/umadN names ", d.name(), " port ", p.number()));
+    }
+  }
+}
+
 void CheckHostClass(Health* h, const Host& host, const SelectionPolicy& policy,
                     const HealthConfig& config) {
   std::vector<const Accelerator*> gpus;
