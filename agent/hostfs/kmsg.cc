@@ -38,13 +38,6 @@ bool ParseDecimal(std::string_view s, uint64_t* out) {
   return true;
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // The kernel escapes bytes below ' ', from 0x7f, and '\\' itself as \xNN. A backslash without two
 // hex digits after it cannot come from the kernel; it is kept as it is rather than refused, since
 // the text is still worth matching.

@@ -27,13 +27,6 @@ std::string_view TrimSpace(std::string_view s) {
   return s;
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 absl::Status Invalid(std::string_view what, std::string_view s) {
   return absl::InvalidArgumentError(absl::StrCat("not ", Av(what), ": ", Excerpt(s)));
 }

@@ -132,6 +132,11 @@ CliParse ParseCli(const std::vector<std::string>& args) {
           ->capture_default_str();
   app.add_flag("--json", json, "print one JSON object per result");
   app.add_flag("--forever", forever, "server: keep serving tests");
+  bool perftest = false, gbits = false;
+  app.add_flag("--perftest", perftest,
+               "speak stock perftest's protocol (6.06 to 6.29): serve a stock ib_write_bw client "
+               "(write_bw over the TCP exchange so far), admitted by --allow alone");
+  app.add_flag("--report_gbits", gbits, "--perftest: report in Gb/s (as perftest's flag)");
 
   if (std::optional<std::string> kind = docs::GenerateKind(args)) {
     absl::StatusOr<std::string> text =
@@ -157,6 +162,15 @@ CliParse ParseCli(const std::vector<std::string>& args) {
 
   CliConfig c;
   c.server = host.empty();
+  c.perftest = perftest;
+  c.gbits = gbits;
+  if (gbits && !perftest) return Usage("--report_gbits goes with --perftest");
+  if (perftest &&
+      (!host.empty() || test_name != "write_bw" || rdma_cm || forever || !secret_file.empty())) {
+    return Usage(
+        "--perftest serves one stock write_bw client over the TCP exchange so far (no HOST, -R, "
+        "--forever or --secret-file: a stock client cannot prove a secret)");
+  }
   c.forever = forever;
   c.json = json;
   c.device_given = o_dev->count() > 0;

@@ -136,6 +136,20 @@ TEST(ParseCli, RejectsInvalidCombinations) {
   ExpectUsage({"write_bw", "--no-such-flag"}, "no-such-flag");
 }
 
+TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
+  CliParse r = Parse({"write_bw", "--perftest", "-n", "300", "--report_gbits", "-d", "rxe0"});
+  ASSERT_FALSE(r.exit) << r.output;
+  EXPECT_TRUE(r.config.perftest);
+  EXPECT_TRUE(r.config.gbits);
+  EXPECT_TRUE(r.config.server);
+  EXPECT_EQ(r.config.server_options.expect.iterations, 300u);
+  ExpectUsage({"write_bw", "10.0.0.2", "--perftest"}, "--perftest");
+  ExpectUsage({"read_bw", "--perftest"}, "--perftest");
+  ExpectUsage({"write_bw", "--perftest", "-R"}, "--perftest");
+  ExpectUsage({"write_bw", "--perftest", "--secret-file", "/etc/hostname"}, "prove a secret");
+  ExpectUsage({"write_bw", "--report_gbits"}, "--report_gbits goes with --perftest");
+}
+
 TEST(ParseCli, HelpExitsZero) {
   CliParse r = Parse({"--help"});
   EXPECT_TRUE(r.exit);

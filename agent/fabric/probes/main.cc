@@ -11,8 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
+#include "agent/fabric/perftest/output.h"
 #include "agent/fabric/probes/cli.h"
 #include "agent/fabric/probes/engine.h"
+#include "agent/fabric/probes/perftest_server.h"
 #include "agent/fabric/probes/probe.h"
 #include "agent/fabric/probes/report.h"
 
@@ -81,14 +83,52 @@ int RunServer(const CliConfig& c) {
   }
 }
 
-int RunClient(CliConfig c) {
+// A canceller that SIGINT and SIGTERM trigger; null (the reason printed) if none could be made.
+std::unique_ptr<Canceller> CancelOnSignals() {
   absl::StatusOr<std::unique_ptr<Canceller>> cancel = Canceller::Create();
   if (!cancel.ok()) {
     Error(cancel.status().message());
-    return kExitFailure;
+    return nullptr;
   }
   Canceller* k = cancel->get();
   StopOnSignals([k] { k->Cancel(); });
+  return *std::move(cancel);
+}
+
+// A stock ib_write_bw client: served as perftest's server serves it, its report printed in
+// perftest's table.
+int RunPerftestServer(const CliConfig& c) {
+  std::unique_ptr<Canceller> cancel = CancelOnSignals();
+  if (cancel == nullptr) return kExitFailure;
+  Canceller* k = cancel.get();
+  PerftestServerOptions o;
+  o.params = c.server_options.expect;
+  o.gbits = c.gbits;
+  o.local = c.server_options.local;
+  o.bind = c.server_options.bind;
+  o.port = c.server_options.port;
+  o.allow = c.server_options.allow;
+  Print(absl::StrCat("fabric-probe: waiting for a perftest client on port ", o.port, "\n"), stderr);
+  absl::StatusOr<PerftestServed> s = ServePerftestClient(o, k);
+  if (!s.ok()) {
+    if (absl::IsCancelled(s.status())) return kExitOk;
+    Error(s.status().message());
+    return kExitFailure;
+  }
+  Print(absl::StrCat("fabric-probe: served perftest ", s->peer_version, "'s write_bw on ",
+                     s->device, " to ", s->peer, "\n"),
+        stderr);
+  Print(absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits),
+                     perftest::BwLine(s->client, c.gbits, perftest::Output::kFull),
+                     perftest::kResultLine),
+        stdout);
+  return kExitOk;
+}
+
+int RunClient(CliConfig c) {
+  std::unique_ptr<Canceller> cancel = CancelOnSignals();
+  if (cancel == nullptr) return kExitFailure;
+  Canceller* k = cancel.get();
   c.client.cancel = k;
   absl::StatusOr<ProbeResult> r = RunProbe(c.client);
   if (!r.ok()) {
@@ -122,5 +162,6 @@ int main(int argc, char** argv) {
     if (!t->fallback.empty()) Print(absl::StrCat("fabric-probe: ", t->fallback, "\n"), stderr);
     c.client.params.transport = t->transport;
   }
+  if (c.perftest) return RunPerftestServer(c);
   return c.server ? RunServer(c) : RunClient(std::move(c));
 }

@@ -5,6 +5,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -77,6 +78,11 @@ class VerbsResources {
   // With rdma_cm: the device and port rdma_cm chose (held by its ids, not opened here).
   void UseDevice(ibv_context* ctx, uint8_t port);
   absl::Status QueryDevice();
+  // Each region of the buffer at least `bytes` (before SetupMemory): perftest peers write
+  // small messages at successive cache lines within their page-sized cycle buffer.
+  void set_min_region(uint64_t bytes) {
+    stride_ = std::max<size_t>(stride_, (bytes + 63) / 64 * 64);
+  }
   // The PD, the buffer (one inbox, and for latency tests one outbox, per QP), the MR, the CQs.
   absl::Status SetupMemory();
   // Creates the next QP into `slot`: on rdma_cm's `id`, or with ibv_create_qp when it is null.

@@ -1,5 +1,5 @@
-// RDMA devices: their uverbs and umad nodes, attributes, PCI function or parent netdev, and ports. The
-// ports' GID tables are read afterwards, in parallel (gids.cc).
+// RDMA devices: their uverbs and umad nodes, attributes, PCI function or parent netdev, and ports.
+// The ports' GID tables are read afterwards, in parallel (gids.cc).
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -51,8 +51,7 @@ RdmaNodes ReadRdmaNodes(const HostFs& sys, Host* host) {
       }
     }
   } else {
-    NoteTransient(host->mutable_problems(), "umad_device", "class/infiniband_mad",
-                  names.status());
+    NoteTransient(host->mutable_problems(), "umad_device", "class/infiniband_mad", names.status());
   }
   return nodes;
 }

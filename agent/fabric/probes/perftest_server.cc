@@ -1,0 +1,286 @@
+#include "agent/fabric/probes/perftest_server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/common/status.h"
+#include "agent/fabric/probes/verbs_resources.h"
+
+namespace fabric::probes {
+namespace {
+
+namespace pt = ::fabric::perftest;
+
+static_assert(sizeof(ibv_device_attr) == pt::kDeviceAttrSize,
+              "perftest sends struct ibv_device_attr raw");
+
+// perftest's exchanges are symmetric and the server reads first (ctx_xchg_data): a peer's
+// message is taken whole, then ours is written whole.
+class Oob {
+ public:
+  Oob(Fd fd, absl::Duration timeout, const Canceller* cancel)
+      : fd_(std::move(fd)), timeout_(timeout), cancel_(cancel) {}
+  int fd() const { return fd_.get(); }
+
+  absl::Status Exchange(std::span<const uint8_t> mine, std::span<uint8_t> theirs,
+                        std::string_view what, absl::Duration read_bound) {
+    FABRIC_RETURN_IF_ERROR(
+        ReadAll(fd_.get(), theirs.data(), theirs.size(), Deadline::In(read_bound), cancel_, what));
+    return WriteAll(fd_.get(), mine.data(), mine.size(), Deadline::In(timeout_), cancel_, what);
+  }
+  absl::Status Exchange(std::span<const uint8_t> mine, std::span<uint8_t> theirs,
+                        std::string_view what) {
+    return Exchange(mine, theirs, what, timeout_);
+  }
+  absl::Status Read(std::span<uint8_t> theirs, std::string_view what) {
+    return ReadAll(fd_.get(), theirs.data(), theirs.size(), Deadline::In(timeout_), cancel_, what);
+  }
+  absl::Status Write(std::span<const uint8_t> mine, std::string_view what) {
+    return WriteAll(fd_.get(), mine.data(), mine.size(), Deadline::In(timeout_), cancel_, what);
+  }
+  // Whether more bytes arrive within `wait`.
+  bool More(absl::Duration wait) {
+    return WaitFd(fd_.get(), POLLIN, Deadline::In(wait), cancel_, "more").ok();
+  }
+  // perftest before 6.17 writes "done" after its last exchange and nobody reads it: half-close
+  // and drain, so that our close never resets a peer still writing.
+  void Close() {
+    shutdown(fd_.get(), SHUT_WR);
+    const Deadline until = Deadline::In(absl::Seconds(2));
+    char buf[64];
+    while (WaitFd(fd_.get(), POLLIN, until, cancel_, "close").ok()) {
+      const ssize_t n = read(fd_.get(), buf, sizeof buf);
+      if (n <= 0 && !(n < 0 && errno == EINTR)) break;
+    }
+  }
+
+ private:
+  Fd fd_;
+  absl::Duration timeout_;
+  const Canceller* cancel_;
+};
+
+absl::Status Prefixed(const absl::Status& s, const char* step) {
+  return absl::Status(s.code(), absl::StrCat(step, ": ", s.message()));
+}
+
+uint32_t CacheLine() {
+  const long n = sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
+  return n > 0 ? static_cast<uint32_t>(n) : 64;
+}
+
+// How long the client's run may take: its duration with margins, or its messages at no less
+// than 100 MB/s; plus the step time-out.
+absl::Duration RunBound(const ProbeParams& p, absl::Duration timeout) {
+  if (p.duration_mode()) return p.duration + 2 * p.margin + timeout;
+  const double bytes = static_cast<double>(p.size) * static_cast<double>(p.iterations) * p.num_qps;
+  return std::min(absl::Seconds(bytes / 1e8), absl::Hours(1)) + timeout;
+}
+
+pt::Negotiate LocalNegotiate(const PerftestServerOptions& o, const ibv_device_attr& attr) {
+  pt::Negotiate n;
+  n.verb = pt::kVerbWrite;
+  n.tst = pt::kTstBandwidth;
+  n.report_fmt = o.gbits ? pt::kReportGbits : pt::kReportMbytes;
+  n.size = o.params.size;
+  n.test_type = o.params.duration_mode() ? pt::kDuration : pt::kIterations;
+  n.iters = o.params.duration_mode() ? 0 : o.params.iterations;
+  n.num_of_qps = static_cast<int32_t>(o.params.num_qps);
+  n.duration =
+      o.params.duration_mode() ? static_cast<int32_t>(absl::ToInt64Seconds(o.params.duration)) : 5;
+  std::memcpy(n.device_attr.data(), &attr, sizeof attr);
+  return n;
+}
+
+// Version, system data, MTU and (6.28+) the parameters; returns the MTU both use.
+absl::StatusOr<ibv_mtu> Prologue(Oob& oob, const PerftestServerOptions& o,
+                                 const VerbsResources& verbs, pt::Version* peer,
+                                 uint32_t* cycle_buffer, uint16_t* out_reads) {
+  const auto ours = pt::EncodeVersion(pt::kOurVersion);
+  std::array<uint8_t, pt::kVersionSize> theirs{};
+  FABRIC_RETURN_IF_ERROR(oob.Exchange(ours, theirs, "waiting for the perftest version"));
+  absl::StatusOr<pt::Version> v = pt::DecodeVersion(theirs);
+  if (!v.ok()) return v.status();
+  *peer = *v;
+
+  std::array<uint8_t, 4> in{};
+  const long page = sysconf(_SC_PAGESIZE);
+  FABRIC_RETURN_IF_ERROR(oob.Exchange(pt::EncodeU32(page > 0 ? static_cast<uint32_t>(page) : 4096),
+                                      in, "waiting for the page size"));
+  *cycle_buffer = std::max<uint32_t>(*pt::DecodeU32(in), page > 0 ? page : 4096);
+  FABRIC_RETURN_IF_ERROR(
+      oob.Exchange(pt::EncodeU32(CacheLine()), in, "waiting for the cache line size"));
+
+  const int my_mtu = static_cast<int>(verbs.port_attr().active_mtu);
+  std::array<uint8_t, pt::kMtuSize> mtu_in{};
+  FABRIC_RETURN_IF_ERROR(oob.Exchange(pt::EncodeMtu(my_mtu), mtu_in, "waiting for the MTU"));
+  absl::StatusOr<int> their_mtu = pt::DecodeMtu(mtu_in);
+  if (!their_mtu.ok()) return their_mtu.status();
+
+  *out_reads = static_cast<uint16_t>(std::clamp(verbs.device_attr().max_qp_rd_atom, 1, 0xffff));
+  if (pt::Negotiates(*peer)) {
+    // The client's struct comes first: 320 bytes from builds with mlx5dv, else 312. Answer in
+    // the size it sent.
+    std::vector<uint8_t> remote(pt::kNegotiateSize);
+    FABRIC_RETURN_IF_ERROR(oob.Read(remote, "waiting for the negotiated parameters"));
+    if (oob.More(absl::Milliseconds(200))) {
+      remote.resize(pt::kNegotiateSizeMlx5dv);
+      FABRIC_RETURN_IF_ERROR(oob.Read(std::span<uint8_t>(remote).subspan(pt::kNegotiateSize),
+                                      "waiting for the negotiated parameters"));
+    }
+    pt::Negotiate local = LocalNegotiate(o, verbs.device_attr());
+    local.mlx5dv = remote.size() == pt::kNegotiateSizeMlx5dv;
+    FABRIC_RETURN_IF_ERROR(
+        oob.Write(pt::EncodeNegotiate(local), "waiting for the negotiated parameters"));
+    absl::StatusOr<pt::Negotiate> r = pt::DecodeNegotiate(remote);
+    if (!r.ok()) return r.status();
+    if (std::optional<std::string> differs = pt::FirstMismatch(local, *r)) {
+      return absl::FailedPreconditionError(absl::StrCat("the perftest ", peer->text,
+                                                        " client runs another test:", *differs,
+                                                        " (give this side the client's flags)"));
+    }
+    if (r->MaxQpRdAtom() > 0 && r->MaxQpRdAtom() < *out_reads) {
+      *out_reads = static_cast<uint16_t>(r->MaxQpRdAtom());
+    }
+  }
+  return static_cast<ibv_mtu>(std::min(my_mtu, *their_mtu));
+}
+
+// One round of keys, QP by QP; the peer's are returned.
+absl::StatusOr<std::vector<pt::Key>> SwapKeys(Oob& oob, const std::vector<pt::Key>& mine, bool gid,
+                                              size_t count, absl::Duration bound) {
+  std::vector<pt::Key> theirs;
+  std::vector<uint8_t> in(pt::KeySize(gid));
+  for (size_t q = 0; q < count; ++q) {
+    FABRIC_RETURN_IF_ERROR(
+        oob.Exchange(pt::EncodeKey(mine[q], gid), in, "waiting for the QP keys", bound));
+    absl::StatusOr<pt::Key> k = pt::DecodeKey(in, gid);
+    if (!k.ok()) return k.status();
+    theirs.push_back(*k);
+  }
+  return theirs;
+}
+
+absl::StatusOr<PerftestServed> Serve(Oob& oob, const PerftestServerOptions& o,
+                                     VerbsResources& verbs, PerftestServed served) {
+  pt::Version peer;
+  uint32_t cycle_buffer = 0;
+  uint16_t out_reads = 0;
+  absl::StatusOr<ibv_mtu> mtu = Prologue(oob, o, verbs, &peer, &cycle_buffer, &out_reads);
+  if (!mtu.ok()) return mtu.status();
+  served.peer_version = peer.text;
+
+  // Small messages land at successive cache lines within the peer's cycle buffer.
+  verbs.set_min_region(std::max<uint64_t>(o.params.size, cycle_buffer));
+  FABRIC_RETURN_IF_ERROR(verbs.SetupMemory());
+  const uint32_t n = o.params.num_qps;
+  std::vector<pt::Key> mine;
+  for (uint32_t q = 0; q < n; ++q) {
+    FABRIC_RETURN_IF_ERROR(verbs.CreateQp(verbs.objects().qps.emplace_back(), nullptr));
+    FABRIC_RETURN_IF_ERROR(verbs.ToInit(verbs.qp(q)));
+    pt::Key k;
+    k.lid = verbs.port_attr().lid;
+    k.out_reads = out_reads;
+    k.qpn = verbs.qp(q)->qp_num;
+    k.psn = verbs.psn(q);
+    k.rkey = verbs.rkey();
+    k.vaddr = reinterpret_cast<uintptr_t>(verbs.inbox(q));
+    std::memcpy(k.gid.data(), verbs.gid().raw, 16);
+    mine.push_back(k);
+  }
+  const bool gid = verbs.global();
+  absl::StatusOr<std::vector<pt::Key>> theirs = SwapKeys(oob, mine, gid, n, o.local.timeout);
+  if (!theirs.ok()) return theirs.status();
+  std::vector<wire::QpEndpoint> remote;
+  for (const pt::Key& k : *theirs) {
+    wire::QpEndpoint e;
+    e.qpn = k.qpn;
+    e.psn = k.psn;
+    e.gid = k.gid;
+    e.lid = k.lid;
+    e.rkey = k.rkey;
+    e.addr = k.vaddr;
+    remote.push_back(e);
+  }
+  verbs.set_remote(remote);
+  for (uint32_t q = 0; q < n; ++q) {
+    FABRIC_RETURN_IF_ERROR(verbs.ToRtr(verbs.qp(q), verbs.remote(q), *mtu, gid));
+    FABRIC_RETURN_IF_ERROR(verbs.ToRts(verbs.qp(q), verbs.psn(q)));
+  }
+  // The keys again (the client prints them), then one more swap on QP 0: both sides are ready.
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, mine, gid, n, o.local.timeout).status());
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, mine, gid, 1, o.local.timeout).status());
+  // The client writes into our buffer; its swap after the run says it is done.
+  const absl::Duration run = RunBound(o.params, o.local.timeout);
+  if (absl::Status s = SwapKeys(oob, mine, gid, 1, run).status(); !s.ok()) {
+    return Prefixed(s, "waiting for the client's run");
+  }
+  // The reports, a field per exchange; ours is empty, as perftest's passive server's.
+  std::vector<uint8_t> report;
+  for (const auto& field : pt::EncodeBwReport(pt::BwReport{})) {
+    std::array<uint8_t, pt::kBwReportFieldSize> in{};
+    FABRIC_RETURN_IF_ERROR(oob.Exchange(field, in, "waiting for the report"));
+    report.insert(report.end(), in.begin(), in.end());
+  }
+  absl::StatusOr<pt::BwReport> client = pt::DecodeBwReport(report);
+  if (!client.ok()) return client.status();
+  served.client = *client;
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, mine, gid, 1, o.local.timeout).status());
+  oob.Close();
+  return served;
+}
+
+}  // namespace
+
+absl::StatusOr<PerftestServed> ServePerftestClient(const PerftestServerOptions& o,
+                                                   const Canceller* cancel) {
+  if (o.params.test != TestKind::kWriteBw || o.params.rdma_cm) {
+    return absl::UnimplementedError(
+        "facing stock perftest, fabric-probe serves write_bw over the TCP exchange so far");
+  }
+  FABRIC_RETURN_IF_ERROR(ValidateParams(o.params));
+  AllowList allow;
+  if (o.allow) {
+    allow = *o.allow;
+  } else {
+    absl::StatusOr<AllowList> host = AllowList::HostSubnets();
+    if (!host.ok()) return host.status();
+    allow = *host;
+  }
+  // The device first: a missing device or a down port is said before any client waits.
+  VerbsResources verbs(false, o.params, o.local);
+  absl::StatusOr<PerftestServed> served = [&]() -> absl::StatusOr<PerftestServed> {
+    FABRIC_RETURN_IF_ERROR(verbs.OpenDevice());
+    absl::StatusOr<Fd> listener = ListenTcp(o.bind, o.port);
+    if (!listener.ok()) return listener.status();
+    Acceptor acceptor;
+    absl::StatusOr<Fd> fd = AcceptTcp(
+        listener->get(), Deadline::At(std::numeric_limits<int64_t>::max()), cancel, &acceptor);
+    if (!fd.ok()) return fd.status();
+    PerftestServed s;
+    s.peer = PeerAddress(fd->get());
+    s.device = verbs.device();
+    s.gid_index = verbs.gid_index();
+    if (!allow.Allows(s.peer)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "perftest client ", s.peer, " is not in the allow-list (", allow.ToString(), ")"));
+    }
+    Oob oob(std::move(*fd), o.local.timeout, cancel);
+    return Serve(oob, o, verbs, std::move(s));
+  }();
+  absl::Status released = verbs.Release();
+  if (!served.ok()) return served.status();
+  if (!released.ok()) return Prefixed(released, "releasing");
+  return served;
+}
+
+}  // namespace fabric::probes

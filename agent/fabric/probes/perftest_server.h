@@ -1,0 +1,49 @@
+// fabric-probe facing stock perftest on perftest's own protocol (agent/fabric/perftest/wire.h):
+// here the server of a stock ib_write_bw client (6.06 to 6.29), over the TCP exchange. Like
+// perftest's server it serves one client, moves no data itself (the client RDMA-writes into its
+// buffer) and prints the client's report.
+//
+// A stock client cannot prove a shared secret, so this path admits by address alone: the peer
+// must be in the allow-list (default: this host's subnets). What that opens: any host in those
+// subnets may write into one registered buffer of this process and use one QP's worth of the
+// NIC for as long as its test runs; nothing else of the host is reachable through it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "agent/fabric/perftest/wire.h"
+#include "agent/fabric/probes/access.h"
+#include "agent/fabric/probes/net.h"
+#include "agent/fabric/probes/params.h"
+
+namespace fabric::probes {
+
+struct PerftestServerOptions {
+  // The client's flags as given to it (perftest 6.06 does not send them; 6.28+ negotiate):
+  // write_bw, size, iterations or duration, QPs.
+  ProbeParams params;
+  bool gbits = false;  // --report_gbits (negotiated with 6.28+)
+  Endpoint local;
+  std::string bind;
+  uint16_t port = 18515;
+  std::optional<AllowList> allow;  // unset: this host's subnets
+};
+
+struct PerftestServed {
+  std::string peer;
+  std::string peer_version;  // "6.06"
+  std::string device;
+  int gid_index = -1;
+  perftest::BwReport client;  // the client's figures, in the client's units
+};
+
+// Waits for one client (bounded by `cancel` only, as perftest's server waits), then runs the
+// test to its end; each step after the accept is bounded by local.timeout (the run itself by the
+// client's duration or a bound from its iterations).
+absl::StatusOr<PerftestServed> ServePerftestClient(const PerftestServerOptions& o,
+                                                   const Canceller* cancel);
+
+}  // namespace fabric::probes

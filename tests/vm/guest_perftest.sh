@@ -1,0 +1,109 @@
+#!/bin/bash
+# Runs inside the rig's guest: `rig.sh run -- guest_perftest.sh FABRIC_PROBE`. fabric-probe on
+# stock perftest's protocol against Debian's perftest (6.06) over the real rxe0: a stock
+# ib_write_bw client served by `fabric-probe write_bw --perftest` (GID chosen and -x, MB/s and
+# Gb/s), the server printing exactly the client's own report line; a client outside --allow;
+# peers that send garbage, a truncated key, or vanish mid-exchange.
+set -uo pipefail
+
+probe="${1:?usage: guest_perftest.sh FABRIC_PROBE}"
+# shellcheck source-path=SCRIPTDIR source=guest_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
+port=18515
+
+# The line under the table's header, blanks squeezed.
+report_line() { grep -A1 '#bytes' "$1" | tail -n1 | tr -s ' \t' ' '; }
+
+# serve NAME "SERVER ARGS" "CLIENT ARGS": fabric-probe serves a stock ib_write_bw client.
+serve() {
+  local name=$1 sargs=$2 cargs=$3
+  # shellcheck disable=SC2086
+  "$probe" write_bw --perftest -d "$dev" -p "$port" --timeout 20 $sargs \
+    >"$out/$name.server.out" 2>"$out/$name.server.err" &
+  local spid=$! i
+  for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done
+  # shellcheck disable=SC2086
+  timeout 120 ib_write_bw -d "$dev" -p "$port" $cargs "$ip" >"$out/$name.client.out" 2>&1
+  local rc=$?
+  wait "$spid"
+  local src=$?
+  local theirs ours
+  theirs=$(report_line "$out/$name.client.out")
+  ours=$(report_line "$out/$name.server.out")
+  if ((rc == 0 && src == 0)) && [[ -n "$theirs" && "$theirs" == "$ours" ]]; then
+    ok "$name: ib_write_bw served, both print '$ours' ($(tail -n1 "$out/$name.server.err"))"
+  else
+    fail "$name: client exit $rc, server exit $src; client '$theirs', server '$ours'"
+    cat "$out/$name.client.out" "$out/$name.server.out" "$out/$name.server.err"
+  fi
+}
+
+serve default "-n 300" "-n 300"
+serve gid_index "-n 300 -x 1" "-n 300 -x 1"
+serve gbits "-n 500 -s 4096 --report_gbits" "-n 500 -s 4096 --report_gbits"
+serve small_qps "-n 400 -s 64 -q 2" "-n 400 -s 64 -q 2"
+
+# A client outside the allow-list is refused before anything is set up for it.
+"$probe" write_bw --perftest -d "$dev" -p "$port" --timeout 5 --allow 10.99.0.0/24 \
+  >/dev/null 2>"$out/refused.server.err" &
+spid=$!
+for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done
+timeout 60 ib_write_bw -d "$dev" -p "$port" -n 100 "$ip" >"$out/refused.client.out" 2>&1
+rc=$?
+wait "$spid"
+src=$?
+if ((rc != 0 && src == 1)) && grep -q "not in the allow-list" "$out/refused.server.err"; then
+  ok "refused: $(cat "$out/refused.server.err")"
+else
+  fail "refused: client exit $rc, server exit $src: $(cat "$out/refused.server.err")"
+fi
+
+# bad_peer NAME EXPECT PYTHON: a hand-made peer; the server fails with EXPECT in its error, and
+# exits within the bound.
+bad_peer() {
+  local name=$1 expect=$2 script=$3
+  "$probe" write_bw --perftest -d "$dev" -p "$port" --timeout 3 >/dev/null \
+    2>"$out/$name.server.err" &
+  local spid=$! i
+  for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done
+  timeout 30 /usr/bin/python3 -c "$script" "$ip" "$port" >"$out/$name.peer.out" 2>&1
+  local start=$SECONDS
+  wait "$spid"
+  local src=$?
+  if ((src == 1)) && grep -q "$expect" "$out/$name.server.err"; then
+    ok "$name: $(cat "$out/$name.server.err")"
+  else
+    fail "$name: server exit $src after $((SECONDS - start)) s: $(cat "$out/$name.server.err")"
+    cat "$out/$name.peer.out"
+  fi
+}
+prologue='
+import socket, struct, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+def x(b, n):
+    s.sendall(b)
+    got = b""
+    while len(got) < n:
+        c = s.recv(n - len(got))
+        if not c: raise SystemExit("closed")
+        got += c
+    return got
+'
+bad_peer garbage_version "is not a number" "$prologue
+x(b'hello'.ljust(16, b'\0'), 16)"
+bad_peer old_version "older than 5.70" "$prologue
+x(b'5.60'.ljust(16, b'\0'), 16)"
+bad_peer truncated_key "peer closed" "$prologue
+x(b'6.06'.ljust(16, b'\0'), 16); x(struct.pack('>I', 4096), 4); x(struct.pack('>I', 64), 4)
+x(b'3\0', 2); s.sendall(b'0000:0010:000123:'); time.sleep(0.5); s.close()"
+bad_peer garbage_key "hex digits" "$prologue
+x(b'6.06'.ljust(16, b'\0'), 16); x(struct.pack('>I', 4096), 4); x(struct.pack('>I', 64), 4)
+x(b'3\0', 2); s.sendall(b'z' * 107 + b'\0'); time.sleep(0.5)"
+bad_peer silent "timed out waiting for the page size" "$prologue
+x(b'6.06'.ljust(16, b'\0'), 16); time.sleep(6)"
+
+if ((failures)); then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"
