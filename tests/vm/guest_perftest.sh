@@ -1,9 +1,10 @@
 #!/bin/bash
 # Runs inside the rig's guest: `rig.sh run -- guest_perftest.sh FABRIC_PROBE`. fabric-probe on
-# stock perftest's protocol against Debian's perftest (6.06) over the real rxe0: a stock
-# ib_write_bw client served by `fabric-probe write_bw --perftest` (GID chosen and -x, MB/s and
-# Gb/s), the server printing exactly the client's own report line; a client outside --allow;
-# peers that send garbage, a truncated key, or vanish mid-exchange.
+# stock perftest's protocol against Debian's perftest (6.06) over the real rxe0, both ways: a
+# stock ib_write_bw client served by `fabric-probe write_bw --perftest`, and fabric-probe the
+# client of a stock server (GID chosen and -x, MB/s and Gb/s, several QPs), the server printing
+# exactly the client's own report line; a client outside --allow; peers that send garbage, a
+# truncated key, or vanish mid-exchange.
 set -uo pipefail
 
 probe="${1:?usage: guest_perftest.sh FABRIC_PROBE}"
@@ -14,34 +15,67 @@ port=18515
 # The line under the table's header, blanks squeezed.
 report_line() { grep -A1 '#bytes' "$1" | tail -n1 | tr -s ' \t' ' '; }
 
-# serve NAME "SERVER ARGS" "CLIENT ARGS": fabric-probe serves a stock ib_write_bw client.
-serve() {
-  local name=$1 sargs=$2 cargs=$3
+# pair NAME ROLE "ARGS": fabric-probe --perftest as ROLE (server or client) and a stock
+# ib_write_bw as the other end, both with ARGS; both exit 0 and print the same report line (the
+# server prints the client's).
+pair() {
+  local name=$1 role=$2 args=$3 ours theirs
+  local probe_cmd=("$probe" write_bw --perftest -d "$dev" -p "$port" --timeout 20)
+  local stock_cmd=(ib_write_bw -d "$dev" -p "$port")
+  if [[ $role == server ]]; then stock_cmd+=("$ip"); else probe_cmd+=("$ip" --retry 10); fi
+  local first=("${probe_cmd[@]}") second=("${stock_cmd[@]}")
+  [[ $role == client ]] && first=("${stock_cmd[@]}") second=("${probe_cmd[@]}")
   # shellcheck disable=SC2086
-  "$probe" write_bw --perftest -d "$dev" -p "$port" --timeout 20 $sargs \
-    >"$out/$name.server.out" 2>"$out/$name.server.err" &
+  timeout 120 "${first[@]}" $args >"$out/$name.first.out" 2>"$out/$name.first.err" &
   local spid=$! i
   for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done
   # shellcheck disable=SC2086
-  timeout 120 ib_write_bw -d "$dev" -p "$port" $cargs "$ip" >"$out/$name.client.out" 2>&1
+  timeout 120 "${second[@]}" $args >"$out/$name.second.out" 2>"$out/$name.second.err"
   local rc=$?
   wait "$spid"
   local src=$?
-  local theirs ours
-  theirs=$(report_line "$out/$name.client.out")
-  ours=$(report_line "$out/$name.server.out")
-  if ((rc == 0 && src == 0)) && [[ -n "$theirs" && "$theirs" == "$ours" ]]; then
-    ok "$name: ib_write_bw served, both print '$ours' ($(tail -n1 "$out/$name.server.err"))"
+  ours=$(report_line "$out/$name.first.out")
+  theirs=$(report_line "$out/$name.second.out")
+  [[ $role == client ]] && { local t=$ours; ours=$theirs; theirs=$t; }
+  if ((rc == 0 && src == 0)) && [[ -n "$ours" && "$theirs" == "$ours" ]]; then
+    ok "$name: fabric-probe the $role of a stock ib_write_bw, both print '$ours'"
   else
-    fail "$name: client exit $rc, server exit $src; client '$theirs', server '$ours'"
-    cat "$out/$name.client.out" "$out/$name.server.out" "$out/$name.server.err"
+    fail "$name: exits $src (first) and $rc (second); ours '$ours', stock '$theirs'"
+    cat "$out/$name".*
   fi
 }
 
-serve default "-n 300" "-n 300"
-serve gid_index "-n 300 -x 1" "-n 300 -x 1"
-serve gbits "-n 500 -s 4096 --report_gbits" "-n 500 -s 4096 --report_gbits"
-serve small_qps "-n 400 -s 64 -q 2" "-n 400 -s 64 -q 2"
+pair default server "-n 300"
+pair gid_index server "-n 300 -x 1"
+pair gbits server "-n 500 -s 4096 --report_gbits"
+pair small_qps server "-n 400 -s 64 -q 2"
+pair client_default client "-n 300"
+pair client_gid_index client "-n 300 -x 1"
+pair client_gbits client "-n 500 -s 4096 --report_gbits"
+pair client_qps client "-n 400 -s 64 -q 2"
+
+# --json: perftest's --out_json file, read by the keys NGC's scripts read.
+timeout 120 ib_write_bw -d "$dev" -p "$port" -n 300 --report_gbits >"$out/json.server.out" 2>&1 &
+spid=$!
+timeout 120 "$probe" write_bw "$ip" --perftest -d "$dev" -p "$port" --retry 10 -n 300 \
+  --report_gbits --json >"$out/json.client.out" 2>"$out/json.client.err"
+rc=$?
+wait "$spid"
+if ((rc == 0)) && summary=$(/usr/bin/python3 - "$out/json.client.out" "$dev" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+info, res = j["test_info"], j["results"]
+assert info["test"] == "RDMA_Write_BW_Test" and info["Device"] == sys.argv[2], info
+assert res["MsgSize"] == 65536 and res["n_iterations"] == 300, res
+assert res["BW_average"] > 0 and res["BW_peak"] >= res["BW_average"] and res["MsgRate"] > 0, res
+print(f'BW_average {res["BW_average"]} Gb/s, BW_peak {res["BW_peak"]}, MsgRate {res["MsgRate"]}')
+PY
+); then
+  ok "json: $summary"
+else
+  fail "json: client exit $rc"
+  cat "$out/json.client.out" "$out/json.client.err"
+fi
 
 # A client outside the allow-list is refused before anything is set up for it.
 "$probe" write_bw --perftest -d "$dev" -p "$port" --timeout 5 --allow 10.99.0.0/24 \

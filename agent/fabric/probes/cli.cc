@@ -1,6 +1,7 @@
 #include "agent/fabric/probes/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <sstream>
@@ -100,7 +101,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
                                   "inline messages up to this size (default 0; 220 for "
                                   "write/send latency)");
   auto* o_cm = app.add_flag("-R,--rdma_cm", rdma_cm, "connect the QPs with rdma_cm");
-  auto* o_cqmod = app.add_option("--cq-mod", cq_mod,
+  auto* o_cqmod = app.add_option("-Q,--cq-mod", cq_mod,
                                  "one signalled completion per this many messages (default 100, "
                                  "at most the tx depth)");
   auto* o_pl = app.add_option("-l,--post_list", post_list, "post this many messages per call");
@@ -134,8 +135,9 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   app.add_flag("--forever", forever, "server: keep serving tests");
   bool perftest = false, gbits = false;
   app.add_flag("--perftest", perftest,
-               "speak stock perftest's protocol (6.06 to 6.29): serve a stock ib_write_bw client "
-               "(write_bw over the TCP exchange so far), admitted by --allow alone");
+               "speak stock perftest's protocol (6.06 to 6.29) with a stock ib_write_bw peer: "
+               "serve its client (admitted by --allow alone), or be the client of its server "
+               "(write_bw over the TCP exchange so far)");
   app.add_flag("--report_gbits", gbits, "--perftest: report in Gb/s (as perftest's flag)");
 
   if (std::optional<std::string> kind = docs::GenerateKind(args)) {
@@ -165,11 +167,10 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.perftest = perftest;
   c.gbits = gbits;
   if (gbits && !perftest) return Usage("--report_gbits goes with --perftest");
-  if (perftest &&
-      (!host.empty() || test_name != "write_bw" || rdma_cm || forever || !secret_file.empty())) {
+  if (perftest && (test_name != "write_bw" || rdma_cm || forever || !secret_file.empty())) {
     return Usage(
-        "--perftest serves one stock write_bw client over the TCP exchange so far (no HOST, -R, "
-        "--forever or --secret-file: a stock client cannot prove a secret)");
+        "--perftest runs write_bw with one stock perftest peer over the TCP exchange so far (no "
+        "-R, --forever or --secret-file: a stock peer cannot prove a secret)");
   }
   c.forever = forever;
   c.json = json;
@@ -216,6 +217,9 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   if (o_cqmod->count() > 0) {
     p.cq_mod = cq_mod;
     fields |= kFieldCqMod;
+  } else if (perftest) {
+    // perftest's rule: moderation 100, but 1 above 8 KiB messages; never above the tx depth.
+    p.cq_mod = std::min<uint32_t>(p.size > 8192 ? 1 : 100, p.tx_depth);
   } else if (p.cq_mod > p.tx_depth) {
     // As perftest: the default moderation shrinks to a smaller tx depth.
     p.cq_mod = p.tx_depth;

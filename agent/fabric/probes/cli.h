@@ -18,7 +18,7 @@ struct CliConfig {
   bool server = false;   // no HOST
   bool forever = false;  // server: keep serving
   bool json = false;
-  bool perftest = false;  // stock perftest's protocol (perftest_server.h)
+  bool perftest = false;  // stock perftest's protocol (perftest_peer.h)
   bool gbits = false;     // --report_gbits
   // --transport as given: rdma, tcp or auto (ChooseTransport decides the client's).
   std::string transport = "auto";

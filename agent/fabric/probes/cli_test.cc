@@ -143,7 +143,13 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   EXPECT_TRUE(r.config.gbits);
   EXPECT_TRUE(r.config.server);
   EXPECT_EQ(r.config.server_options.expect.iterations, 300u);
-  ExpectUsage({"write_bw", "10.0.0.2", "--perftest"}, "--perftest");
+  // The client of a stock server: perftest's moderation, 1 above 8 KiB messages.
+  CliParse client = Parse({"write_bw", "10.0.0.2", "--perftest"});
+  ASSERT_FALSE(client.exit) << client.output;
+  EXPECT_EQ(client.config.client.params.cq_mod, 1u);
+  EXPECT_EQ(Parse({"write_bw", "10.0.0.2", "--perftest", "-s", "4096"}).config.client.params.cq_mod,
+            100u);
+  EXPECT_EQ(Parse({"write_bw", "h", "--perftest", "-Q", "7"}).config.client.params.cq_mod, 7u);
   ExpectUsage({"read_bw", "--perftest"}, "--perftest");
   ExpectUsage({"write_bw", "--perftest", "-R"}, "--perftest");
   ExpectUsage({"write_bw", "--perftest", "--secret-file", "/etc/hostname"}, "prove a secret");

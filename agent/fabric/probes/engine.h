@@ -23,6 +23,9 @@ struct Measurement {
   std::vector<CompletionMark> marks;
   // Latency: the post time of each measured iteration.
   std::vector<int64_t> posts;
+  // Bandwidth with stamped posts (iterations mode): the time before each message's post, in
+  // posting order across QPs (perftest's tposted, which its peak reads).
+  std::vector<int64_t> post_ns;
 };
 
 // Turns a measurement into figures (bandwidth or latency per the test).

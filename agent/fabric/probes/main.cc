@@ -14,7 +14,7 @@
 #include "agent/fabric/perftest/output.h"
 #include "agent/fabric/probes/cli.h"
 #include "agent/fabric/probes/engine.h"
-#include "agent/fabric/probes/perftest_server.h"
+#include "agent/fabric/probes/perftest_peer.h"
 #include "agent/fabric/probes/probe.h"
 #include "agent/fabric/probes/report.h"
 
@@ -95,31 +95,57 @@ std::unique_ptr<Canceller> CancelOnSignals() {
   return *std::move(cancel);
 }
 
-// A stock ib_write_bw client: served as perftest's server serves it, its report printed in
-// perftest's table.
-int RunPerftestServer(const CliConfig& c) {
+// Facing a stock ib_write_bw: serving its client, printing the client's report, or being the
+// client of its server, printing ours; perftest's table (--json: perftest's --out_json file).
+int RunPerftest(const CliConfig& c) {
   std::unique_ptr<Canceller> cancel = CancelOnSignals();
   if (cancel == nullptr) return kExitFailure;
-  Canceller* k = cancel.get();
   PerftestServerOptions o;
-  o.params = c.server_options.expect;
+  o.params = c.server ? c.server_options.expect : c.client.params;
   o.gbits = c.gbits;
-  o.local = c.server_options.local;
+  o.local = c.server ? c.server_options.local : c.client.local;
   o.bind = c.server_options.bind;
-  o.port = c.server_options.port;
+  o.port = c.server ? c.server_options.port : c.client.port;
   o.allow = c.server_options.allow;
-  Print(absl::StrCat("fabric-probe: waiting for a perftest client on port ", o.port, "\n"), stderr);
-  absl::StatusOr<PerftestServed> s = ServePerftestClient(o, k);
-  if (!s.ok()) {
-    if (absl::IsCancelled(s.status())) return kExitOk;
-    Error(s.status().message());
-    return kExitFailure;
+  perftest::BwReport report;
+  perftest::TestInfo info;
+  if (c.server) {
+    Print(absl::StrCat("fabric-probe: waiting for a perftest client on port ", o.port, "\n"),
+          stderr);
+    absl::StatusOr<PerftestServed> s = ServePerftestClient(o, cancel.get());
+    if (!s.ok()) {
+      if (absl::IsCancelled(s.status())) return kExitOk;
+      Error(s.status().message());
+      return kExitFailure;
+    }
+    Print(absl::StrCat("fabric-probe: served perftest ", s->peer_version, "'s write_bw on ",
+                       s->device, " to ", s->peer, "\n"),
+          stderr);
+    report = s->client;
+    info.device = s->device;
+    info.client = false;
+    if (s->gid_index >= 0) info.gid_index = s->gid_index;
+  } else {
+    absl::StatusOr<PerftestRun> r =
+        RunPerftestClient(o, c.client.host, c.client.connect_retry, cancel.get());
+    if (!r.ok()) {
+      Error(absl::StrCat("write_bw with perftest at ", c.client.host, " port ", o.port, ": ",
+                         r.status().message()));
+      return kExitFailure;
+    }
+    report = r->report;
+    info.device = r->device;
+    if (r->gid_index >= 0) info.gid_index = r->gid_index;
   }
-  Print(absl::StrCat("fabric-probe: served perftest ", s->peer_version, "'s write_bw on ",
-                     s->device, " to ", s->peer, "\n"),
-        stderr);
+  if (c.json) {
+    info.num_of_qps = static_cast<int>(o.params.num_qps);
+    info.tx_depth = static_cast<int>(o.params.tx_depth);
+    info.cq_mod = static_cast<int>(o.params.cq_mod);
+    Print(perftest::BwJson(info, report, c.gbits, perftest::Output::kFull), stdout);
+    return kExitOk;
+  }
   Print(absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits),
-                     perftest::BwLine(s->client, c.gbits, perftest::Output::kFull),
+                     perftest::BwLine(report, c.gbits, perftest::Output::kFull),
                      perftest::kResultLine),
         stdout);
   return kExitOk;
@@ -152,6 +178,7 @@ int main(int argc, char** argv) {
     return parse.exit_code;
   }
   CliConfig& c = parse.config;
+  if (c.perftest) return RunPerftest(c);  // RDMA always: perftest has no TCP transport
   if (!c.server) {
     absl::StatusOr<TransportChoice> t =
         ChooseTransport(c.transport, c.device_given, c.client.params.rdma_cm, HaveRdmaDevice());
@@ -162,6 +189,5 @@ int main(int argc, char** argv) {
     if (!t->fallback.empty()) Print(absl::StrCat("fabric-probe: ", t->fallback, "\n"), stderr);
     c.client.params.transport = t->transport;
   }
-  if (c.perftest) return RunPerftestServer(c);
   return c.server ? RunServer(c) : RunClient(std::move(c));
 }

@@ -48,14 +48,16 @@ std::string WcError(const ibv_wc& wc, std::string_view where) {
 // One test's loops over `v_`'s QPs.
 class Loops {
  public:
-  Loops(VerbsResources& v, absl::Duration timeout, const Canceller* cancel, const Channel* watch)
+  Loops(VerbsResources& v, absl::Duration timeout, const Canceller* cancel, const Channel* watch,
+        bool stamp_posts = false)
       : v_(v),
         p_(v.params()),
         scq_(v.send_cq()),
         rcq_(v.recv_cq()),
         timeout_(timeout),
         cancel_(cancel),
-        watch_(watch) {}
+        watch_(watch),
+        stamp_posts_(stamp_posts) {}
 
   absl::StatusOr<Measurement> RunClient();
   absl::Status RunServer(Channel& ch);
@@ -98,6 +100,7 @@ class Loops {
   absl::Duration timeout_;
   const Canceller* cancel_;
   const Channel* watch_;  // the control connection, watched while measuring
+  bool stamp_posts_;      // bandwidth: Measurement::post_ns
 };
 
 absl::Status Loops::WaitCompletion(ibv_cq* cq, Spin& spin, std::string_view what, ibv_wc* wc) {
@@ -181,6 +184,8 @@ absl::StatusOr<Measurement> Loops::RunBw() {
   bool in_window = !dur;
   bool stopping = false;
   uint64_t window_base = 0;
+  const bool stamp = stamp_posts_ && !dur;
+  if (stamp) m.post_ns.reserve(total);
   if (!dur) m.first_ns = NowNs();
 
   for (;;) {
@@ -201,6 +206,7 @@ absl::StatusOr<Measurement> Loops::RunBw() {
           if (signal) last_signaled[q] = seq;
           wr.next = j + 1 < chunk ? &wrs[q][j + 1] : nullptr;
         }
+        if (stamp) m.post_ns.insert(m.post_ns.end(), chunk, NowNs());
         FABRIC_RETURN_IF_ERROR(v_.PostSend(q, wrs[q].data()));
         posted[q] += chunk;
         if (stopping) break;
@@ -408,8 +414,9 @@ absl::Status Loops::RunSendBwServer(Channel& ch) {
 }  // namespace
 
 absl::StatusOr<Measurement> RunVerbsClient(VerbsResources& verbs, absl::Duration timeout,
-                                           const Canceller* cancel, const Channel* watch) {
-  return Loops(verbs, timeout, cancel, watch).RunClient();
+                                           const Canceller* cancel, const Channel* watch,
+                                           bool stamp_posts) {
+  return Loops(verbs, timeout, cancel, watch, stamp_posts).RunClient();
 }
 
 absl::Status RunVerbsServer(VerbsResources& verbs, absl::Duration timeout, const Canceller* cancel,

@@ -11,9 +11,11 @@
 namespace fabric::probes {
 
 // The client's loop of the test. Every wait is bounded by `timeout` without progress and by
-// `cancel`; `watch`, the control connection, is polled for a peer that gave up.
+// `cancel`; `watch`, the control connection, is polled for a peer that gave up (none: null).
+// `stamp_posts`: bandwidth tests record each post's time (Measurement::post_ns).
 absl::StatusOr<Measurement> RunVerbsClient(VerbsResources& verbs, absl::Duration timeout,
-                                           const Canceller* cancel, const Channel* watch);
+                                           const Canceller* cancel, const Channel* watch,
+                                           bool stamp_posts = false);
 // The server's part until its loop ends (write_bw, read_bw and read_lat leave its CPU out); the
 // client's Done on `ch` ends send_bw's receive loop.
 absl::Status RunVerbsServer(VerbsResources& verbs, absl::Duration timeout, const Canceller* cancel,

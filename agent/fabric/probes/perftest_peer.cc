@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/perftest_server.h"
+#include "agent/fabric/probes/perftest_peer.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -13,6 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/status.h"
+#include "agent/fabric/perftest/figures.h"
+#include "agent/fabric/probes/engine.h"
+#include "agent/fabric/probes/verbs_loops.h"
 #include "agent/fabric/probes/verbs_resources.h"
 
 namespace fabric::probes {
@@ -23,19 +26,20 @@ namespace pt = ::fabric::perftest;
 static_assert(sizeof(ibv_device_attr) == pt::kDeviceAttrSize,
               "perftest sends struct ibv_device_attr raw");
 
-// perftest's exchanges are symmetric and the server reads first (ctx_xchg_data): a peer's
-// message is taken whole, then ours is written whole.
+// perftest's exchanges are symmetric (ctx_xchg_data): the client writes its message whole, then
+// reads the peer's whole; the server reads first.
 class Oob {
  public:
-  Oob(Fd fd, absl::Duration timeout, const Canceller* cancel)
-      : fd_(std::move(fd)), timeout_(timeout), cancel_(cancel) {}
-  int fd() const { return fd_.get(); }
+  Oob(Fd fd, bool client, absl::Duration timeout, const Canceller* cancel)
+      : fd_(std::move(fd)), client_(client), timeout_(timeout), cancel_(cancel) {}
+  bool client() const { return client_; }
 
   absl::Status Exchange(std::span<const uint8_t> mine, std::span<uint8_t> theirs,
                         std::string_view what, absl::Duration read_bound) {
+    if (client_) FABRIC_RETURN_IF_ERROR(Write(mine, what));
     FABRIC_RETURN_IF_ERROR(
         ReadAll(fd_.get(), theirs.data(), theirs.size(), Deadline::In(read_bound), cancel_, what));
-    return WriteAll(fd_.get(), mine.data(), mine.size(), Deadline::In(timeout_), cancel_, what);
+    return client_ ? absl::OkStatus() : Write(mine, what);
   }
   absl::Status Exchange(std::span<const uint8_t> mine, std::span<uint8_t> theirs,
                         std::string_view what) {
@@ -65,6 +69,7 @@ class Oob {
 
  private:
   Fd fd_;
+  bool client_;
   absl::Duration timeout_;
   const Canceller* cancel_;
 };
@@ -128,25 +133,28 @@ absl::StatusOr<ibv_mtu> Prologue(Oob& oob, const PerftestServerOptions& o,
 
   *out_reads = static_cast<uint16_t>(std::clamp(verbs.device_attr().max_qp_rd_atom, 1, 0xffff));
   if (pt::Negotiates(*peer)) {
-    // The client's struct comes first: 320 bytes from builds with mlx5dv, else 312. Answer in
-    // the size it sent.
+    // 320 bytes from perftest builds with mlx5dv (the usual), else 312, and nothing says which:
+    // a client sends the larger; a server reads what came and answers in its size.
+    constexpr char kWhat[] = "waiting for the negotiated parameters";
+    pt::Negotiate local = LocalNegotiate(o, verbs.device_attr());
+    if (oob.client()) FABRIC_RETURN_IF_ERROR(oob.Write(pt::EncodeNegotiate(local), kWhat));
     std::vector<uint8_t> remote(pt::kNegotiateSize);
-    FABRIC_RETURN_IF_ERROR(oob.Read(remote, "waiting for the negotiated parameters"));
+    FABRIC_RETURN_IF_ERROR(oob.Read(remote, kWhat));
     if (oob.More(absl::Milliseconds(200))) {
       remote.resize(pt::kNegotiateSizeMlx5dv);
-      FABRIC_RETURN_IF_ERROR(oob.Read(std::span<uint8_t>(remote).subspan(pt::kNegotiateSize),
-                                      "waiting for the negotiated parameters"));
+      FABRIC_RETURN_IF_ERROR(
+          oob.Read(std::span<uint8_t>(remote).subspan(pt::kNegotiateSize), kWhat));
     }
-    pt::Negotiate local = LocalNegotiate(o, verbs.device_attr());
-    local.mlx5dv = remote.size() == pt::kNegotiateSizeMlx5dv;
-    FABRIC_RETURN_IF_ERROR(
-        oob.Write(pt::EncodeNegotiate(local), "waiting for the negotiated parameters"));
+    if (!oob.client()) {
+      local.mlx5dv = remote.size() == pt::kNegotiateSizeMlx5dv;
+      FABRIC_RETURN_IF_ERROR(oob.Write(pt::EncodeNegotiate(local), kWhat));
+    }
     absl::StatusOr<pt::Negotiate> r = pt::DecodeNegotiate(remote);
     if (!r.ok()) return r.status();
     if (std::optional<std::string> differs = pt::FirstMismatch(local, *r)) {
-      return absl::FailedPreconditionError(absl::StrCat("the perftest ", peer->text,
-                                                        " client runs another test:", *differs,
-                                                        " (give this side the client's flags)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the perftest ", peer->text, oob.client() ? " server" : " client",
+                       " runs another test:", *differs, " (give both ends the same flags)"));
     }
     if (r->MaxQpRdAtom() > 0 && r->MaxQpRdAtom() < *out_reads) {
       *out_reads = static_cast<uint16_t>(r->MaxQpRdAtom());
@@ -170,20 +178,25 @@ absl::StatusOr<std::vector<pt::Key>> SwapKeys(Oob& oob, const std::vector<pt::Ke
   return theirs;
 }
 
-absl::StatusOr<PerftestServed> Serve(Oob& oob, const PerftestServerOptions& o,
-                                     VerbsResources& verbs, PerftestServed served) {
+// Both ends after the accept or connect: the prologue, the memory and QPs, the keys (twice, as
+// perftest prints them) and the QPs connected, then one more swap on QP 0: both are ready.
+struct Connected {
+  std::string peer_version;
+  std::vector<pt::Key> mine;
+  bool gid = false;
+};
+absl::StatusOr<Connected> Connect(Oob& oob, const PerftestServerOptions& o, VerbsResources& verbs) {
   pt::Version peer;
   uint32_t cycle_buffer = 0;
   uint16_t out_reads = 0;
   absl::StatusOr<ibv_mtu> mtu = Prologue(oob, o, verbs, &peer, &cycle_buffer, &out_reads);
   if (!mtu.ok()) return mtu.status();
-  served.peer_version = peer.text;
-
+  Connected c;
+  c.peer_version = peer.text;
   // Small messages land at successive cache lines within the peer's cycle buffer.
   verbs.set_min_region(std::max<uint64_t>(o.params.size, cycle_buffer));
   FABRIC_RETURN_IF_ERROR(verbs.SetupMemory());
   const uint32_t n = o.params.num_qps;
-  std::vector<pt::Key> mine;
   for (uint32_t q = 0; q < n; ++q) {
     FABRIC_RETURN_IF_ERROR(verbs.CreateQp(verbs.objects().qps.emplace_back(), nullptr));
     FABRIC_RETURN_IF_ERROR(verbs.ToInit(verbs.qp(q)));
@@ -195,10 +208,10 @@ absl::StatusOr<PerftestServed> Serve(Oob& oob, const PerftestServerOptions& o,
     k.rkey = verbs.rkey();
     k.vaddr = reinterpret_cast<uintptr_t>(verbs.inbox(q));
     std::memcpy(k.gid.data(), verbs.gid().raw, 16);
-    mine.push_back(k);
+    c.mine.push_back(k);
   }
-  const bool gid = verbs.global();
-  absl::StatusOr<std::vector<pt::Key>> theirs = SwapKeys(oob, mine, gid, n, o.local.timeout);
+  c.gid = verbs.global();
+  absl::StatusOr<std::vector<pt::Key>> theirs = SwapKeys(oob, c.mine, c.gid, n, o.local.timeout);
   if (!theirs.ok()) return theirs.status();
   std::vector<wire::QpEndpoint> remote;
   for (const pt::Key& k : *theirs) {
@@ -213,41 +226,106 @@ absl::StatusOr<PerftestServed> Serve(Oob& oob, const PerftestServerOptions& o,
   }
   verbs.set_remote(remote);
   for (uint32_t q = 0; q < n; ++q) {
-    FABRIC_RETURN_IF_ERROR(verbs.ToRtr(verbs.qp(q), verbs.remote(q), *mtu, gid));
+    FABRIC_RETURN_IF_ERROR(verbs.ToRtr(verbs.qp(q), verbs.remote(q), *mtu, c.gid));
     FABRIC_RETURN_IF_ERROR(verbs.ToRts(verbs.qp(q), verbs.psn(q)));
   }
-  // The keys again (the client prints them), then one more swap on QP 0: both sides are ready.
-  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, mine, gid, n, o.local.timeout).status());
-  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, mine, gid, 1, o.local.timeout).status());
-  // The client writes into our buffer; its swap after the run says it is done.
-  const absl::Duration run = RunBound(o.params, o.local.timeout);
-  if (absl::Status s = SwapKeys(oob, mine, gid, 1, run).status(); !s.ok()) {
-    return Prefixed(s, "waiting for the client's run");
-  }
-  // The reports, a field per exchange; ours is empty, as perftest's passive server's.
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, n, o.local.timeout).status());
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, 1, o.local.timeout).status());
+  return c;
+}
+
+// The reports, a field per exchange: `mine` out, the peer's back.
+absl::StatusOr<pt::BwReport> SwapReports(Oob& oob, const pt::BwReport& mine) {
   std::vector<uint8_t> report;
-  for (const auto& field : pt::EncodeBwReport(pt::BwReport{})) {
+  for (const auto& field : pt::EncodeBwReport(mine)) {
     std::array<uint8_t, pt::kBwReportFieldSize> in{};
     FABRIC_RETURN_IF_ERROR(oob.Exchange(field, in, "waiting for the report"));
     report.insert(report.end(), in.begin(), in.end());
   }
-  absl::StatusOr<pt::BwReport> client = pt::DecodeBwReport(report);
+  return pt::DecodeBwReport(report);
+}
+
+absl::StatusOr<PerftestServed> Serve(Oob& oob, const PerftestServerOptions& o,
+                                     VerbsResources& verbs, PerftestServed served) {
+  absl::StatusOr<Connected> c = Connect(oob, o, verbs);
+  if (!c.ok()) return c.status();
+  served.peer_version = c->peer_version;
+  // The client writes into our buffer; its swap after the run says it is done.
+  const absl::Duration run = RunBound(o.params, o.local.timeout);
+  if (absl::Status s = SwapKeys(oob, c->mine, c->gid, 1, run).status(); !s.ok()) {
+    return Prefixed(s, "waiting for the client's run");
+  }
+  // Ours is empty, as perftest's passive server's.
+  absl::StatusOr<pt::BwReport> client = SwapReports(oob, pt::BwReport{});
   if (!client.ok()) return client.status();
   served.client = *client;
-  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, mine, gid, 1, o.local.timeout).status());
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c->mine, c->gid, 1, o.local.timeout).status());
   oob.Close();
   return served;
+}
+
+// perftest's figures from our loop's stamps: each message's post, and each poll's time for the
+// messages it completed.
+absl::StatusOr<pt::BwReport> Figures(const Measurement& m, const PerftestServerOptions& o) {
+  pt::BwRun run;
+  run.size = o.params.size;
+  run.messages = m.messages;
+  run.cq_mod = o.params.cq_mod;
+  run.post_list = o.params.post_list;
+  run.gbits = o.gbits;
+  run.hz = 1e9;
+  // perftest measures no peak past 20000 iterations (its arrays), nor in duration mode.
+  run.peak =
+      !o.params.duration_mode() && o.params.iterations <= 20000 && m.post_ns.size() == m.messages;
+  const int64_t base = m.first_ns;
+  auto tick = [base](int64_t t) { return static_cast<uint64_t>(std::max<int64_t>(t - base, 0)); };
+  if (run.peak) {
+    for (int64_t t : m.post_ns) run.posted.push_back(tick(t));
+    run.completed.assign(m.messages, 0);
+    uint64_t done = 0;
+    for (const CompletionMark& mark : m.marks) {
+      for (; done < mark.messages && done < m.messages; ++done)
+        run.completed[done] = tick(mark.t_ns);
+    }
+  } else {
+    run.posted = {tick(m.first_ns)};
+    run.completed = {tick(m.last_ns)};
+  }
+  return pt::ComputeBw(run);
+}
+
+absl::StatusOr<PerftestRun> RunClient(Oob& oob, const PerftestServerOptions& o,
+                                      VerbsResources& verbs, const Canceller* cancel) {
+  absl::StatusOr<Connected> c = Connect(oob, o, verbs);
+  if (!c.ok()) return c.status();
+  PerftestRun r;
+  r.peer_version = c->peer_version;
+  absl::StatusOr<Measurement> m =
+      RunVerbsClient(verbs, o.local.timeout, cancel, nullptr, /*stamp_posts=*/true);
+  if (!m.ok()) return m.status();
+  absl::StatusOr<pt::BwReport> mine = Figures(*m, o);
+  if (!mine.ok()) return mine.status();
+  r.report = *mine;
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c->mine, c->gid, 1, o.local.timeout).status());
+  FABRIC_RETURN_IF_ERROR(SwapReports(oob, r.report).status());
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c->mine, c->gid, 1, o.local.timeout).status());
+  oob.Close();
+  return r;
+}
+
+absl::Status Supported(const PerftestServerOptions& o) {
+  if (o.params.test != TestKind::kWriteBw || o.params.rdma_cm) {
+    return absl::UnimplementedError(
+        "facing stock perftest, fabric-probe runs write_bw over the TCP exchange so far");
+  }
+  return ValidateParams(o.params);
 }
 
 }  // namespace
 
 absl::StatusOr<PerftestServed> ServePerftestClient(const PerftestServerOptions& o,
                                                    const Canceller* cancel) {
-  if (o.params.test != TestKind::kWriteBw || o.params.rdma_cm) {
-    return absl::UnimplementedError(
-        "facing stock perftest, fabric-probe serves write_bw over the TCP exchange so far");
-  }
-  FABRIC_RETURN_IF_ERROR(ValidateParams(o.params));
+  FABRIC_RETURN_IF_ERROR(Supported(o));
   AllowList allow;
   if (o.allow) {
     allow = *o.allow;
@@ -274,13 +352,37 @@ absl::StatusOr<PerftestServed> ServePerftestClient(const PerftestServerOptions& 
       return absl::PermissionDeniedError(absl::StrCat(
           "perftest client ", s.peer, " is not in the allow-list (", allow.ToString(), ")"));
     }
-    Oob oob(std::move(*fd), o.local.timeout, cancel);
+    Oob oob(std::move(*fd), /*client=*/false, o.local.timeout, cancel);
     return Serve(oob, o, verbs, std::move(s));
   }();
   absl::Status released = verbs.Release();
   if (!served.ok()) return served.status();
   if (!released.ok()) return Prefixed(released, "releasing");
   return served;
+}
+
+absl::StatusOr<PerftestRun> RunPerftestClient(const PerftestServerOptions& o,
+                                              const std::string& host, absl::Duration retry,
+                                              const Canceller* cancel) {
+  FABRIC_RETURN_IF_ERROR(Supported(o));
+  VerbsResources verbs(true, o.params, o.local);
+  absl::StatusOr<PerftestRun> run = [&]() -> absl::StatusOr<PerftestRun> {
+    FABRIC_RETURN_IF_ERROR(verbs.OpenDevice());
+    absl::StatusOr<Fd> fd =
+        ConnectTcp(host, o.port, Deadline::In(o.local.timeout), cancel, Deadline::In(retry));
+    if (!fd.ok()) return fd.status();
+    Oob oob(std::move(*fd), /*client=*/true, o.local.timeout, cancel);
+    absl::StatusOr<PerftestRun> r = RunClient(oob, o, verbs, cancel);
+    if (r.ok()) {
+      r->device = verbs.device();
+      r->gid_index = verbs.gid_index();
+    }
+    return r;
+  }();
+  absl::Status released = verbs.Release();
+  if (!run.ok()) return run.status();
+  if (!released.ok()) return Prefixed(released, "releasing");
+  return run;
 }
 
 }  // namespace fabric::probes

@@ -1,7 +1,8 @@
-// fabric-probe facing stock perftest on perftest's own protocol (agent/fabric/perftest/wire.h):
-// here the server of a stock ib_write_bw client (6.06 to 6.29), over the TCP exchange. Like
-// perftest's server it serves one client, moves no data itself (the client RDMA-writes into its
-// buffer) and prints the client's report.
+// fabric-probe facing stock perftest on perftest's own protocol (agent/fabric/perftest/wire.h),
+// write_bw over the TCP exchange, 6.06 to 6.29, either end: the server of a stock ib_write_bw
+// client (it serves one client, moves no data itself and prints the client's report, as
+// perftest's server does), and the client of a stock ib_write_bw server (its figures computed
+// as perftest computes them: agent/fabric/perftest/figures.h).
 //
 // A stock client cannot prove a shared secret, so this path admits by address alone: the peer
 // must be in the allow-list (default: this host's subnets). What that opens: any host in those
@@ -22,8 +23,8 @@
 namespace fabric::probes {
 
 struct PerftestServerOptions {
-  // The client's flags as given to it (perftest 6.06 does not send them; 6.28+ negotiate):
-  // write_bw, size, iterations or duration, QPs.
+  // The flags both ends were given (perftest 6.06 does not send them; 6.28+ negotiate):
+  // write_bw, size, iterations or duration, QPs; a client's tx depth and CQ moderation.
   ProbeParams params;
   bool gbits = false;  // --report_gbits (negotiated with 6.28+)
   Endpoint local;
@@ -45,5 +46,17 @@ struct PerftestServed {
 // client's duration or a bound from its iterations).
 absl::StatusOr<PerftestServed> ServePerftestClient(const PerftestServerOptions& o,
                                                    const Canceller* cancel);
+
+// The client's side: `host`:`o.port` runs a stock ib_write_bw server. Connects once (as perftest,
+// unless `retry` lets a server that is starting be tried again every 100 ms until then).
+struct PerftestRun {
+  std::string peer_version;
+  std::string device;
+  int gid_index = -1;
+  perftest::BwReport report;  // ours, in our units (--report_gbits)
+};
+absl::StatusOr<PerftestRun> RunPerftestClient(const PerftestServerOptions& o,
+                                              const std::string& host, absl::Duration retry,
+                                              const Canceller* cancel);
 
 }  // namespace fabric::probes
