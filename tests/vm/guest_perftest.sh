@@ -3,7 +3,7 @@
 # stock perftest's protocol against Debian's perftest (6.06) over the real rxe0, both ways: a
 # stock ib_write_bw client served by `fabric-probe write_bw --perftest`, and fabric-probe the
 # client of a stock server (GID chosen and -x, MB/s and Gb/s, several QPs), the server printing
-# exactly the client's own report line; a client outside --allow; peers that send garbage, a
+# exactly the client's own report line; write_lat with ib_write_lat either way; a client outside --allow; peers that send garbage, a
 # truncated key, or vanish mid-exchange.
 set -uo pipefail
 
@@ -15,13 +15,15 @@ port=18515
 # The line under the table's header, blanks squeezed.
 report_line() { grep -A1 '#bytes' "$1" | tail -n1 | tr -s ' \t' ' '; }
 
-# pair NAME ROLE "ARGS": fabric-probe --perftest as ROLE (server or client) and a stock
-# ib_write_bw as the other end, both with ARGS; both exit 0 and print the same report line (the
-# server prints the client's).
+# pair NAME ROLE "ARGS" [lat]: fabric-probe --perftest as ROLE (server or client) and a stock
+# ib_write_bw (ib_write_lat) as the other end, both with ARGS; both exit 0; write_bw: both print
+# the same report line (the server prints the client's); write_lat: each measures, ours has the
+# iterations asked and t_min <= t_typical <= t_max.
 pair() {
-  local name=$1 role=$2 args=$3 ours theirs
-  local probe_cmd=("$probe" write_bw --perftest -d "$dev" -p "$port" --timeout 20)
-  local stock_cmd=(ib_write_bw -d "$dev" -p "$port")
+  local name=$1 role=$2 args=$3 test=write_bw ours theirs
+  [[ ${4:-} == lat ]] && test=write_lat
+  local probe_cmd=("$probe" "$test" --perftest -d "$dev" -p "$port" --timeout 20)
+  local stock_cmd=("ib_$test" -d "$dev" -p "$port")
   if [[ $role == server ]]; then stock_cmd+=("$ip"); else probe_cmd+=("$ip" --retry 10); fi
   local first=("${probe_cmd[@]}") second=("${stock_cmd[@]}")
   [[ $role == client ]] && first=("${stock_cmd[@]}") second=("${probe_cmd[@]}")
@@ -37,6 +39,17 @@ pair() {
   ours=$(report_line "$out/$name.first.out")
   theirs=$(report_line "$out/$name.second.out")
   [[ $role == client ]] && { local t=$ours; ours=$theirs; theirs=$t; }
+  if [[ $test == write_lat ]]; then
+    local n
+    n=$(grep -oE -- '-n [0-9]+' <<<"$args" | cut -d' ' -f2)
+    if ((rc == 0 && src == 0)) && awk -v n="$n" '{ exit !($2 == n && $3 > 0 && $3 <= $5 && $5 <= $4) }' <<<"$ours"; then
+      ok "$name: fabric-probe the $role of a stock ib_write_lat: ours '$ours', stock '$theirs'"
+    else
+      fail "$name: exits $src (first) and $rc (second); ours '$ours', stock '$theirs'"
+      cat "$out/$name".*
+    fi
+    return
+  fi
   if ((rc == 0 && src == 0)) && [[ -n "$ours" && "$theirs" == "$ours" ]]; then
     ok "$name: fabric-probe the $role of a stock ib_write_bw, both print '$ours'"
   else
@@ -53,6 +66,9 @@ pair client_default client "-n 300"
 pair client_gid_index client "-n 300 -x 1"
 pair client_gbits client "-n 500 -s 4096 --report_gbits"
 pair client_qps client "-n 400 -s 64 -q 2"
+pair lat_server server "-n 300" lat
+pair lat_client client "-n 300" lat
+pair lat_client_gid client "-n 200 -s 64 -x 1" lat
 
 # --json: perftest's --out_json file, read by the keys NGC's scripts read.
 timeout 120 ib_write_bw -d "$dev" -p "$port" -n 300 --report_gbits >"$out/json.server.out" 2>&1 &

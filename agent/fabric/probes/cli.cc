@@ -135,9 +135,9 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   app.add_flag("--forever", forever, "server: keep serving tests");
   bool perftest = false, gbits = false;
   app.add_flag("--perftest", perftest,
-               "speak stock perftest's protocol (6.06 to 6.29) with a stock ib_write_bw peer: "
-               "serve its client (admitted by --allow alone), or be the client of its server "
-               "(write_bw over the TCP exchange so far)");
+               "speak stock perftest's protocol (6.06 to 6.29) with a stock ib_write_bw or "
+               "ib_write_lat peer: serve its client (admitted by --allow alone), or be the client "
+               "of its server (over the TCP exchange so far)");
   app.add_flag("--report_gbits", gbits, "--perftest: report in Gb/s (as perftest's flag)");
 
   if (std::optional<std::string> kind = docs::GenerateKind(args)) {
@@ -167,10 +167,11 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.perftest = perftest;
   c.gbits = gbits;
   if (gbits && !perftest) return Usage("--report_gbits goes with --perftest");
-  if (perftest && (test_name != "write_bw" || rdma_cm || forever || !secret_file.empty())) {
+  if (perftest && ((test_name != "write_bw" && test_name != "write_lat") || rdma_cm || forever ||
+                   !secret_file.empty() || (test_name == "write_lat" && o_dur->count() > 0))) {
     return Usage(
-        "--perftest runs write_bw with one stock perftest peer over the TCP exchange so far (no "
-        "-R, --forever or --secret-file: a stock peer cannot prove a secret)");
+        "--perftest runs write_bw and write_lat (-n) with one stock perftest peer over the TCP "
+        "exchange so far (no -R, --forever or --secret-file: a stock peer cannot prove a secret)");
   }
   c.forever = forever;
   c.json = json;

@@ -151,6 +151,8 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
             100u);
   EXPECT_EQ(Parse({"write_bw", "h", "--perftest", "-Q", "7"}).config.client.params.cq_mod, 7u);
   ExpectUsage({"read_bw", "--perftest"}, "--perftest");
+  ExpectUsage({"write_lat", "--perftest", "-D", "5"}, "--perftest");
+  EXPECT_FALSE(Parse({"write_lat", "h", "--perftest"}).exit);
   ExpectUsage({"write_bw", "--perftest", "-R"}, "--perftest");
   ExpectUsage({"write_bw", "--perftest", "--secret-file", "/etc/hostname"}, "prove a secret");
   ExpectUsage({"write_bw", "--report_gbits"}, "--report_gbits goes with --perftest");

@@ -108,6 +108,7 @@ int RunPerftest(const CliConfig& c) {
   o.port = c.server ? c.server_options.port : c.client.port;
   o.allow = c.server_options.allow;
   perftest::BwReport report;
+  std::optional<perftest::LatFigures> lat;
   perftest::TestInfo info;
   if (c.server) {
     Print(absl::StrCat("fabric-probe: waiting for a perftest client on port ", o.port, "\n"),
@@ -118,10 +119,11 @@ int RunPerftest(const CliConfig& c) {
       Error(s.status().message());
       return kExitFailure;
     }
-    Print(absl::StrCat("fabric-probe: served perftest ", s->peer_version, "'s write_bw on ",
-                       s->device, " to ", s->peer, "\n"),
+    Print(absl::StrCat("fabric-probe: served perftest ", s->peer_version, "'s ",
+                       Av(TestName(o.params.test)), " on ", s->device, " to ", s->peer, "\n"),
           stderr);
     report = s->client;
+    lat = s->lat;
     info.device = s->device;
     info.client = false;
     if (s->gid_index >= 0) info.gid_index = s->gid_index;
@@ -129,24 +131,32 @@ int RunPerftest(const CliConfig& c) {
     absl::StatusOr<PerftestRun> r =
         RunPerftestClient(o, c.client.host, c.client.connect_retry, cancel.get());
     if (!r.ok()) {
-      Error(absl::StrCat("write_bw with perftest at ", c.client.host, " port ", o.port, ": ",
-                         r.status().message()));
+      Error(absl::StrCat(Av(TestName(o.params.test)), " with perftest at ", c.client.host, " port ",
+                         o.port, ": ", r.status().message()));
       return kExitFailure;
     }
     report = r->report;
+    lat = r->lat;
     info.device = r->device;
     if (r->gid_index >= 0) info.gid_index = r->gid_index;
   }
-  if (c.json) {
-    info.num_of_qps = static_cast<int>(o.params.num_qps);
-    info.tx_depth = static_cast<int>(o.params.tx_depth);
-    info.cq_mod = static_cast<int>(o.params.cq_mod);
-    Print(perftest::BwJson(info, report, c.gbits, perftest::Output::kFull), stdout);
+  info.num_of_qps = static_cast<int>(o.params.num_qps);
+  info.tx_depth = static_cast<int>(o.params.tx_depth);
+  info.cq_mod = static_cast<int>(o.params.cq_mod);
+  info.inline_size = static_cast<int>(o.params.inline_size);
+  if (lat) {
+    info.bandwidth = false;
+    Print(c.json ? perftest::LatJson(info, *lat, perftest::Output::kFull)
+                 : absl::StrCat(perftest::kResultLine, perftest::LatHeader(false),
+                                perftest::LatLine(*lat, perftest::Output::kFull),
+                                perftest::kResultLine),
+          stdout);
     return kExitOk;
   }
-  Print(absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits),
-                     perftest::BwLine(report, c.gbits, perftest::Output::kFull),
-                     perftest::kResultLine),
+  Print(c.json ? perftest::BwJson(info, report, c.gbits, perftest::Output::kFull)
+               : absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits),
+                              perftest::BwLine(report, c.gbits, perftest::Output::kFull),
+                              perftest::kResultLine),
         stdout);
   return kExitOk;
 }

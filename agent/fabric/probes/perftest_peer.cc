@@ -94,7 +94,7 @@ absl::Duration RunBound(const ProbeParams& p, absl::Duration timeout) {
 pt::Negotiate LocalNegotiate(const PerftestServerOptions& o, const ibv_device_attr& attr) {
   pt::Negotiate n;
   n.verb = pt::kVerbWrite;
-  n.tst = pt::kTstBandwidth;
+  n.tst = IsLatency(o.params.test) ? pt::kTstLatency : pt::kTstBandwidth;
   n.report_fmt = o.gbits ? pt::kReportGbits : pt::kReportMbytes;
   n.size = o.params.size;
   n.test_type = o.params.duration_mode() ? pt::kDuration : pt::kIterations;
@@ -211,6 +211,10 @@ absl::StatusOr<Connected> Connect(Oob& oob, const PerftestServerOptions& o, Verb
     c.mine.push_back(k);
   }
   c.gid = verbs.global();
+  // write_lat swaps QP 0's keys once more before the round of all QPs.
+  if (IsLatency(o.params.test)) {
+    FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, 1, o.local.timeout).status());
+  }
   absl::StatusOr<std::vector<pt::Key>> theirs = SwapKeys(oob, c.mine, c.gid, n, o.local.timeout);
   if (!theirs.ok()) return theirs.status();
   std::vector<wire::QpEndpoint> remote;
@@ -245,11 +249,30 @@ absl::StatusOr<pt::BwReport> SwapReports(Oob& oob, const pt::BwReport& mine) {
   return pt::DecodeBwReport(report);
 }
 
+// write_lat: the ping-pong, then perftest's figures of this side's posts; the socket closes
+// without a last swap, as ib_write_lat's does.
+absl::StatusOr<pt::LatFigures> PingPong(Oob& oob, const PerftestServerOptions& o,
+                                        VerbsResources& verbs, bool server,
+                                        const Canceller* cancel) {
+  absl::StatusOr<Measurement> m = RunPerftestWriteLat(verbs, server, o.local.timeout, cancel);
+  if (!m.ok()) return m.status();
+  oob.Close();
+  std::vector<uint64_t> posts;
+  for (int64_t t : m->posts) posts.push_back(static_cast<uint64_t>(t - m->posts.front()));
+  return pt::ComputeLat(o.params.size, posts, /*rtt_factor=*/2, 1e9);
+}
+
 absl::StatusOr<PerftestServed> Serve(Oob& oob, const PerftestServerOptions& o,
                                      VerbsResources& verbs, PerftestServed served) {
   absl::StatusOr<Connected> c = Connect(oob, o, verbs);
   if (!c.ok()) return c.status();
   served.peer_version = c->peer_version;
+  if (IsLatency(o.params.test)) {  // both sides measure; no report, no closing swap
+    absl::StatusOr<pt::LatFigures> lat = PingPong(oob, o, verbs, /*server=*/true, nullptr);
+    if (!lat.ok()) return lat.status();
+    served.lat = *lat;
+    return served;
+  }
   // The client writes into our buffer; its swap after the run says it is done.
   const absl::Duration run = RunBound(o.params, o.local.timeout);
   if (absl::Status s = SwapKeys(oob, c->mine, c->gid, 1, run).status(); !s.ok()) {
@@ -300,6 +323,12 @@ absl::StatusOr<PerftestRun> RunClient(Oob& oob, const PerftestServerOptions& o,
   if (!c.ok()) return c.status();
   PerftestRun r;
   r.peer_version = c->peer_version;
+  if (IsLatency(o.params.test)) {
+    absl::StatusOr<pt::LatFigures> lat = PingPong(oob, o, verbs, /*server=*/false, cancel);
+    if (!lat.ok()) return lat.status();
+    r.lat = *lat;
+    return r;
+  }
   absl::StatusOr<Measurement> m =
       RunVerbsClient(verbs, o.local.timeout, cancel, nullptr, /*stamp_posts=*/true);
   if (!m.ok()) return m.status();
@@ -314,9 +343,12 @@ absl::StatusOr<PerftestRun> RunClient(Oob& oob, const PerftestServerOptions& o,
 }
 
 absl::Status Supported(const PerftestServerOptions& o) {
-  if (o.params.test != TestKind::kWriteBw || o.params.rdma_cm) {
+  const bool lat = o.params.test == TestKind::kWriteLat;
+  if ((o.params.test != TestKind::kWriteBw && !lat) || o.params.rdma_cm ||
+      (lat && o.params.duration_mode())) {
     return absl::UnimplementedError(
-        "facing stock perftest, fabric-probe runs write_bw over the TCP exchange so far");
+        "facing stock perftest, fabric-probe runs write_bw and write_lat (-n) over the TCP "
+        "exchange so far");
   }
   return ValidateParams(o.params);
 }

@@ -1,8 +1,8 @@
 // fabric-probe facing stock perftest on perftest's own protocol (agent/fabric/perftest/wire.h),
-// write_bw over the TCP exchange, 6.06 to 6.29, either end: the server of a stock ib_write_bw
-// client (it serves one client, moves no data itself and prints the client's report, as
-// perftest's server does), and the client of a stock ib_write_bw server (its figures computed
-// as perftest computes them: agent/fabric/perftest/figures.h).
+// write_bw and write_lat over the TCP exchange, 6.06 to 6.29, either end: the server of a stock
+// client (write_bw: it serves one client, moves no data and prints the client's report, as
+// perftest's server does; write_lat: both sides measure), and the client of a stock server (its
+// figures computed as perftest computes them: agent/fabric/perftest/figures.h).
 //
 // A stock client cannot prove a shared secret, so this path admits by address alone: the peer
 // must be in the allow-list (default: this host's subnets). What that opens: any host in those
@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "agent/fabric/perftest/figures.h"
 #include "agent/fabric/perftest/wire.h"
 #include "agent/fabric/probes/access.h"
 #include "agent/fabric/probes/net.h"
@@ -38,7 +39,8 @@ struct PerftestServed {
   std::string peer_version;  // "6.06"
   std::string device;
   int gid_index = -1;
-  perftest::BwReport client;  // the client's figures, in the client's units
+  perftest::BwReport client;                // write_bw: the client's figures, in the client's units
+  std::optional<perftest::LatFigures> lat;  // write_lat: ours (each side measures)
 };
 
 // Waits for one client (bounded by `cancel` only, as perftest's server waits), then runs the
@@ -53,7 +55,8 @@ struct PerftestRun {
   std::string peer_version;
   std::string device;
   int gid_index = -1;
-  perftest::BwReport report;  // ours, in our units (--report_gbits)
+  perftest::BwReport report;                // write_bw: ours, in our units (--report_gbits)
+  std::optional<perftest::LatFigures> lat;  // write_lat
 };
 absl::StatusOr<PerftestRun> RunPerftestClient(const PerftestServerOptions& o,
                                               const std::string& host, absl::Duration retry,

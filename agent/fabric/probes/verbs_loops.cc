@@ -60,6 +60,7 @@ class Loops {
         stamp_posts_(stamp_posts) {}
 
   absl::StatusOr<Measurement> RunClient();
+  absl::StatusOr<Measurement> RunPerftestWriteLat(bool server);
   absl::Status RunServer(Channel& ch);
 
  private:
@@ -412,6 +413,49 @@ absl::Status Loops::RunSendBwServer(Channel& ch) {
 }
 
 }  // namespace
+
+// perftest's run_iter_lat_write, byte for byte on the wire: each side RDMA-writes message k with
+// (k mod 256) in its last byte, and waits for the peer's message k in its own buffer before
+// sending k + 1; the server waits for nothing before its first, so it sends first. A sample is
+// the time between two of this side's posts.
+absl::StatusOr<Measurement> Loops::RunPerftestWriteLat(bool server) {
+  const uint64_t iters = p_.iterations;
+  volatile uint8_t* poll = v_.inbox(0) + p_.size - 1;
+  uint8_t* post = v_.outbox(0) + p_.size - 1;
+  ibv_sge sge = v_.Sge(v_.outbox(0));
+  ibv_send_wr wr = v_.WorkRequest(0, sge, IBV_SEND_SIGNALED);
+  Spin spin(timeout_, cancel_, watch_);
+  Measurement m;
+  m.posts.reserve(iters);
+  uint64_t scnt = 0, ccnt = 0, rcnt = 0;
+  while (scnt < iters || ccnt < iters || rcnt < iters) {
+    if (rcnt < iters && !(scnt < 1 && server)) {
+      ++rcnt;
+      while (*poll != static_cast<uint8_t>(rcnt)) {
+        if (spin.Tick()) return spin.Why(absl::StrCat("the peer's message ", rcnt));
+      }
+      spin.Progress();
+    }
+    if (scnt < iters) {
+      m.posts.push_back(NowNs());
+      *post = static_cast<uint8_t>(++scnt);
+      FABRIC_RETURN_IF_ERROR(v_.PostSend(0, &wr));
+    }
+    if (ccnt < iters) {
+      ibv_wc wc;
+      FABRIC_RETURN_IF_ERROR(
+          WaitCompletion(scq_, spin, absl::StrCat("message ", ccnt + 1, "'s completion"), &wc));
+      ++ccnt;
+    }
+  }
+  m.messages = iters;
+  return m;
+}
+
+absl::StatusOr<Measurement> RunPerftestWriteLat(VerbsResources& verbs, bool server,
+                                                absl::Duration timeout, const Canceller* cancel) {
+  return Loops(verbs, timeout, cancel, nullptr).RunPerftestWriteLat(server);
+}
 
 absl::StatusOr<Measurement> RunVerbsClient(VerbsResources& verbs, absl::Duration timeout,
                                            const Canceller* cancel, const Channel* watch,

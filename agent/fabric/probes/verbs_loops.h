@@ -16,6 +16,10 @@ namespace fabric::probes {
 absl::StatusOr<Measurement> RunVerbsClient(VerbsResources& verbs, absl::Duration timeout,
                                            const Canceller* cancel, const Channel* watch,
                                            bool stamp_posts = false);
+// Stock perftest's write_lat ping-pong (run_iter_lat_write), either side; the time before each
+// post in Measurement::posts.
+absl::StatusOr<Measurement> RunPerftestWriteLat(VerbsResources& verbs, bool server,
+                                                absl::Duration timeout, const Canceller* cancel);
 // The server's part until its loop ends (write_bw, read_bw and read_lat leave its CPU out); the
 // client's Done on `ch` ends send_bw's receive loop.
 absl::Status RunVerbsServer(VerbsResources& verbs, absl::Duration timeout, const Canceller* cancel,
