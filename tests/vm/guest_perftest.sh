@@ -149,6 +149,8 @@ x(b'3\0', 2); s.sendall(b'0000:0010:000123:'); time.sleep(0.5); s.close()"
 bad_peer garbage_key "hex digits" "$prologue
 x(b'6.06'.ljust(16, b'\0'), 16); x(struct.pack('>I', 4096), 4); x(struct.pack('>I', 64), 4)
 x(b'3\0', 2); s.sendall(b'z' * 107 + b'\0'); time.sleep(0.5)"
+bad_peer huge_page "not a page size" "$prologue
+x(b'6.06'.ljust(16, b'\0'), 16); x(struct.pack('>I', 0xffffffff), 4); time.sleep(0.5)"
 bad_peer silent "timed out waiting for the page size" "$prologue
 x(b'6.06'.ljust(16, b'\0'), 16); time.sleep(6)"
 

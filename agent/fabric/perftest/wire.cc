@@ -113,6 +113,16 @@ absl::StatusOr<uint32_t> DecodeU32(std::span<const uint8_t> bytes) {
   return static_cast<uint32_t>(GetBe(bytes.data(), 4));
 }
 
+absl::StatusOr<uint32_t> DecodePageSize(std::span<const uint8_t> bytes) {
+  absl::StatusOr<uint32_t> v = DecodeU32(bytes);
+  if (!v.ok()) return v.status();
+  if (*v < 1024 || *v > (1u << 20) || (*v & (*v - 1)) != 0) {
+    return Invalid(absl::StrCat("perftest page size ", *v,
+                                " is not a page size (a power of two, 1 KiB to 1 MiB)"));
+  }
+  return *v;
+}
+
 std::array<uint8_t, kMtuSize> EncodeMtu(int mtu_enum) {
   std::array<uint8_t, kMtuSize> out{};
   out[0] = static_cast<uint8_t>('0' + std::clamp(mtu_enum, 1, 5));

@@ -47,6 +47,9 @@ absl::StatusOr<Version> DecodeVersion(std::span<const uint8_t> bytes);
 // larger of the two.
 std::array<uint8_t, 4> EncodeU32(uint32_t v);
 absl::StatusOr<uint32_t> DecodeU32(std::span<const uint8_t> bytes);
+// The page size sizes the buffer that receives the peer's writes: a power of two from 1 KiB to
+// 1 MiB, else an error (a hostile value must not make us allocate gigabytes).
+absl::StatusOr<uint32_t> DecodePageSize(std::span<const uint8_t> bytes);
 
 // The active MTU as the decimal text of enum ibv_mtu (1 = 256 ... 5 = 4096), NUL-padded to 2
 // bytes. The smaller one wins.

@@ -12,6 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> in(data, size);
   (void)DecodeVersion(in);
   (void)DecodeMtu(in);
+  (void)DecodePageSize(in);
   for (bool gid : {false, true}) {
     if (auto k = DecodeKey(in, gid); k.ok()) {
       auto again = DecodeKey(EncodeKey(*k, gid), gid);

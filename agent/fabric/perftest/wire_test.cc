@@ -76,6 +76,11 @@ TEST(PerftestMtu, TextOfTheEnum) {
     EXPECT_FALSE(DecodeMtu(Bytes(bad)).ok()) << bad;
   }
   EXPECT_EQ(*DecodeU32(EncodeU32(4096)), 4096u);
+  EXPECT_EQ(*DecodePageSize(EncodeU32(65536)), 65536u);
+  for (uint32_t bad : {0u, 512u, 4095u, 1u << 21, 0xffffffffu}) {
+    EXPECT_THAT(DecodePageSize(EncodeU32(bad)).status().message(), HasSubstr("not a page size"))
+        << bad;
+  }
   EXPECT_EQ(EncodeU32(64), (std::array<uint8_t, 4>{0, 0, 0, 64}));
 }
 

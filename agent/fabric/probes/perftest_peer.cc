@@ -121,7 +121,9 @@ absl::StatusOr<ibv_mtu> Prologue(Oob& oob, const PerftestServerOptions& o,
   const long page = sysconf(_SC_PAGESIZE);
   FABRIC_RETURN_IF_ERROR(oob.Exchange(pt::EncodeU32(page > 0 ? static_cast<uint32_t>(page) : 4096),
                                       in, "waiting for the page size"));
-  *cycle_buffer = std::max<uint32_t>(*pt::DecodeU32(in), page > 0 ? page : 4096);
+  absl::StatusOr<uint32_t> their_page = pt::DecodePageSize(in);
+  if (!their_page.ok()) return their_page.status();
+  *cycle_buffer = std::max<uint32_t>(*their_page, page > 0 ? page : 4096);
   FABRIC_RETURN_IF_ERROR(
       oob.Exchange(pt::EncodeU32(CacheLine()), in, "waiting for the cache line size"));
 
