@@ -3,8 +3,9 @@
 # stock perftest's protocol against Debian's perftest (6.06) over the real rxe0, both ways: a
 # stock ib_write_bw client served by `fabric-probe write_bw --perftest`, and fabric-probe the
 # client of a stock server (GID chosen and -x, MB/s and Gb/s, several QPs), the server printing
-# exactly the client's own report line; write_lat with ib_write_lat either way; a client outside --allow; peers that send garbage, a
-# truncated key, or vanish mid-exchange.
+# exactly the client's own report line; read_bw, send_bw, write_lat, read_lat and send_lat with
+# their stock tools either way; a client outside --allow; peers that send garbage, a truncated
+# key, or vanish mid-exchange.
 set -uo pipefail
 
 probe="${1:?usage: guest_perftest.sh FABRIC_PROBE}"
@@ -15,13 +16,16 @@ port=18515
 # The line under the table's header, blanks squeezed.
 report_line() { grep -A1 '#bytes' "$1" | tail -n1 | tr -s ' \t' ' '; }
 
-# pair NAME ROLE "ARGS" [lat]: fabric-probe --perftest as ROLE (server or client) and a stock
-# ib_write_bw (ib_write_lat) as the other end, both with ARGS; both exit 0; write_bw: both print
-# the same report line (the server prints the client's); write_lat: each measures, ours has the
-# iterations asked and t_min <= t_typical <= t_max.
+# lat_ok LINE N: a latency line with N iterations and t_min <= t_typical <= t_max.
+lat_ok() { awk -v n="$2" '{ exit !($2 == n && $3 > 0 && $3 <= $5 && $5 <= $4) }' <<<"$1"; }
+
+# pair NAME ROLE TEST "ARGS": fabric-probe TEST --perftest as ROLE (server or client) and stock
+# ib_TEST as the other end, both with ARGS; both exit 0. write_bw and read_bw: both print the
+# same report line (the server prints the client's). send_bw: each prints its own, with the same
+# size and message count, the receiver without a peak. Latency: each side measures its own, ours
+# with the iterations asked (read_lat: the client alone).
 pair() {
-  local name=$1 role=$2 args=$3 test=write_bw ours theirs
-  [[ ${4:-} == lat ]] && test=write_lat
+  local name=$1 role=$2 test=$3 args=$4 ours theirs
   local probe_cmd=("$probe" "$test" --perftest -d "$dev" -p "$port" --timeout 20)
   local stock_cmd=("ib_$test" -d "$dev" -p "$port")
   if [[ $role == server ]]; then stock_cmd+=("$ip"); else probe_cmd+=("$ip" --retry 10); fi
@@ -39,36 +43,59 @@ pair() {
   ours=$(report_line "$out/$name.first.out")
   theirs=$(report_line "$out/$name.second.out")
   [[ $role == client ]] && { local t=$ours; ours=$theirs; theirs=$t; }
-  if [[ $test == write_lat ]]; then
-    local n
-    n=$(grep -oE -- '-n [0-9]+' <<<"$args" | cut -d' ' -f2)
-    if ((rc == 0 && src == 0)) && awk -v n="$n" '{ exit !($2 == n && $3 > 0 && $3 <= $5 && $5 <= $4) }' <<<"$ours"; then
-      ok "$name: fabric-probe the $role of a stock ib_write_lat: ours '$ours', stock '$theirs'"
-    else
-      fail "$name: exits $src (first) and $rc (second); ours '$ours', stock '$theirs'"
-      cat "$out/$name".*
-    fi
-    return
-  fi
-  if ((rc == 0 && src == 0)) && [[ -n "$ours" && "$theirs" == "$ours" ]]; then
-    ok "$name: fabric-probe the $role of a stock ib_write_bw, both print '$ours'"
+  local n good=0 what
+  n=$(grep -oE -- '-n [0-9]+' <<<"$args" | cut -d' ' -f2)
+  case $test in
+    write_bw | read_bw)
+      what="both print '$ours'"
+      [[ -n "$ours" && "$theirs" == "$ours" ]] && good=1
+      ;;
+    send_bw)
+      what="ours '$ours', stock '$theirs'"
+      local q
+      q=$(grep -oE -- '-q [0-9]+' <<<"$args" | cut -d' ' -f2)
+      awk -v m="$((n * ${q:-1}))" -v t="$theirs" -v r="$role" '
+        { split(t, s, " ") }
+        { exit !($1 == s[1] && $2 == m && s[2] == m && $4 > 0 && s[4] > 0 &&
+                 (r == "server" ? $3 == 0 : s[3] == 0)) }' <<<"$ours" && good=1
+      ;;
+    read_lat)
+      what="ours '$ours', stock '$theirs'"
+      if [[ $role == server ]]; then lat_ok "$theirs" "$n" && [[ -z $ours ]] && good=1
+      else lat_ok "$ours" "$n" && good=1; fi
+      ;;
+    *)
+      what="ours '$ours', stock '$theirs'"
+      lat_ok "$ours" "$n" && lat_ok "$theirs" "$n" && good=1
+      ;;
+  esac
+  if ((rc == 0 && src == 0 && good)); then
+    ok "$name: fabric-probe the $role of a stock ib_$test: $what"
   else
-    fail "$name: exits $src (first) and $rc (second); ours '$ours', stock '$theirs'"
+    fail "$name: exits $src (first) and $rc (second); $what"
     cat "$out/$name".*
   fi
 }
 
-pair default server "-n 300"
-pair gid_index server "-n 300 -x 1"
-pair gbits server "-n 500 -s 4096 --report_gbits"
-pair small_qps server "-n 400 -s 64 -q 2"
-pair client_default client "-n 300"
-pair client_gid_index client "-n 300 -x 1"
-pair client_gbits client "-n 500 -s 4096 --report_gbits"
-pair client_qps client "-n 400 -s 64 -q 2"
-pair lat_server server "-n 300" lat
-pair lat_client client "-n 300" lat
-pair lat_client_gid client "-n 200 -s 64 -x 1" lat
+pair default server write_bw "-n 300"
+pair gid_index server write_bw "-n 300 -x 1"
+pair gbits server write_bw "-n 500 -s 4096 --report_gbits"
+pair small_qps server write_bw "-n 400 -s 64 -q 2"
+pair client_default client write_bw "-n 300"
+pair client_gid_index client write_bw "-n 300 -x 1"
+pair client_gbits client write_bw "-n 500 -s 4096 --report_gbits"
+pair client_qps client write_bw "-n 400 -s 64 -q 2"
+pair lat_server server write_lat "-n 300"
+pair lat_client client write_lat "-n 300"
+pair lat_client_gid client write_lat "-n 200 -s 64 -x 1"
+for role in server client; do
+  pair "read_bw_$role" "$role" read_bw "-n 300 -x 1"
+  pair "read_bw_qps_$role" "$role" read_bw "-n 400 -s 4096 -q 2 --report_gbits"
+  pair "send_bw_$role" "$role" send_bw "-n 300"
+  pair "send_bw_qps_$role" "$role" send_bw "-n 400 -s 512 -q 2 -x 1"
+  pair "read_lat_$role" "$role" read_lat "-n 300"
+  pair "send_lat_$role" "$role" send_lat "-n 300 -s 64 -x 1"
+done
 
 # --json: perftest's --out_json file, read by the keys NGC's scripts read.
 timeout 120 ib_write_bw -d "$dev" -p "$port" -n 300 --report_gbits >"$out/json.server.out" 2>&1 &

@@ -89,7 +89,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   auto* o_dur = app.add_option("-D,--duration", duration_s,
                                "run for this many seconds instead of -n (measured after a "
                                "warm-up --margin)");
-  auto* o_margin = app.add_option("--margin", margin_s,
+  auto* o_margin = app.add_option("-f,--margin", margin_s,
                                   "warm-up seconds before the -D window (default 2, as perftest)");
   app.add_option("-p,--port", port, "TCP port of the exchange (0: any, server)")
       ->check(CLI::Range(0, 65535))
@@ -135,9 +135,10 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   app.add_flag("--forever", forever, "server: keep serving tests");
   bool perftest = false, gbits = false;
   app.add_flag("--perftest", perftest,
-               "speak stock perftest's protocol (6.06 to 6.29) with a stock ib_write_bw or "
-               "ib_write_lat peer: serve its client (admitted by --allow alone), or be the client "
-               "of its server (over the TCP exchange so far)");
+               "speak stock perftest's protocol (6.06 to 6.29) with a stock ib_<TEST> peer "
+               "(ib_write_bw, ib_read_lat, ...): serve its client (admitted by --allow alone), or "
+               "be the client of its server (over the TCP exchange so far); perftest's defaults "
+               "(-Q, and -D as the whole run with a quarter of it as margin either side)");
   app.add_flag("--report_gbits", gbits, "--perftest: report in Gb/s (as perftest's flag)");
 
   if (std::optional<std::string> kind = docs::GenerateKind(args)) {
@@ -167,11 +168,12 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.perftest = perftest;
   c.gbits = gbits;
   if (gbits && !perftest) return Usage("--report_gbits goes with --perftest");
-  if (perftest && ((test_name != "write_bw" && test_name != "write_lat") || rdma_cm || forever ||
-                   !secret_file.empty() || (test_name == "write_lat" && o_dur->count() > 0))) {
+  if (perftest && (rdma_cm || forever || !secret_file.empty() ||
+                   (test_name.ends_with("_lat") && o_dur->count() > 0))) {
     return Usage(
-        "--perftest runs write_bw and write_lat (-n) with one stock perftest peer over the TCP "
-        "exchange so far (no -R, --forever or --secret-file: a stock peer cannot prove a secret)");
+        "--perftest runs one test with one stock perftest peer over the TCP exchange, latency "
+        "tests by iterations (-n), so far (no -R, --forever or --secret-file: a stock peer "
+        "cannot prove a secret)");
   }
   c.forever = forever;
   c.json = json;
@@ -219,8 +221,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     p.cq_mod = cq_mod;
     fields |= kFieldCqMod;
   } else if (perftest) {
-    // perftest's rule: moderation 100, but 1 above 8 KiB messages; never above the tx depth.
-    p.cq_mod = std::min<uint32_t>(p.size > 8192 ? 1 : 100, p.tx_depth);
+    // ApplyPerftestRules below.
   } else if (p.cq_mod > p.tx_depth) {
     // As perftest: the default moderation shrinks to a smaller tx depth.
     p.cq_mod = p.tx_depth;
@@ -238,6 +239,10 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     fields |= kFieldTransport;
   } else if (transport == "rdma") {
     fields |= kFieldTransport;
+  }
+  if (perftest) {
+    absl::Status s = ApplyPerftestRules(p, o_cqmod->count() > 0, o_margin->count() > 0);
+    if (!s.ok()) return Usage(std::string(s.message()));
   }
   if (absl::Status s = ValidateParams(p); !s.ok()) return Usage(std::string(s.message()));
 
@@ -288,6 +293,15 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.server_options.bind = bind;
   c.server_options.port = static_cast<uint16_t>(port);
   c.server_options.local = local;
+  if (perftest) {
+    PerftestServerOptions& o = c.perftest_options;
+    o.params = p;
+    o.gbits = gbits;
+    o.local = local;
+    o.bind = bind;
+    o.port = static_cast<uint16_t>(port);
+    o.allow = c.server_options.allow;
+  }
   CliParse r;
   r.config = std::move(c);
   return r;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/fabric/probes/perftest_peer.h"
 #include "agent/fabric/probes/probe.h"
 
 namespace fabric::probes {
@@ -25,6 +26,7 @@ struct CliConfig {
   bool device_given = false;
   ProbeSpec client;  // params, host, port, local
   ServerOptions server_options;
+  PerftestServerOptions perftest_options;  // --perftest, either side
 };
 
 struct CliParse {

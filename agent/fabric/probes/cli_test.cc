@@ -143,6 +143,10 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   EXPECT_TRUE(r.config.gbits);
   EXPECT_TRUE(r.config.server);
   EXPECT_EQ(r.config.server_options.expect.iterations, 300u);
+  EXPECT_EQ(r.config.perftest_options.params.iterations, 300u);
+  EXPECT_TRUE(r.config.perftest_options.gbits);
+  EXPECT_EQ(r.config.perftest_options.local.device, "rxe0");
+  EXPECT_EQ(r.config.perftest_options.port, 18515);
   // The client of a stock server: perftest's moderation, 1 above 8 KiB messages.
   CliParse client = Parse({"write_bw", "10.0.0.2", "--perftest"});
   ASSERT_FALSE(client.exit) << client.output;
@@ -150,12 +154,45 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   EXPECT_EQ(Parse({"write_bw", "10.0.0.2", "--perftest", "-s", "4096"}).config.client.params.cq_mod,
             100u);
   EXPECT_EQ(Parse({"write_bw", "h", "--perftest", "-Q", "7"}).config.client.params.cq_mod, 7u);
-  ExpectUsage({"read_bw", "--perftest"}, "--perftest");
+  // Every test: ib_read_bw, ib_send_lat, ...
+  for (const char* test : {"read_bw", "send_bw", "read_lat", "send_lat"}) {
+    CliParse t = Parse({test, "--perftest"});
+    ASSERT_FALSE(t.exit) << test << ": " << t.output;
+    EXPECT_EQ(TestName(t.config.perftest_options.params.test), test);
+  }
   ExpectUsage({"write_lat", "--perftest", "-D", "5"}, "--perftest");
+  ExpectUsage({"read_lat", "h", "--perftest", "-D", "5"}, "--perftest");
   EXPECT_FALSE(Parse({"write_lat", "h", "--perftest"}).exit);
   ExpectUsage({"write_bw", "--perftest", "-R"}, "--perftest");
   ExpectUsage({"write_bw", "--perftest", "--secret-file", "/etc/hostname"}, "prove a secret");
   ExpectUsage({"write_bw", "--report_gbits"}, "--report_gbits goes with --perftest");
+}
+
+// perftest's -D is the whole run: a quarter of it (whole seconds) as margin either side of the
+// measured window, or -f/--margin; a run too short for its margins is refused.
+TEST(ParseCli, PerftestDurationIsTheWholeRun) {
+  struct Case {
+    std::vector<std::string> args;
+    absl::Duration window, margin;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"-D", "5"}, absl::Seconds(3), absl::Seconds(1)},
+           {{"-D", "30"}, absl::Seconds(16), absl::Seconds(7)},
+           {{"-D", "10", "-f", "1"}, absl::Seconds(8), absl::Seconds(1)},
+           {{"-D", "3"}, absl::Seconds(3), absl::ZeroDuration()},
+       }) {
+    std::vector<std::string> args = {"write_bw", "h", "--perftest"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    CliParse r = Parse(args);
+    ASSERT_FALSE(r.exit) << r.output;
+    EXPECT_EQ(r.config.perftest_options.params.duration, c.window) << c.args[1];
+    EXPECT_EQ(r.config.perftest_options.params.margin, c.margin) << c.args[1];
+  }
+  ExpectUsage({"write_bw", "h", "--perftest", "-D", "4", "-f", "2"}, "no window");
+  // Without --perftest, -D is the window itself and the margin 2 s.
+  CliParse own = Parse({"write_bw", "h", "-D", "5"});
+  ASSERT_FALSE(own.exit) << own.output;
+  EXPECT_EQ(own.config.client.params.duration, absl::Seconds(5));
 }
 
 TEST(ParseCli, HelpExitsZero) {

@@ -95,69 +95,61 @@ std::unique_ptr<Canceller> CancelOnSignals() {
   return *std::move(cancel);
 }
 
-// Facing a stock ib_write_bw: serving its client, printing the client's report, or being the
-// client of its server, printing ours; perftest's table (--json: perftest's --out_json file).
+// Facing stock perftest: serving its client or being the client of its server, printing what
+// perftest prints on this side; perftest's table (--json: perftest's --out_json file).
 int RunPerftest(const CliConfig& c) {
   std::unique_ptr<Canceller> cancel = CancelOnSignals();
   if (cancel == nullptr) return kExitFailure;
-  PerftestServerOptions o;
-  o.params = c.server ? c.server_options.expect : c.client.params;
-  o.gbits = c.gbits;
-  o.local = c.server ? c.server_options.local : c.client.local;
-  o.bind = c.server_options.bind;
-  o.port = c.server ? c.server_options.port : c.client.port;
-  o.allow = c.server_options.allow;
-  perftest::BwReport report;
-  std::optional<perftest::LatFigures> lat;
-  perftest::TestInfo info;
+  const PerftestServerOptions& o = c.perftest_options;
+  const std::string test(TestName(o.params.test));
+  absl::StatusOr<PerftestResult> r;
   if (c.server) {
     Print(absl::StrCat("fabric-probe: waiting for a perftest client on port ", o.port, "\n"),
           stderr);
-    absl::StatusOr<PerftestServed> s = ServePerftestClient(o, cancel.get());
-    if (!s.ok()) {
-      if (absl::IsCancelled(s.status())) return kExitOk;
-      Error(s.status().message());
-      return kExitFailure;
+    r = ServePerftestClient(o, cancel.get());
+    if (absl::IsCancelled(r.status())) return kExitOk;
+    if (r.ok()) {
+      Print(absl::StrCat("fabric-probe: served perftest ", r->peer_version, "'s ", test, " on ",
+                         r->device, " to ", r->peer, "\n"),
+            stderr);
     }
-    Print(absl::StrCat("fabric-probe: served perftest ", s->peer_version, "'s ",
-                       Av(TestName(o.params.test)), " on ", s->device, " to ", s->peer, "\n"),
-          stderr);
-    report = s->client;
-    lat = s->lat;
-    info.device = s->device;
-    info.client = false;
-    if (s->gid_index >= 0) info.gid_index = s->gid_index;
   } else {
-    absl::StatusOr<PerftestRun> r =
-        RunPerftestClient(o, c.client.host, c.client.connect_retry, cancel.get());
+    r = RunPerftestClient(o, c.client.host, c.client.connect_retry, cancel.get());
     if (!r.ok()) {
-      Error(absl::StrCat(Av(TestName(o.params.test)), " with perftest at ", c.client.host, " port ",
-                         o.port, ": ", r.status().message()));
-      return kExitFailure;
+      r = absl::Status(r.status().code(),
+                       absl::StrCat(test, " with perftest at ", c.client.host, " port ", o.port,
+                                    ": ", r.status().message()));
     }
-    report = r->report;
-    lat = r->lat;
-    info.device = r->device;
-    if (r->gid_index >= 0) info.gid_index = r->gid_index;
   }
+  if (!r.ok()) {
+    Error(r.status().message());
+    return kExitFailure;
+  }
+  perftest::TestInfo info;
+  info.device = r->device;
+  info.client = !c.server;
+  if (r->gid_index >= 0) info.gid_index = r->gid_index;
   info.num_of_qps = static_cast<int>(o.params.num_qps);
   info.tx_depth = static_cast<int>(o.params.tx_depth);
   info.cq_mod = static_cast<int>(o.params.cq_mod);
   info.inline_size = static_cast<int>(o.params.inline_size);
-  if (lat) {
-    info.bandwidth = false;
-    Print(c.json ? perftest::LatJson(info, *lat, perftest::Output::kFull)
+  info.bandwidth = !IsLatency(o.params.test);
+  info.verb = PerftestVerb(o.params.test);
+  if (r->lat) {
+    Print(c.json ? perftest::LatJson(info, *r->lat, perftest::Output::kFull)
                  : absl::StrCat(perftest::kResultLine, perftest::LatHeader(false),
-                                perftest::LatLine(*lat, perftest::Output::kFull),
+                                perftest::LatLine(*r->lat, perftest::Output::kFull),
                                 perftest::kResultLine),
           stdout);
-    return kExitOk;
+  } else if (r->bw) {
+    Print(c.json ? perftest::BwJson(info, *r->bw, c.gbits, perftest::Output::kFull)
+                 : absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits),
+                                perftest::BwLine(*r->bw, c.gbits, perftest::Output::kFull),
+                                perftest::kResultLine),
+          stdout);
+  } else if (!c.json) {  // read_lat's server measures nothing, as perftest's
+    Print(perftest::kResultLine, stdout);
   }
-  Print(c.json ? perftest::BwJson(info, report, c.gbits, perftest::Output::kFull)
-               : absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits),
-                              perftest::BwLine(report, c.gbits, perftest::Output::kFull),
-                              perftest::kResultLine),
-        stdout);
   return kExitOk;
 }
 

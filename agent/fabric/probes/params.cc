@@ -114,6 +114,20 @@ ProbeParams DefaultParams(TestKind test) {
   return p;
 }
 
+absl::Status ApplyPerftestRules(ProbeParams& p, bool cq_mod_given, bool margin_given) {
+  if (!cq_mod_given) p.cq_mod = std::min<uint32_t>(p.size > 8192 ? 1 : 100, p.tx_depth);
+  if (!p.duration_mode()) return absl::OkStatus();
+  const absl::Duration whole = p.duration;
+  if (!margin_given) p.margin = absl::Seconds(absl::ToInt64Seconds(whole) / 4);
+  if (whole <= 2 * p.margin) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "perftest's -D ", absl::FormatDuration(whole), " leaves no window between its margins of ",
+        absl::FormatDuration(p.margin), " (-D must be more than twice the margin)"));
+  }
+  p.duration = whole - 2 * p.margin;
+  return absl::OkStatus();
+}
+
 absl::Status ValidateParams(const ProbeParams& p) {
   if (TestName(p.test) == "unknown") return absl::InvalidArgumentError("unknown test");
   if (p.transport != Transport::kRdma && p.transport != Transport::kTcp) {

@@ -83,6 +83,12 @@ struct ProbeParams {
 // perftest's defaults for `test`: bandwidth 64 KiB x 5000, tx depth 128, no inline; latency
 // 2 B x 1000, tx depth 1, inline 220 for write/send.
 ProbeParams DefaultParams(TestKind test);
+// Where stock perftest's defaults differ from ours (--perftest), applied after the flags:
+// without -Q, CQ moderation 100 but 1 above 8 KiB messages (MSG_SIZE_CQ_MOD_LIMIT), never above
+// the tx depth; with -D, `duration` is perftest's whole run: a margin (without --margin a
+// quarter of it, in whole seconds) either side of the measured window, which becomes
+// p.duration. InvalidArgument when no window is left.
+absl::Status ApplyPerftestRules(ProbeParams& p, bool cq_mod_given, bool margin_given);
 
 // Checks bounds and combinations; InvalidArgument names the offending parameter. Both the CLI
 // (usage errors) and the server (a peer's hello) call it.

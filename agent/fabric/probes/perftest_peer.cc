@@ -93,15 +93,18 @@ absl::Duration RunBound(const ProbeParams& p, absl::Duration timeout) {
 
 pt::Negotiate LocalNegotiate(const PerftestServerOptions& o, const ibv_device_attr& attr) {
   pt::Negotiate n;
-  n.verb = pt::kVerbWrite;
+  n.verb = PerftestVerb(o.params.test);
   n.tst = IsLatency(o.params.test) ? pt::kTstLatency : pt::kTstBandwidth;
   n.report_fmt = o.gbits ? pt::kReportGbits : pt::kReportMbytes;
   n.size = o.params.size;
   n.test_type = o.params.duration_mode() ? pt::kDuration : pt::kIterations;
   n.iters = o.params.duration_mode() ? 0 : o.params.iterations;
   n.num_of_qps = static_cast<int32_t>(o.params.num_qps);
+  // perftest's -D is the whole run: the window and a margin either side (PerftestParams).
   n.duration =
-      o.params.duration_mode() ? static_cast<int32_t>(absl::ToInt64Seconds(o.params.duration)) : 5;
+      o.params.duration_mode()
+          ? static_cast<int32_t>(absl::ToInt64Seconds(o.params.duration + 2 * o.params.margin))
+          : 5;
   std::memcpy(n.device_attr.data(), &attr, sizeof attr);
   return n;
 }
@@ -180,6 +183,17 @@ absl::StatusOr<std::vector<pt::Key>> SwapKeys(Oob& oob, const std::vector<pt::Ke
   return theirs;
 }
 
+wire::QpEndpoint EndpointOf(const pt::Key& k) {
+  wire::QpEndpoint e;
+  e.qpn = k.qpn;
+  e.psn = k.psn;
+  e.gid = k.gid;
+  e.lid = k.lid;
+  e.rkey = k.rkey;
+  e.addr = k.vaddr;
+  return e;
+}
+
 // Both ends after the accept or connect: the prologue, the memory and QPs, the keys (twice, as
 // perftest prints them) and the QPs connected, then one more swap on QP 0: both are ready.
 struct Connected {
@@ -213,30 +227,25 @@ absl::StatusOr<Connected> Connect(Oob& oob, const PerftestServerOptions& o, Verb
     c.mine.push_back(k);
   }
   c.gid = verbs.global();
-  // write_lat swaps QP 0's keys once more before the round of all QPs.
-  if (IsLatency(o.params.test)) {
+  const bool send = VerbOf(o.params.test) == Verb::kSend;
+  // write_lat and read_lat swap QP 0's keys once more before the round of all QPs.
+  if (IsLatency(o.params.test) && !send) {
     FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, 1, o.local.timeout).status());
   }
   absl::StatusOr<std::vector<pt::Key>> theirs = SwapKeys(oob, c.mine, c.gid, n, o.local.timeout);
   if (!theirs.ok()) return theirs.status();
   std::vector<wire::QpEndpoint> remote;
-  for (const pt::Key& k : *theirs) {
-    wire::QpEndpoint e;
-    e.qpn = k.qpn;
-    e.psn = k.psn;
-    e.gid = k.gid;
-    e.lid = k.lid;
-    e.rkey = k.rkey;
-    e.addr = k.vaddr;
-    remote.push_back(e);
-  }
+  for (const pt::Key& k : *theirs) remote.push_back(EndpointOf(k));
   verbs.set_remote(remote);
   for (uint32_t q = 0; q < n; ++q) {
     FABRIC_RETURN_IF_ERROR(verbs.ToRtr(verbs.qp(q), verbs.remote(q), *mtu, c.gid));
     FABRIC_RETURN_IF_ERROR(verbs.ToRts(verbs.qp(q), verbs.psn(q)));
   }
-  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, n, o.local.timeout).status());
-  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, 1, o.local.timeout).status());
+  // Then every QP's keys again (perftest prints them) and QP 0's once more: send_bw and send_lat
+  // swap QP 0's first.
+  const uint32_t first = send ? 1 : n, second = send ? n : 1;
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, first, o.local.timeout).status());
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, second, o.local.timeout).status());
   return c;
 }
 
@@ -251,46 +260,24 @@ absl::StatusOr<pt::BwReport> SwapReports(Oob& oob, const pt::BwReport& mine) {
   return pt::DecodeBwReport(report);
 }
 
-// write_lat: the ping-pong, then perftest's figures of this side's posts; the socket closes
-// without a last swap, as ib_write_lat's does.
-absl::StatusOr<pt::LatFigures> PingPong(Oob& oob, const PerftestServerOptions& o,
-                                        VerbsResources& verbs, bool server,
-                                        const Canceller* cancel) {
-  absl::StatusOr<Measurement> m = RunPerftestWriteLat(verbs, server, o.local.timeout, cancel);
-  if (!m.ok()) return m.status();
-  oob.Close();
-  std::vector<uint64_t> posts;
-  for (int64_t t : m->posts) posts.push_back(static_cast<uint64_t>(t - m->posts.front()));
-  return pt::ComputeLat(o.params.size, posts, /*rtt_factor=*/2, 1e9);
+// perftest's latency figures from the time before each of this side's posts: write and send
+// report half the round trip, read the whole.
+absl::StatusOr<pt::LatFigures> LatFigures(const ProbeParams& p, std::span<const int64_t> posts) {
+  std::vector<uint64_t> ticks;
+  for (int64_t t : posts) ticks.push_back(static_cast<uint64_t>(t - posts.front()));
+  return pt::ComputeLat(p.size, ticks, VerbOf(p.test) == Verb::kRead ? 1 : 2, 1e9);
 }
 
-absl::StatusOr<PerftestServed> Serve(Oob& oob, const PerftestServerOptions& o,
-                                     VerbsResources& verbs, PerftestServed served) {
-  absl::StatusOr<Connected> c = Connect(oob, o, verbs);
-  if (!c.ok()) return c.status();
-  served.peer_version = c->peer_version;
-  if (IsLatency(o.params.test)) {  // both sides measure; no report, no closing swap
-    absl::StatusOr<pt::LatFigures> lat = PingPong(oob, o, verbs, /*server=*/true, nullptr);
-    if (!lat.ok()) return lat.status();
-    served.lat = *lat;
-    return served;
-  }
-  // The client writes into our buffer; its swap after the run says it is done.
-  const absl::Duration run = RunBound(o.params, o.local.timeout);
-  if (absl::Status s = SwapKeys(oob, c->mine, c->gid, 1, run).status(); !s.ok()) {
-    return Prefixed(s, "waiting for the client's run");
-  }
-  // Ours is empty, as perftest's passive server's.
-  absl::StatusOr<pt::BwReport> client = SwapReports(oob, pt::BwReport{});
-  if (!client.ok()) return client.status();
-  served.client = *client;
-  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c->mine, c->gid, 1, o.local.timeout).status());
-  oob.Close();
-  return served;
+// write_lat and send_lat: the ping-pong, both sides measuring.
+absl::StatusOr<pt::LatFigures> PingPong(const PerftestServerOptions& o, VerbsResources& verbs,
+                                        bool server, const Canceller* cancel) {
+  absl::StatusOr<Measurement> m = RunPerftestLat(verbs, server, o.local.timeout, cancel);
+  if (!m.ok()) return m.status();
+  return LatFigures(o.params, m->posts);
 }
 
 // perftest's figures from our loop's stamps: each message's post, and each poll's time for the
-// messages it completed.
+// messages it completed (a receiver's: its first and last receive, no peak).
 absl::StatusOr<pt::BwReport> Figures(const Measurement& m, const PerftestServerOptions& o) {
   pt::BwRun run;
   run.size = o.params.size;
@@ -319,45 +306,160 @@ absl::StatusOr<pt::BwReport> Figures(const Measurement& m, const PerftestServerO
   return pt::ComputeBw(run);
 }
 
-absl::StatusOr<PerftestRun> RunClient(Oob& oob, const PerftestServerOptions& o,
-                                      VerbsResources& verbs, const Canceller* cancel) {
-  absl::StatusOr<Connected> c = Connect(oob, o, verbs);
-  if (!c.ok()) return c.status();
-  PerftestRun r;
-  r.peer_version = c->peer_version;
-  if (IsLatency(o.params.test)) {
-    absl::StatusOr<pt::LatFigures> lat = PingPong(oob, o, verbs, /*server=*/false, cancel);
-    if (!lat.ok()) return lat.status();
-    r.lat = *lat;
+// What each of perftest's tests does once the QPs are connected, either side (write_bw.c,
+// read_bw.c, send_bw.c, write_lat.c, read_lat.c, send_lat.c). `one` swaps QP 0's keys: the sync
+// points; `close` is perftest's ctx_close_connection (one last swap).
+class Session {
+ public:
+  Session(Oob& oob, const PerftestServerOptions& o, VerbsResources& verbs, const Connected& c,
+          const Canceller* cancel)
+      : oob_(oob), o_(o), verbs_(verbs), c_(c), cancel_(cancel) {}
+
+  absl::StatusOr<PerftestResult> Run() {
+    PerftestResult r;
+    r.peer_version = c_.peer_version;
+    const bool server = !oob_.client();
+    switch (o_.params.test) {
+      case TestKind::kWriteLat: {  // no closing swap: the socket just closes
+        absl::StatusOr<pt::LatFigures> lat = PingPong(o_, verbs_, server, cancel_);
+        if (!lat.ok()) return lat.status();
+        r.lat = *lat;
+        oob_.Close();
+        return r;
+      }
+      case TestKind::kSendLat: {  // both post receives before the sync
+        FABRIC_RETURN_IF_ERROR(verbs_.PostInitialRecvs());
+        FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
+        absl::StatusOr<pt::LatFigures> lat = PingPong(o_, verbs_, server, cancel_);
+        if (!lat.ok()) return lat.status();
+        r.lat = *lat;
+        FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
+        return r;
+      }
+      case TestKind::kReadLat:  // the server closes at once and waits; only the client measures
+        if (server) {
+          FABRIC_RETURN_IF_ERROR(Close(RunBound(o_.params, o_.local.timeout)));
+          return r;
+        } else {
+          absl::StatusOr<Measurement> m =
+              RunVerbsClient(verbs_, o_.local.timeout, cancel_, nullptr);
+          if (!m.ok()) return m.status();
+          // Our loop stamps the last read's completion too; perftest's samples end at the last
+          // post.
+          const size_t n = std::min<size_t>(m->posts.size(), o_.params.iterations);
+          absl::StatusOr<pt::LatFigures> lat =
+              LatFigures(o_.params, std::span<const int64_t>(m->posts).first(n));
+          if (!lat.ok()) return lat.status();
+          r.lat = *lat;
+          FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
+          return r;
+        }
+      case TestKind::kSendBw:
+        return SendBw(server, std::move(r));
+      case TestKind::kWriteBw:
+      case TestKind::kReadBw:
+        return server ? PassiveServer(std::move(r)) : ReportingClient(std::move(r));
+    }
+    return absl::InternalError("unknown test");
+  }
+
+ private:
+  absl::Status One(absl::Duration bound) {
+    return SwapKeys(oob_, c_.mine, c_.gid, 1, bound).status();
+  }
+  absl::Status Close(absl::Duration bound) {
+    FABRIC_RETURN_IF_ERROR(One(bound));
+    oob_.Close();
+    return absl::OkStatus();
+  }
+
+  // write_bw and read_bw: the client moves the data; its swap after the run says it is done,
+  // then its report comes (ours is empty, as perftest's passive server's).
+  absl::StatusOr<PerftestResult> PassiveServer(PerftestResult r) {
+    if (absl::Status s = One(RunBound(o_.params, o_.local.timeout)); !s.ok()) {
+      return Prefixed(s, "waiting for the client's run");
+    }
+    absl::StatusOr<pt::BwReport> client = SwapReports(oob_, pt::BwReport{});
+    if (!client.ok()) return client.status();
+    r.bw = *client;
+    FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
     return r;
   }
-  absl::StatusOr<Measurement> m =
-      RunVerbsClient(verbs, o.local.timeout, cancel, nullptr, /*stamp_posts=*/true);
-  if (!m.ok()) return m.status();
-  absl::StatusOr<pt::BwReport> mine = Figures(*m, o);
-  if (!mine.ok()) return mine.status();
-  r.report = *mine;
-  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c->mine, c->gid, 1, o.local.timeout).status());
-  FABRIC_RETURN_IF_ERROR(SwapReports(oob, r.report).status());
-  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c->mine, c->gid, 1, o.local.timeout).status());
-  oob.Close();
+  absl::StatusOr<PerftestResult> ReportingClient(PerftestResult r) {
+    absl::StatusOr<pt::BwReport> mine = Measure();
+    if (!mine.ok()) return mine.status();
+    r.bw = *mine;
+    FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
+    FABRIC_RETURN_IF_ERROR(SwapReports(oob_, *r.bw).status());
+    FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
+    return r;
+  }
+  // send_bw: the server posts its receives before the sync; each side reports its own figures
+  // and no report crosses.
+  absl::StatusOr<PerftestResult> SendBw(bool server, PerftestResult r) {
+    if (server) FABRIC_RETURN_IF_ERROR(verbs_.PostInitialRecvs());
+    FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
+    absl::StatusOr<pt::BwReport> mine = server ? Receive() : Measure();
+    if (!mine.ok()) return mine.status();
+    r.bw = *mine;
+    FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
+    return r;
+  }
+  absl::StatusOr<pt::BwReport> Measure() {
+    absl::StatusOr<Measurement> m =
+        RunVerbsClient(verbs_, o_.local.timeout, cancel_, nullptr, /*stamp_posts=*/true);
+    if (!m.ok()) return m.status();
+    return Figures(*m, o_);
+  }
+  absl::StatusOr<pt::BwReport> Receive() {
+    absl::StatusOr<Measurement> m = RunPerftestSendBwServer(verbs_, o_.local.timeout, cancel_);
+    if (!m.ok()) return m.status();
+    return Figures(*m, o_);
+  }
+
+  Oob& oob_;
+  const PerftestServerOptions& o_;
+  VerbsResources& verbs_;
+  const Connected& c_;
+  const Canceller* cancel_;
+};
+
+absl::StatusOr<PerftestResult> RunSession(Oob& oob, const PerftestServerOptions& o,
+                                          VerbsResources& verbs, const Canceller* cancel) {
+  absl::StatusOr<Connected> c = Connect(oob, o, verbs);
+  if (!c.ok()) return c.status();
+  absl::StatusOr<PerftestResult> r = Session(oob, o, verbs, *c, cancel).Run();
+  if (r.ok()) {
+    r->device = verbs.device();
+    r->gid_index = verbs.gid_index();
+  }
   return r;
 }
 
 absl::Status Supported(const PerftestServerOptions& o) {
-  const bool lat = o.params.test == TestKind::kWriteLat;
-  if ((o.params.test != TestKind::kWriteBw && !lat) || o.params.rdma_cm ||
-      (lat && o.params.duration_mode())) {
+  if (o.params.rdma_cm || (IsLatency(o.params.test) && o.params.duration_mode())) {
     return absl::UnimplementedError(
-        "facing stock perftest, fabric-probe runs write_bw and write_lat (-n) over the TCP "
-        "exchange so far");
+        "facing stock perftest, fabric-probe runs its tests over the TCP exchange, latency "
+        "tests by iterations (-n), so far");
   }
   return ValidateParams(o.params);
 }
 
 }  // namespace
 
-absl::StatusOr<PerftestServed> ServePerftestClient(const PerftestServerOptions& o,
+int32_t PerftestVerb(TestKind test) {
+  switch (VerbOf(test)) {
+    case Verb::kSend:
+      return pt::kVerbSend;
+    case Verb::kRead:
+      return pt::kVerbRead;
+    case Verb::kWrite:
+      break;
+  }
+  return pt::kVerbWrite;
+}
+
+absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& o,
                                                    const Canceller* cancel) {
   FABRIC_RETURN_IF_ERROR(Supported(o));
   AllowList allow;
@@ -370,7 +472,7 @@ absl::StatusOr<PerftestServed> ServePerftestClient(const PerftestServerOptions& 
   }
   // The device first: a missing device or a down port is said before any client waits.
   VerbsResources verbs(false, o.params, o.local);
-  absl::StatusOr<PerftestServed> served = [&]() -> absl::StatusOr<PerftestServed> {
+  absl::StatusOr<PerftestResult> served = [&]() -> absl::StatusOr<PerftestResult> {
     FABRIC_RETURN_IF_ERROR(verbs.OpenDevice());
     absl::StatusOr<Fd> listener = ListenTcp(o.bind, o.port);
     if (!listener.ok()) return listener.status();
@@ -378,16 +480,15 @@ absl::StatusOr<PerftestServed> ServePerftestClient(const PerftestServerOptions& 
     absl::StatusOr<Fd> fd = AcceptTcp(
         listener->get(), Deadline::At(std::numeric_limits<int64_t>::max()), cancel, &acceptor);
     if (!fd.ok()) return fd.status();
-    PerftestServed s;
-    s.peer = PeerAddress(fd->get());
-    s.device = verbs.device();
-    s.gid_index = verbs.gid_index();
-    if (!allow.Allows(s.peer)) {
+    const std::string peer = PeerAddress(fd->get());
+    if (!allow.Allows(peer)) {
       return absl::PermissionDeniedError(absl::StrCat(
-          "perftest client ", s.peer, " is not in the allow-list (", allow.ToString(), ")"));
+          "perftest client ", peer, " is not in the allow-list (", allow.ToString(), ")"));
     }
     Oob oob(std::move(*fd), /*client=*/false, o.local.timeout, cancel);
-    return Serve(oob, o, verbs, std::move(s));
+    absl::StatusOr<PerftestResult> r = RunSession(oob, o, verbs, cancel);
+    if (r.ok()) r->peer = peer;
+    return r;
   }();
   absl::Status released = verbs.Release();
   if (!served.ok()) return served.status();
@@ -395,23 +496,18 @@ absl::StatusOr<PerftestServed> ServePerftestClient(const PerftestServerOptions& 
   return served;
 }
 
-absl::StatusOr<PerftestRun> RunPerftestClient(const PerftestServerOptions& o,
-                                              const std::string& host, absl::Duration retry,
-                                              const Canceller* cancel) {
+absl::StatusOr<PerftestResult> RunPerftestClient(const PerftestServerOptions& o,
+                                                 const std::string& host, absl::Duration retry,
+                                                 const Canceller* cancel) {
   FABRIC_RETURN_IF_ERROR(Supported(o));
   VerbsResources verbs(true, o.params, o.local);
-  absl::StatusOr<PerftestRun> run = [&]() -> absl::StatusOr<PerftestRun> {
+  absl::StatusOr<PerftestResult> run = [&]() -> absl::StatusOr<PerftestResult> {
     FABRIC_RETURN_IF_ERROR(verbs.OpenDevice());
     absl::StatusOr<Fd> fd =
         ConnectTcp(host, o.port, Deadline::In(o.local.timeout), cancel, Deadline::In(retry));
     if (!fd.ok()) return fd.status();
     Oob oob(std::move(*fd), /*client=*/true, o.local.timeout, cancel);
-    absl::StatusOr<PerftestRun> r = RunClient(oob, o, verbs, cancel);
-    if (r.ok()) {
-      r->device = verbs.device();
-      r->gid_index = verbs.gid_index();
-    }
-    return r;
+    return RunSession(oob, o, verbs, cancel);
   }();
   absl::Status released = verbs.Release();
   if (!run.ok()) return run.status();

@@ -1,8 +1,8 @@
 // fabric-probe facing stock perftest on perftest's own protocol (agent/fabric/perftest/wire.h),
-// write_bw and write_lat over the TCP exchange, 6.06 to 6.29, either end: the server of a stock
-// client (write_bw: it serves one client, moves no data and prints the client's report, as
-// perftest's server does; write_lat: both sides measure), and the client of a stock server (its
-// figures computed as perftest computes them: agent/fabric/perftest/figures.h).
+// write, read and send bandwidth and latency over the TCP exchange, 6.06 to 6.29, either end: the
+// server of a stock client (it serves one client and prints what perftest's server prints) and
+// the client of a stock server (its figures computed as perftest computes them:
+// agent/fabric/perftest/figures.h).
 //
 // A stock client cannot prove a shared secret, so this path admits by address alone: the peer
 // must be in the allow-list (default: this host's subnets). What that opens: any host in those
@@ -23,6 +23,9 @@
 
 namespace fabric::probes {
 
+// perftest's code for the verb of `test` (perftest::kVerbWrite, ...).
+int32_t PerftestVerb(TestKind test);
+
 struct PerftestServerOptions {
   // The flags both ends were given (perftest 6.06 does not send them; 6.28+ negotiate):
   // write_bw, size, iterations or duration, QPs; a client's tx depth and CQ moderation.
@@ -34,32 +37,30 @@ struct PerftestServerOptions {
   std::optional<AllowList> allow;  // unset: this host's subnets
 };
 
-struct PerftestServed {
-  std::string peer;
+// One test with a perftest peer. What perftest itself would print on this side: the bandwidth
+// report (write_bw and read_bw: the client's, also on the server, which moves no data; send_bw:
+// each side's own, the server's from its receives) or the latency figures (each side its own;
+// read_lat's server none).
+struct PerftestResult {
+  std::string peer;          // the server: the client's address
   std::string peer_version;  // "6.06"
   std::string device;
   int gid_index = -1;
-  perftest::BwReport client;                // write_bw: the client's figures, in the client's units
-  std::optional<perftest::LatFigures> lat;  // write_lat: ours (each side measures)
+  std::optional<perftest::BwReport> bw;  // in the units of the side that measured
+  std::optional<perftest::LatFigures> lat;
 };
 
 // Waits for one client (bounded by `cancel` only, as perftest's server waits), then runs the
 // test to its end; each step after the accept is bounded by local.timeout (the run itself by the
 // client's duration or a bound from its iterations).
-absl::StatusOr<PerftestServed> ServePerftestClient(const PerftestServerOptions& o,
+absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& o,
                                                    const Canceller* cancel);
 
-// The client's side: `host`:`o.port` runs a stock ib_write_bw server. Connects once (as perftest,
-// unless `retry` lets a server that is starting be tried again every 100 ms until then).
-struct PerftestRun {
-  std::string peer_version;
-  std::string device;
-  int gid_index = -1;
-  perftest::BwReport report;                // write_bw: ours, in our units (--report_gbits)
-  std::optional<perftest::LatFigures> lat;  // write_lat
-};
-absl::StatusOr<PerftestRun> RunPerftestClient(const PerftestServerOptions& o,
-                                              const std::string& host, absl::Duration retry,
-                                              const Canceller* cancel);
+// The client's side: `host`:`o.port` runs a stock perftest server of the same test. Connects once
+// (as perftest, unless `retry` lets a server that is starting be tried again every 100 ms until
+// then).
+absl::StatusOr<PerftestResult> RunPerftestClient(const PerftestServerOptions& o,
+                                                 const std::string& host, absl::Duration retry,
+                                                 const Canceller* cancel);
 
 }  // namespace fabric::probes

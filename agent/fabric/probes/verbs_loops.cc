@@ -1,6 +1,7 @@
 #include "agent/fabric/probes/verbs_loops.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,8 +61,12 @@ class Loops {
         stamp_posts_(stamp_posts) {}
 
   absl::StatusOr<Measurement> RunClient();
-  absl::StatusOr<Measurement> RunPerftestWriteLat(bool server);
+  absl::StatusOr<Measurement> RunPerftestLat(bool server);
   absl::Status RunServer(Channel& ch);
+  // send_bw's receiver: until the client's Done on `done` (duration mode, or a client that gave
+  // up) or, with none, until the iterations (or the duration after the first message) are over;
+  // the first and last receive's times in `m` (perftest's server figures).
+  absl::Status ReceiveSends(const Channel* done, Measurement* m);
 
  private:
   // Duration mode, from now: the warm-up margin ends at `warm_end`, the measured window at `end`.
@@ -381,6 +386,11 @@ absl::StatusOr<Measurement> Loops::RunReadLatClient() {
 }
 
 absl::Status Loops::RunSendBwServer(Channel& ch) {
+  Measurement unused;
+  return ReceiveSends(&ch, &unused);
+}
+
+absl::Status Loops::ReceiveSends(const Channel* done, Measurement* m) {
   const bool dur = p_.duration_mode();
   const uint64_t expected = dur ? 0 : p_.iterations * p_.num_qps;
   uint64_t received = 0;
@@ -388,9 +398,14 @@ absl::Status Loops::RunSendBwServer(Channel& ch) {
   // The client's warm-up counts as traffic, but its set-up may take a margin's time.
   Spin spin(timeout_ + p_.margin, cancel_);
   uint32_t idle = 0;
+  // Without a control channel (perftest's client), a duration run is timed from the first
+  // message: a margin, the window, a margin (perftest's catch_alarm).
+  std::optional<Window> window;
+  uint64_t window_base = 0;
   for (;;) {
     const int n = ibv_poll_cq(rcq_, kPollBatch, wc);
     if (n > 0) {
+      const int64_t now = NowNs();
       for (int i = 0; i < n; ++i) {
         if (wc[i].status != IBV_WC_SUCCESS) {
           return absl::UnavailableError(
@@ -398,28 +413,48 @@ absl::Status Loops::RunSendBwServer(Channel& ch) {
         }
         FABRIC_RETURN_IF_ERROR(v_.PostRecv(static_cast<uint32_t>(wc[i].wr_id)));
       }
+      if (received == 0) {
+        m->first_ns = now;
+        if (dur && done == nullptr) window = DurationWindow();
+      }
       received += static_cast<uint64_t>(n);
+      m->last_ns = now;
       spin.Progress();
       idle = 0;
-      if (!dur && received >= expected) return absl::OkStatus();
+      if (!dur && received >= expected) break;
+      if (window && now >= window->warm_end && now < window->end) {
+        if (window_base == 0) {
+          window_base = received;
+          m->first_ns = now;
+        }
+        m->messages = received - window_base;
+        m->last_ns = now;
+      }
+      if (window && now >= window->end + absl::ToInt64Nanoseconds(p_.margin)) break;
       continue;
     }
     if (n < 0) return absl::UnavailableError("ibv_poll_cq failed (device removed?)");
+    if (window && NowNs() >= window->end + absl::ToInt64Nanoseconds(p_.margin)) break;
     // In duration mode the client's Done ends the test; in either mode it means the client
     // has finished (or given up), so stop receiving.
-    if ((++idle & 1023) == 0 && ch.Readable()) return absl::OkStatus();
+    if (done != nullptr && (++idle & 1023) == 0 && done->Readable()) break;
     if (spin.Tick()) return spin.Why(absl::StrCat("receives after ", received, " messages"));
   }
+  if (!dur) m->messages = received;
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-// perftest's run_iter_lat_write, byte for byte on the wire: each side RDMA-writes message k with
-// (k mod 256) in its last byte, and waits for the peer's message k in its own buffer before
-// sending k + 1; the server waits for nothing before its first, so it sends first. A sample is
-// the time between two of this side's posts.
-absl::StatusOr<Measurement> Loops::RunPerftestWriteLat(bool server) {
+// perftest's run_iter_lat_write and run_iter_lat_send, as they behave on the wire. write: each
+// side RDMA-writes message k with (k mod 256) in its last byte and waits for the peer's message k
+// in its own buffer before sending k + 1; the server sends first. send: the same with sends, each
+// awaited as a receive completion (reposted at once); the client sends first. A sample is the
+// time between two of this side's posts.
+absl::StatusOr<Measurement> Loops::RunPerftestLat(bool server) {
   const uint64_t iters = p_.iterations;
+  const bool send = VerbOf(p_.test) == Verb::kSend;
+  const bool first = send ? !server : server;  // sends before it has received anything
   volatile uint8_t* poll = v_.inbox(0) + p_.size - 1;
   uint8_t* post = v_.outbox(0) + p_.size - 1;
   ibv_sge sge = v_.Sge(v_.outbox(0));
@@ -429,12 +464,16 @@ absl::StatusOr<Measurement> Loops::RunPerftestWriteLat(bool server) {
   m.posts.reserve(iters);
   uint64_t scnt = 0, ccnt = 0, rcnt = 0;
   while (scnt < iters || ccnt < iters || rcnt < iters) {
-    if (rcnt < iters && !(scnt < 1 && server)) {
+    if (rcnt < iters && !(scnt < 1 && first)) {
       ++rcnt;
-      while (*poll != static_cast<uint8_t>(rcnt)) {
-        if (spin.Tick()) return spin.Why(absl::StrCat("the peer's message ", rcnt));
+      if (send) {
+        FABRIC_RETURN_IF_ERROR(WaitRecv(spin, absl::StrCat("the peer's message ", rcnt)));
+      } else {
+        while (*poll != static_cast<uint8_t>(rcnt)) {
+          if (spin.Tick()) return spin.Why(absl::StrCat("the peer's message ", rcnt));
+        }
+        spin.Progress();
       }
-      spin.Progress();
     }
     if (scnt < iters) {
       m.posts.push_back(NowNs());
@@ -452,9 +491,16 @@ absl::StatusOr<Measurement> Loops::RunPerftestWriteLat(bool server) {
   return m;
 }
 
-absl::StatusOr<Measurement> RunPerftestWriteLat(VerbsResources& verbs, bool server,
-                                                absl::Duration timeout, const Canceller* cancel) {
-  return Loops(verbs, timeout, cancel, nullptr).RunPerftestWriteLat(server);
+absl::StatusOr<Measurement> RunPerftestLat(VerbsResources& verbs, bool server,
+                                           absl::Duration timeout, const Canceller* cancel) {
+  return Loops(verbs, timeout, cancel, nullptr).RunPerftestLat(server);
+}
+
+absl::StatusOr<Measurement> RunPerftestSendBwServer(VerbsResources& verbs, absl::Duration timeout,
+                                                    const Canceller* cancel) {
+  Measurement m;
+  FABRIC_RETURN_IF_ERROR(Loops(verbs, timeout, cancel, nullptr).ReceiveSends(nullptr, &m));
+  return m;
 }
 
 absl::StatusOr<Measurement> RunVerbsClient(VerbsResources& verbs, absl::Duration timeout,

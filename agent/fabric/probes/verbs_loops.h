@@ -16,10 +16,15 @@ namespace fabric::probes {
 absl::StatusOr<Measurement> RunVerbsClient(VerbsResources& verbs, absl::Duration timeout,
                                            const Canceller* cancel, const Channel* watch,
                                            bool stamp_posts = false);
-// Stock perftest's write_lat ping-pong (run_iter_lat_write), either side; the time before each
-// post in Measurement::posts.
-absl::StatusOr<Measurement> RunPerftestWriteLat(VerbsResources& verbs, bool server,
-                                                absl::Duration timeout, const Canceller* cancel);
+// Stock perftest's write_lat and send_lat ping-pongs (run_iter_lat_write, run_iter_lat_send),
+// either side; the time before each post in Measurement::posts.
+absl::StatusOr<Measurement> RunPerftestLat(VerbsResources& verbs, bool server,
+                                           absl::Duration timeout, const Canceller* cancel);
+// Stock perftest's send_bw server (run_iter_bw_server): receives the client's messages (its
+// iterations on every QP, or for its duration from the first message) and times them from the
+// first receive to the last (Measurement::first_ns, last_ns, messages).
+absl::StatusOr<Measurement> RunPerftestSendBwServer(VerbsResources& verbs, absl::Duration timeout,
+                                                    const Canceller* cancel);
 // The server's part until its loop ends (write_bw, read_bw and read_lat leave its CPU out); the
 // client's Done on `ch` ends send_bw's receive loop.
 absl::Status RunVerbsServer(VerbsResources& verbs, absl::Duration timeout, const Canceller* cancel,
