@@ -97,6 +97,32 @@ for role in server client; do
   pair "send_lat_$role" "$role" send_lat "-n 300 -s 64 -x 1"
 done
 
+# -D as perftest's whole run (a quarter margin either side), both ways: the window's messages.
+pair dur_server server write_bw "-D 4"
+pair dur_client client write_bw "-D 4 --report_gbits"
+# perftest's warm-up and -m (the smaller MTU wins): the same line both sides.
+pair warm_mtu_client client write_bw "-n 300 --perform_warm_up -m 1024"
+pair warm_mtu_server server read_bw "-n 300 --perform_warm_up -m 1024"
+
+# --output: the one figure alone, the same on both sides; --out_json: the file beside the table.
+timeout 120 ib_write_bw -d "$dev" -p "$port" -n 300 --output=bandwidth >"$out/output.server.out" 2>&1 &
+spid=$!
+timeout 120 "$probe" write_bw "$ip" --perftest -d "$dev" -p "$port" --retry 10 -n 300 \
+  --output=bandwidth --out_json --out_json_file "$out/output.json" >"$out/output.client.out" \
+  2>"$out/output.client.err"
+rc=$?
+wait "$spid"
+ours=$(cat "$out/output.client.out")
+theirs=$(grep -E '^[0-9.]+$' "$out/output.server.out")
+if ((rc == 0)) && [[ $ours =~ ^[0-9]+\.[0-9]{6}$ && $ours == "$theirs" ]] &&
+  /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; assert r["bw_avg"] > 0, r' \
+    "$out/output.json"; then
+  ok "output: both print '$ours'; the file: $(tr -d '\n' <"$out/output.json" | tail -c 60)"
+else
+  fail "output: client exit $rc; ours '$ours', stock '$theirs'"
+  cat "$out"/output.*
+fi
+
 # --json: perftest's --out_json file, read by the keys NGC's scripts read.
 timeout 120 ib_write_bw -d "$dev" -p "$port" -n 300 --report_gbits >"$out/json.server.out" 2>&1 &
 spid=$!

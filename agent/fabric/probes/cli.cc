@@ -140,6 +140,31 @@ CliParse ParseCli(const std::vector<std::string>& args) {
                "be the client of its server (over the TCP exchange so far); perftest's defaults "
                "(-Q, and -D as the whole run with a quarter of it as margin either side)");
   app.add_flag("--report_gbits", gbits, "--perftest: report in Gb/s (as perftest's flag)");
+  std::string output = "full", out_json_file = "perftest_out.json";
+  bool out_json = false, warm_up = false;
+  int mtu = 0;
+  auto* o_output =
+      app.add_option("--output", output,
+                     "--perftest: print only this figure, as perftest (bandwidth or message_rate "
+                     "for bandwidth tests, latency for latency tests)")
+          ->check(CLI::IsMember({"bandwidth", "message_rate", "latency"}));
+  auto* o_out_json = app.add_flag("--out_json", out_json,
+                                  "--perftest: also write perftest's JSON report to "
+                                  "--out_json_file");
+  auto* o_out_json_file = app.add_option("--out_json_file", out_json_file,
+                                         "--perftest: the --out_json file (default "
+                                         "perftest_out.json in the working directory)");
+  auto* o_warm = app.add_flag("--perform_warm_up", warm_up,
+                              "--perftest: a tx depth of messages per QP before timing (not "
+                              "send_bw), as perftest");
+  auto* o_mtu = app.add_option("-m,--mtu", mtu,
+                               "--perftest: path MTU in bytes (256..4096; the port's active MTU "
+                               "when smaller)")
+                    ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+  bool cpu_freq = false;
+  auto* o_cpu_freq = app.add_flag("-F,--CPU-freq", cpu_freq,
+                                  "--perftest: accepted for perftest's command lines; no effect "
+                                  "(our clock is CLOCK_MONOTONIC, not the TSC's frequency)");
 
   if (std::optional<std::string> kind = docs::GenerateKind(args)) {
     absl::StatusOr<std::string> text =
@@ -167,6 +192,12 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.server = host.empty();
   c.perftest = perftest;
   c.gbits = gbits;
+  for (const CLI::Option* opt :
+       {o_output, o_out_json, o_out_json_file, o_warm, o_mtu, o_cpu_freq}) {
+    if (opt->count() > 0 && !perftest) {
+      return Usage(absl::StrCat(opt->get_name(), " goes with --perftest"));
+    }
+  }
   if (gbits && !perftest) return Usage("--report_gbits goes with --perftest");
   if (perftest && (rdma_cm || forever || !secret_file.empty() ||
                    (test_name.ends_with("_lat") && o_dur->count() > 0))) {
@@ -179,6 +210,15 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.json = json;
   c.device_given = o_dev->count() > 0;
   const TestKind test = *ParseTestName(test_name);
+  if (output == "bandwidth") c.output = perftest::Output::kBandwidth;
+  if (output == "message_rate") c.output = perftest::Output::kMessageRate;
+  if (output == "latency") c.output = perftest::Output::kLatency;
+  // perftest's own rule and words.
+  if (IsLatency(test) ? (o_output->count() > 0 && output != "latency") : output == "latency") {
+    return Usage(IsLatency(test) ? "Output verbosity level for LAT can be: latency"
+                                 : "Output verbosity level for BW can be: bandwidth, message_rate");
+  }
+  if (out_json) c.out_json_file = out_json_file;
   ProbeParams p = DefaultParams(test);
   uint32_t fields = 0;
   if (o_size->count() > 0) {
@@ -301,6 +341,8 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     o.bind = bind;
     o.port = static_cast<uint16_t>(port);
     o.allow = c.server_options.allow;
+    o.mtu = mtu;
+    o.warm_up = warm_up;
   }
   CliParse r;
   r.config = std::move(c);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/fabric/perftest/output.h"
 #include "agent/fabric/probes/perftest_peer.h"
 #include "agent/fabric/probes/probe.h"
 
@@ -26,7 +27,9 @@ struct CliConfig {
   bool device_given = false;
   ProbeSpec client;  // params, host, port, local
   ServerOptions server_options;
-  PerftestServerOptions perftest_options;  // --perftest, either side
+  PerftestServerOptions perftest_options;             // --perftest, either side
+  perftest::Output output = perftest::Output::kFull;  // --output
+  std::string out_json_file;                          // --out_json: also write this file
 };
 
 struct CliParse {

@@ -195,6 +195,36 @@ TEST(ParseCli, PerftestDurationIsTheWholeRun) {
   EXPECT_EQ(own.config.client.params.duration, absl::Seconds(5));
 }
 
+// perftest's output flags, as perftest takes them; without --perftest they are usage errors.
+TEST(ParseCli, PerftestOutputFlags) {
+  CliParse r = Parse({"write_bw", "h", "--perftest", "--output=bandwidth", "--out_json",
+                      "--out_json_file", "/tmp/x.json", "--perform_warm_up", "-m", "1024", "-F"});
+  ASSERT_FALSE(r.exit) << r.output;
+  EXPECT_EQ(r.config.output, perftest::Output::kBandwidth);
+  EXPECT_EQ(r.config.out_json_file, "/tmp/x.json");
+  EXPECT_TRUE(r.config.perftest_options.warm_up);
+  EXPECT_EQ(r.config.perftest_options.mtu, 1024);
+  // --out_json alone: perftest's default file; --out_json_file alone writes nothing (as perftest).
+  EXPECT_EQ(Parse({"write_bw", "h", "--perftest", "--out_json"}).config.out_json_file,
+            "perftest_out.json");
+  EXPECT_EQ(
+      Parse({"write_bw", "h", "--perftest", "--out_json_file", "a.json"}).config.out_json_file, "");
+  EXPECT_EQ(Parse({"read_bw", "h", "--perftest", "--output", "message_rate"}).config.output,
+            perftest::Output::kMessageRate);
+  EXPECT_EQ(Parse({"send_lat", "h", "--perftest", "--output", "latency"}).config.output,
+            perftest::Output::kLatency);
+  EXPECT_EQ(Parse({"write_bw", "h", "--perftest"}).config.output, perftest::Output::kFull);
+  ExpectUsage({"write_bw", "h", "--perftest", "--output", "latency"},
+              "Output verbosity level for BW can be: bandwidth, message_rate");
+  ExpectUsage({"write_lat", "h", "--perftest", "--output", "bandwidth"},
+              "Output verbosity level for LAT can be: latency");
+  ExpectUsage({"write_bw", "h", "--perftest", "--output", "everything"}, "--output");
+  ExpectUsage({"write_bw", "h", "--perftest", "-m", "1500"}, "--mtu");
+  for (const char* flag : {"--output=bandwidth", "--out_json", "--perform_warm_up", "-F"}) {
+    ExpectUsage({"write_bw", "h", flag}, "goes with --perftest");
+  }
+}
+
 TEST(ParseCli, HelpExitsZero) {
   CliParse r = Parse({"--help"});
   EXPECT_TRUE(r.exit);

@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/atomic_file.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
 #include "agent/fabric/perftest/output.h"
@@ -135,20 +137,34 @@ int RunPerftest(const CliConfig& c) {
   info.inline_size = static_cast<int>(o.params.inline_size);
   info.bandwidth = !IsLatency(o.params.test);
   info.verb = PerftestVerb(o.params.test);
+  info.mtu_bytes = r->mtu_bytes;
+  info.link_type = r->ethernet ? "Ethernet" : "IB";
+  info.out_reads = r->out_reads;
+  // perftest prints the table (or --output's one figure) and writes --out_json's file beside it.
+  std::string table, json;
+  const bool full = c.output == perftest::Output::kFull;
   if (r->lat) {
-    Print(c.json ? perftest::LatJson(info, *r->lat, perftest::Output::kFull)
-                 : absl::StrCat(perftest::kResultLine, perftest::LatHeader(false),
-                                perftest::LatLine(*r->lat, perftest::Output::kFull),
-                                perftest::kResultLine),
-          stdout);
+    table = full ? absl::StrCat(perftest::kResultLine, perftest::LatHeader(false),
+                                perftest::LatLine(*r->lat, c.output), perftest::kResultLine)
+                 : perftest::LatLine(*r->lat, c.output);
+    json = perftest::LatJson(info, *r->lat, c.output);
   } else if (r->bw) {
-    Print(c.json ? perftest::BwJson(info, *r->bw, c.gbits, perftest::Output::kFull)
-                 : absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits),
-                                perftest::BwLine(*r->bw, c.gbits, perftest::Output::kFull),
-                                perftest::kResultLine),
-          stdout);
-  } else if (!c.json) {  // read_lat's server measures nothing, as perftest's
-    Print(perftest::kResultLine, stdout);
+    table = full ? absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits),
+                                perftest::BwLine(*r->bw, c.gbits, c.output), perftest::kResultLine)
+                 : perftest::BwLine(*r->bw, c.gbits, c.output);
+    json = perftest::BwJson(info, *r->bw, c.gbits, c.output);
+  } else if (full) {  // read_lat's server measures nothing, as perftest's
+    table = perftest::kResultLine;
+  }
+  Print(c.json ? json : table, stdout);
+  if (!c.out_json_file.empty() && !json.empty()) {
+    const std::filesystem::path path = std::filesystem::absolute(c.out_json_file);
+    absl::StatusOr<bool> wrote =
+        ReplaceFileIfChanged(path.parent_path().string(), path.filename().string(), json);
+    if (!wrote.ok()) {
+      Error(absl::StrCat("--out_json: ", wrote.status().message()));
+      return kExitFailure;
+    }
   }
   return kExitOk;
 }

@@ -78,6 +78,13 @@ absl::Status Prefixed(const absl::Status& s, const char* step) {
   return absl::Status(s.code(), absl::StrCat(step, ": ", s.message()));
 }
 
+// -m's bytes as the verbs enum (256 -> IBV_MTU_256 = 1, ... 4096 -> 5); the CLI admits only those.
+ibv_mtu MtuEnum(int bytes) {
+  int e = 1;
+  while (e < 5 && (128 << e) < bytes) ++e;
+  return static_cast<ibv_mtu>(e);
+}
+
 uint32_t CacheLine() {
   const long n = sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
   return n > 0 ? static_cast<uint32_t>(n) : 64;
@@ -130,7 +137,8 @@ absl::StatusOr<ibv_mtu> Prologue(Oob& oob, const PerftestServerOptions& o,
   FABRIC_RETURN_IF_ERROR(
       oob.Exchange(pt::EncodeU32(CacheLine()), in, "waiting for the cache line size"));
 
-  const int my_mtu = static_cast<int>(verbs.port_attr().active_mtu);
+  int my_mtu = static_cast<int>(verbs.port_attr().active_mtu);
+  if (o.mtu > 0) my_mtu = std::min(my_mtu, static_cast<int>(MtuEnum(o.mtu)));
   std::array<uint8_t, pt::kMtuSize> mtu_in{};
   FABRIC_RETURN_IF_ERROR(oob.Exchange(pt::EncodeMtu(my_mtu), mtu_in, "waiting for the MTU"));
   absl::StatusOr<int> their_mtu = pt::DecodeMtu(mtu_in);
@@ -198,6 +206,8 @@ wire::QpEndpoint EndpointOf(const pt::Key& k) {
 // perftest prints them) and the QPs connected, then one more swap on QP 0: both are ready.
 struct Connected {
   std::string peer_version;
+  ibv_mtu mtu = IBV_MTU_1024;
+  uint16_t out_reads = 0;
   std::vector<pt::Key> mine;
   bool gid = false;
 };
@@ -209,6 +219,8 @@ absl::StatusOr<Connected> Connect(Oob& oob, const PerftestServerOptions& o, Verb
   if (!mtu.ok()) return mtu.status();
   Connected c;
   c.peer_version = peer.text;
+  c.mtu = *mtu;
+  c.out_reads = out_reads;
   // Small messages land at successive cache lines within the peer's cycle buffer.
   verbs.set_min_region(std::max<uint64_t>(o.params.size, cycle_buffer));
   FABRIC_RETURN_IF_ERROR(verbs.SetupMemory());
@@ -318,6 +330,9 @@ class Session {
   absl::StatusOr<PerftestResult> Run() {
     PerftestResult r;
     r.peer_version = c_.peer_version;
+    r.mtu_bytes = 128 << c_.mtu;
+    r.ethernet = verbs_.port_attr().link_layer == IBV_LINK_LAYER_ETHERNET;
+    r.out_reads = c_.out_reads;
     const bool server = !oob_.client();
     switch (o_.params.test) {
       case TestKind::kWriteLat: {  // no closing swap: the socket just closes
@@ -406,6 +421,10 @@ class Session {
     return r;
   }
   absl::StatusOr<pt::BwReport> Measure() {
+    // perftest skips its warm-up for sends (the receiver counts every message).
+    if (o_.warm_up && VerbOf(o_.params.test) != Verb::kSend) {
+      FABRIC_RETURN_IF_ERROR(PerftestWarmUp(verbs_, o_.local.timeout, cancel_));
+    }
     absl::StatusOr<Measurement> m =
         RunVerbsClient(verbs_, o_.local.timeout, cancel_, nullptr, /*stamp_posts=*/true);
     if (!m.ok()) return m.status();

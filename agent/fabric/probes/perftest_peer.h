@@ -31,6 +31,8 @@ struct PerftestServerOptions {
   // write_bw, size, iterations or duration, QPs; a client's tx depth and CQ moderation.
   ProbeParams params;
   bool gbits = false;  // --report_gbits (negotiated with 6.28+)
+  int mtu = 0;         // -m: bytes (256..4096; the port's active MTU when above it); 0: the port's
+  bool warm_up = false;  // --perform_warm_up: a tx depth of messages per QP before timing
   Endpoint local;
   std::string bind;
   uint16_t port = 18515;
@@ -46,6 +48,9 @@ struct PerftestResult {
   std::string peer_version;  // "6.06"
   std::string device;
   int gid_index = -1;
+  int mtu_bytes = 0;  // what both ends use: the smaller of the two
+  bool ethernet = true;
+  int out_reads = 0;
   std::optional<perftest::BwReport> bw;  // in the units of the side that measured
   std::optional<perftest::LatFigures> lat;
 };

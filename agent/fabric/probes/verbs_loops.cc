@@ -62,6 +62,7 @@ class Loops {
 
   absl::StatusOr<Measurement> RunClient();
   absl::StatusOr<Measurement> RunPerftestLat(bool server);
+  absl::Status WarmUp();
   absl::Status RunServer(Channel& ch);
   // send_bw's receiver: until the client's Done on `done` (duration mode, or a client that gave
   // up) or, with none, until the iterations (or the duration after the first message) are over;
@@ -489,6 +490,24 @@ absl::StatusOr<Measurement> Loops::RunPerftestLat(bool server) {
   }
   m.messages = iters;
   return m;
+}
+
+absl::Status Loops::WarmUp() {
+  Spin spin(timeout_, cancel_, watch_);
+  for (uint32_t q = 0; q < p_.num_qps; ++q) {
+    ibv_sge sge = v_.Sge(v_.outbox(q));
+    ibv_send_wr wr = v_.WorkRequest(q, sge, IBV_SEND_SIGNALED);
+    for (uint32_t i = 0; i < p_.tx_depth; ++i) FABRIC_RETURN_IF_ERROR(v_.PostSend(q, &wr));
+    for (uint32_t i = 0; i < p_.tx_depth; ++i) {
+      FABRIC_RETURN_IF_ERROR(WaitSend(spin, absl::StrCat("warm-up message ", i + 1)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PerftestWarmUp(VerbsResources& verbs, absl::Duration timeout,
+                            const Canceller* cancel) {
+  return Loops(verbs, timeout, cancel, nullptr).WarmUp();
 }
 
 absl::StatusOr<Measurement> RunPerftestLat(VerbsResources& verbs, bool server,

@@ -20,6 +20,9 @@ absl::StatusOr<Measurement> RunVerbsClient(VerbsResources& verbs, absl::Duration
 // either side; the time before each post in Measurement::posts.
 absl::StatusOr<Measurement> RunPerftestLat(VerbsResources& verbs, bool server,
                                            absl::Duration timeout, const Canceller* cancel);
+// perftest's --perform_warm_up (perform_warm_up): a tx depth of signalled messages on each QP,
+// all completed, before the timed run.
+absl::Status PerftestWarmUp(VerbsResources& verbs, absl::Duration timeout, const Canceller* cancel);
 // Stock perftest's send_bw server (run_iter_bw_server): receives the client's messages (its
 // iterations on every QP, or for its duration from the first message) and times them from the
 // first receive to the last (Measurement::first_ns, last_ns, messages).
