@@ -1,14 +1,17 @@
 #!/bin/bash
-# Runs inside the rig's guest: `rig.sh run -- guest_perftest.sh FABRIC_PROBE`. fabric-probe on
+# Runs inside the rig's guest: `rig.sh run -- guest_perftest.sh FABRIC_PROBE [tcp|cm]`. fabric-probe on
 # stock perftest's protocol against Debian's perftest (6.06) over the real rxe0, both ways: a
 # stock ib_write_bw client served by `fabric-probe write_bw --perftest`, and fabric-probe the
 # client of a stock server (GID chosen and -x, MB/s and Gb/s, several QPs), the server printing
 # exactly the client's own report line; read_bw, send_bw, write_lat, read_lat and send_lat with
-# their stock tools either way; a client outside --allow; peers that send garbage, a truncated
-# key, or vanish mid-exchange.
+# their stock tools either way, over the TCP exchange and over rdma_cm (-R); a client outside
+# --allow; peers that send garbage, a truncated key, or vanish mid-exchange.
 set -uo pipefail
 
-probe="${1:?usage: guest_perftest.sh FABRIC_PROBE}"
+probe="${1:?usage: guest_perftest.sh FABRIC_PROBE [tcp|cm [FAKE_LIBCUDA]]}"
+part="${2:-all}"
+fake_cuda="${3:-}"
+probe_env=(env)  # variables for fabric-probe alone (pair)
 # shellcheck source-path=SCRIPTDIR source=guest_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/guest_lib.sh"
 port=18515
@@ -19,14 +22,16 @@ report_line() { grep -A1 '#bytes' "$1" | tail -n1 | tr -s ' \t' ' '; }
 # lat_ok LINE N: a latency line with N iterations and t_min <= t_typical <= t_max.
 lat_ok() { awk -v n="$2" '{ exit !($2 == n && $3 > 0 && $3 <= $5 && $5 <= $4) }' <<<"$1"; }
 
-# pair NAME ROLE TEST "ARGS": fabric-probe TEST --perftest as ROLE (server or client) and stock
-# ib_TEST as the other end, both with ARGS; both exit 0. write_bw and read_bw: both print the
+# pair NAME ROLE TEST "ARGS" ["OURS"]: fabric-probe TEST --perftest as ROLE (server or client)
+# and stock ib_TEST as the other end, both with ARGS (fabric-probe with OURS too); both exit 0. write_bw and read_bw: both print the
 # same report line (the server prints the client's). send_bw: each prints its own, with the same
 # size and message count, the receiver without a peak. Latency: each side measures its own, ours
 # with the iterations asked (read_lat: the client alone).
 pair() {
   local name=$1 role=$2 test=$3 args=$4 ours theirs
-  local probe_cmd=("$probe" "$test" --perftest -d "$dev" -p "$port" --timeout 20)
+  # shellcheck disable=SC2206
+  local probe_cmd=("${probe_env[@]}" "$probe" "$test" --perftest -d "$dev" -p "$port" --timeout 20
+    ${5:-})
   local stock_cmd=("ib_$test" -d "$dev" -p "$port")
   if [[ $role == server ]]; then stock_cmd+=("$ip"); else probe_cmd+=("$ip" --retry 10); fi
   local first=("${probe_cmd[@]}") second=("${stock_cmd[@]}")
@@ -34,7 +39,12 @@ pair() {
   # shellcheck disable=SC2086
   timeout 120 "${first[@]}" $args >"$out/$name.first.out" 2>"$out/$name.first.err" &
   local spid=$! i
-  for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done
+  # An rdma_cm listener has no TCP socket to wait for; a second is ample for it to listen.
+  if [[ " $args " == *" -R "* ]]; then
+    sleep 1
+  else
+    for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done
+  fi
   # shellcheck disable=SC2086
   timeout 120 "${second[@]}" $args >"$out/$name.second.out" 2>"$out/$name.second.err"
   local rc=$?
@@ -77,6 +87,8 @@ pair() {
   fi
 }
 
+# The TCP exchange: every test either way; --json; --allow; bad peers.
+part_tcp() {
 pair default server write_bw "-n 300"
 pair gid_index server write_bw "-n 300 -x 1"
 pair gbits server write_bw "-n 500 -s 4096 --report_gbits"
@@ -96,32 +108,6 @@ for role in server client; do
   pair "read_lat_$role" "$role" read_lat "-n 300"
   pair "send_lat_$role" "$role" send_lat "-n 300 -s 64 -x 1"
 done
-
-# -D as perftest's whole run (a quarter margin either side), both ways: the window's messages.
-pair dur_server server write_bw "-D 4"
-pair dur_client client write_bw "-D 4 --report_gbits"
-# perftest's warm-up and -m (the smaller MTU wins): the same line both sides.
-pair warm_mtu_client client write_bw "-n 300 --perform_warm_up -m 1024"
-pair warm_mtu_server server read_bw "-n 300 --perform_warm_up -m 1024"
-
-# --output: the one figure alone, the same on both sides; --out_json: the file beside the table.
-timeout 120 ib_write_bw -d "$dev" -p "$port" -n 300 --output=bandwidth >"$out/output.server.out" 2>&1 &
-spid=$!
-timeout 120 "$probe" write_bw "$ip" --perftest -d "$dev" -p "$port" --retry 10 -n 300 \
-  --output=bandwidth --out_json --out_json_file "$out/output.json" >"$out/output.client.out" \
-  2>"$out/output.client.err"
-rc=$?
-wait "$spid"
-ours=$(cat "$out/output.client.out")
-theirs=$(grep -E '^[0-9.]+$' "$out/output.server.out")
-if ((rc == 0)) && [[ $ours =~ ^[0-9]+\.[0-9]{6}$ && $ours == "$theirs" ]] &&
-  /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; assert r["bw_avg"] > 0, r' \
-    "$out/output.json"; then
-  ok "output: both print '$ours'; the file: $(tr -d '\n' <"$out/output.json" | tail -c 60)"
-else
-  fail "output: client exit $rc; ours '$ours', stock '$theirs'"
-  cat "$out"/output.*
-fi
 
 # --json: perftest's --out_json file, read by the keys NGC's scripts read.
 timeout 120 ib_write_bw -d "$dev" -p "$port" -n 300 --report_gbits >"$out/json.server.out" 2>&1 &
@@ -206,6 +192,90 @@ bad_peer huge_page "not a page size" "$prologue
 x(b'6.06'.ljust(16, b'\0'), 16); x(struct.pack('>I', 0xffffffff), 4); time.sleep(0.5)"
 bad_peer silent "timed out waiting for the page size" "$prologue
 x(b'6.06'.ljust(16, b'\0'), 16); time.sleep(6)"
+}
+
+# rdma_cm (-R); perftest's -D, warm-up, -m and --output.
+part_cm() {
+# -R: the exchange and the QPs over rdma_cm (perftest's binary keys), every test, both ways;
+# several QPs, which a stock client asks rdma_cm for all at once.
+for role in server client; do
+  pair "cm_write_bw_$role" "$role" write_bw "-n 300 -R -q 2"
+  pair "cm_read_bw_$role" "$role" read_bw "-n 300 -R"
+  pair "cm_send_bw_$role" "$role" send_bw "-n 300 -R -q 2"
+  pair "cm_read_lat_$role" "$role" read_lat "-n 300 -R"
+  pair "cm_send_lat_$role" "$role" send_lat "-n 200 -R"
+done
+pair cm_write_lat_server server write_lat "-n 200 -R"
+
+# -D as perftest's whole run (a quarter margin either side), both ways: the window's messages.
+pair dur_server server write_bw "-D 4"
+pair dur_client client write_bw "-D 4 --report_gbits"
+# perftest's warm-up and -m (the smaller MTU wins): the same line both sides.
+pair warm_mtu_client client write_bw "-n 300 --perform_warm_up -m 1024"
+pair warm_mtu_server server read_bw "-n 300 --perform_warm_up -m 1024"
+
+# --output: the one figure alone, the same on both sides; --out_json: the file beside the table.
+timeout 120 ib_write_bw -d "$dev" -p "$port" -n 300 --output=bandwidth >"$out/output.server.out" 2>&1 &
+spid=$!
+timeout 120 "$probe" write_bw "$ip" --perftest -d "$dev" -p "$port" --retry 10 -n 300 \
+  --output=bandwidth --out_json --out_json_file "$out/output.json" >"$out/output.client.out" \
+  2>"$out/output.client.err"
+rc=$?
+wait "$spid"
+ours=$(cat "$out/output.client.out")
+theirs=$(grep -E '^[0-9.]+$' "$out/output.server.out")
+if ((rc == 0)) && [[ $ours =~ ^[0-9]+\.[0-9]{6}$ && $ours == "$theirs" ]] &&
+  /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; assert r["bw_avg"] > 0, r' \
+    "$out/output.json"; then
+  ok "output: both print '$ours'; the file: $(tr -d '\n' <"$out/output.json" | tail -c 60)"
+else
+  fail "output: client exit $rc; ours '$ours', stock '$theirs'"
+  cat "$out"/output.*
+fi
+
+# GPU memory behind the loader seam: a stand-in libcuda.so.1 (the fake, its allocations in host
+# memory) found the way the real one is, with the real rxe0 registering and moving the bytes.
+if [[ -n $fake_cuda ]]; then
+  libdir=$(mktemp -d)
+  ln -s "$fake_cuda" "$libdir/libcuda.so.1"
+  probe_env=(env LD_LIBRARY_PATH="$libdir" FAKE_CUDA_HOST_BACKED=1)
+  # The peer-memory path (ibv_reg_mr on the device pointer), either end.
+  pair gpu_client client write_bw "-n 300" "--use_cuda 0"
+  pair gpu_server server read_bw "-n 300" "--use_cuda_bus_id 0000:3b:00.0"
+  if grep -q "the buffer is in CUDA GPU 0 (peer memory)" "$out/gpu_client.second.err"; then
+    ok "gpu: $(grep "the buffer is in" "$out/gpu_client.second.err")"
+  else
+    fail "gpu: $(cat "$out/gpu_client.second.err")"
+  fi
+  # dma-buf on a provider that cannot take one (rxe), and no libcuda at all: one line each,
+  # exit 1, nothing left behind to crash on.
+  gpu_refused() {
+    local name=$1 expect=$2 envs=$3 flags=$4
+    timeout 60 ib_write_bw -d "$dev" -p "$port" -n 100 >/dev/null 2>&1 &
+    local spid=$!
+    for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done
+    # shellcheck disable=SC2086
+    timeout 60 env $envs "$probe" write_bw "$ip" --perftest -d "$dev" -p "$port" -n 100 \
+      --timeout 5 $flags >/dev/null 2>"$out/$name.err"
+    local rc=$?
+    wait "$spid"
+    if ((rc == 1)) && [[ $(wc -l <"$out/$name.err") -le 2 ]] && grep -q "$expect" "$out/$name.err"; then
+      ok "$name: $(tail -n1 "$out/$name.err")"
+    else
+      fail "$name: exit $rc: $(cat "$out/$name.err")"
+    fi
+  }
+  gpu_refused gpu_dmabuf_rxe "dma-buf" "LD_LIBRARY_PATH=$libdir" "--use_cuda 0 --use_cuda_dmabuf"
+  gpu_refused gpu_no_libcuda "libcuda.so.1" "" "--use_cuda 0"
+  probe_env=(env)
+fi
+}
+
+case $part in
+  tcp) part_tcp ;;
+  cm) part_cm ;;
+  *) part_tcp && part_cm ;;
+esac
 
 if ((failures)); then
   echo "$failures check(s) failed"

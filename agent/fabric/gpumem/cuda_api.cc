@@ -10,6 +10,9 @@
 namespace fabric::gpumem {
 namespace {
 
+// CUDA_ERROR_NOT_SUPPORTED (cuda.h).
+constexpr CUresult kCudaErrorNotSupported = 801;
+
 // cuGetProcAddress's flags: the driver's default (per-thread stream off).
 constexpr unsigned long long kGetProcAddressDefault = 0;
 
@@ -37,7 +40,9 @@ struct Entries {
 class CudaApiImpl final : public CudaApi {
  public:
   CudaApiImpl(void* handle, const Entries& e) : handle_(handle), e_(e) {}
-  ~CudaApiImpl() override { dlclose(handle_); }
+  ~CudaApiImpl() override {
+    if (handle_ != nullptr) dlclose(handle_);
+  }
   CudaApiImpl(const CudaApiImpl&) = delete;
   CudaApiImpl& operator=(const CudaApiImpl&) = delete;
 
@@ -64,10 +69,20 @@ class CudaApiImpl final : public CudaApi {
   CUresult MemFree(CUdeviceptr ptr) override { return e_.mem_free(ptr); }
   CUresult MemGetHandleForAddressRange(void* handle, CUdeviceptr ptr, size_t size, int handle_type,
                                        unsigned long long flags) override {
+    // Not resolved when loaded for the peer-memory path.
+    if (e_.mem_get_handle_for_address_range == nullptr) return kCudaErrorNotSupported;
     return e_.mem_get_handle_for_address_range(handle, ptr, size, handle_type, flags);
   }
   CUresult GetErrorString(CUresult error, const char** text) override {
     return e_.get_error_string(error, text);
+  }
+  absl::Status Unload() override {
+    if (handle_ == nullptr) return absl::OkStatus();
+    void* handle = std::exchange(handle_, nullptr);
+    if (dlclose(handle) == 0) return absl::OkStatus();
+    const char* err = dlerror();
+    return absl::InternalError(absl::StrCat("unloading the CUDA driver library: ",
+                                            std::string(err != nullptr ? err : "dlclose failed")));
   }
 
  private:
@@ -103,7 +118,7 @@ class Resolver {
   GetProcAddressV2 v2_;
 };
 
-absl::Status ResolveAll(Resolver& r, Entries& e) {
+absl::Status ResolveAll(Resolver& r, bool dmabuf, Entries& e) {
   // Versions as perftest's cuda_loader.c uses them: the first CUDA with each call's current ABI.
   for (absl::Status s : {
            r.Get("cuInit", 2000, &e.init),
@@ -118,8 +133,9 @@ absl::Status ResolveAll(Resolver& r, Entries& e) {
            r.Get("cuCtxSetCurrent", 4000, &e.ctx_set_current),
            r.Get("cuMemAlloc", 3020, &e.mem_alloc),
            r.Get("cuMemFree", 3020, &e.mem_free),
-           r.Get("cuMemGetHandleForAddressRange", kCudaDmaBufVersion,
-                 &e.mem_get_handle_for_address_range),
+           dmabuf ? r.Get("cuMemGetHandleForAddressRange", kCudaDmaBufVersion,
+                          &e.mem_get_handle_for_address_range)
+                  : absl::OkStatus(),
            r.Get("cuGetErrorString", 6000, &e.get_error_string),
        }) {
     if (!s.ok()) return s;
@@ -139,7 +155,7 @@ std::string CudaErrorText(CudaApi& cuda, CUresult error) {
   return absl::StrCat(std::string(text), " (CUDA error ", error, ")");
 }
 
-absl::StatusOr<std::unique_ptr<CudaApi>> LoadCuda(const std::string& library) {
+absl::StatusOr<std::unique_ptr<CudaApi>> LoadCuda(const std::string& library, bool dmabuf) {
   // RTLD_LOCAL: the driver's symbols stay out of the global namespace, where they could satisfy
   // another library's undefined references by accident.
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -169,12 +185,12 @@ absl::StatusOr<std::unique_ptr<CudaApi>> LoadCuda(const std::string& library) {
     return absl::InternalError(
         absl::StrCat(library, ": cuDriverGetVersion failed (CUDA error ", rc, ")"));
   }
-  if (version < kCudaDmaBufVersion) {
+  if (dmabuf && version < kCudaDmaBufVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("CUDA driver ", VersionText(version), " is older than ",
                      VersionText(kCudaDmaBufVersion), ", which dma-buf export needs"));
   }
-  if (absl::Status s = ResolveAll(resolver, e); !s.ok()) return s;
+  if (absl::Status s = ResolveAll(resolver, dmabuf, e); !s.ok()) return s;
   return std::unique_ptr<CudaApi>(new CudaApiImpl(closer.release(), e));
 }
 

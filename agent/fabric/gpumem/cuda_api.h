@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace fabric::gpumem {
@@ -43,15 +44,20 @@ class CudaApi {
   virtual CUresult MemGetHandleForAddressRange(void* handle, CUdeviceptr ptr, size_t size,
                                                int handle_type, unsigned long long flags) = 0;
   virtual CUresult GetErrorString(CUresult error, const char** text) = 0;
+  // Closes the driver library now and reports dlclose's failure (the destructor closes it
+  // otherwise, silently). No call may follow.
+  virtual absl::Status Unload() { return absl::OkStatus(); }
 };
 
 // "out of memory (CUDA error 2)"; the number alone when the driver has no text for it.
 std::string CudaErrorText(CudaApi& cuda, CUresult error);
 
 // dlopens `library` and resolves every entry point through cuGetProcAddress at explicit CUDA
-// versions (so the ABI is the one these declarations describe, whatever the driver's default),
-// and checks the driver can export dma-buf (11.7 or later). One-line errors name the library or
-// symbol.
-absl::StatusOr<std::unique_ptr<CudaApi>> LoadCuda(const std::string& library = "libcuda.so.1");
+// versions (so the ABI is the one these declarations describe, whatever the driver's default).
+// With `dmabuf`, checks the driver can export dma-buf (11.7 or later); without it (the peer-memory
+// path) MemGetHandleForAddressRange is not resolved and must not be called. One-line errors name
+// the library or symbol.
+absl::StatusOr<std::unique_ptr<CudaApi>> LoadCuda(const std::string& library = "libcuda.so.1",
+                                                  bool dmabuf = true);
 
 }  // namespace fabric::gpumem

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -21,7 +22,10 @@ constexpr const char* kBusId = "0000:3b:00.0";
 
 // Keys: driver_version, device_count, dmabuf_supported, alloc_fails, export_fails,
 // hide_export (cuGetProcAddress fails for cuMemGetHandleForAddressRange), misalign (bytes added
-// to each pointer cuMemAlloc gives). Counters: retained, allocated, export_ptr, export_size.
+// to each pointer cuMemAlloc gives), host_backed (cuMemAlloc maps host memory, so that a process
+// using the fake, fabric-probe in the VM test, registers and moves real bytes on the peer-memory
+// path; also set by FAKE_CUDA_HOST_BACKED=1). Counters: retained, allocated, export_ptr,
+// export_size.
 std::map<std::string, long long>& State() {
   static std::map<std::string, long long> s;
   return s;
@@ -33,6 +37,13 @@ void Reset() {
   State()["driver_version"] = 12040;
   State()["device_count"] = 1;
   State()["dmabuf_supported"] = 1;
+  const char* host = getenv("FAKE_CUDA_HOST_BACKED");
+  State()["host_backed"] = host != nullptr && strcmp(host, "1") == 0 ? 1 : 0;
+}
+
+std::map<uint64_t, size_t>& Mapped() {
+  static std::map<uint64_t, size_t> m;
+  return m;
 }
 
 struct Init {
@@ -76,12 +87,23 @@ CUresult FakeCtxSetCurrent(void* ctx) { return ctx != nullptr ? kSuccess : kInva
 CUresult FakeMemAlloc(uint64_t* p, size_t size) {
   if (Get("alloc_fails") != 0) return kOutOfMemory;
   if (size == 0) return kInvalidValue;
+  if (Get("host_backed") != 0) {
+    void* m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return kOutOfMemory;
+    *p = reinterpret_cast<uint64_t>(m);
+    Mapped()[*p] = size;
+  } else {
+    *p = 0x7f0000200000ULL + static_cast<uint64_t>(Get("misalign"));
+  }
   ++State()["allocated"];
-  *p = 0x7f0000200000ULL + static_cast<uint64_t>(Get("misalign"));
   return kSuccess;
 }
 CUresult FakeMemFree(uint64_t p) {
   if (p == 0) return kInvalidValue;
+  if (auto it = Mapped().find(p); it != Mapped().end()) {
+    munmap(reinterpret_cast<void*>(p), it->second);
+    Mapped().erase(it);
+  }
   --State()["allocated"];
   return kSuccess;
 }

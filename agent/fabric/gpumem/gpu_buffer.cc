@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
 #include "agent/common/log.h"
+#include "agent/fabric/gpumem/failures.h"
+#include "agent/fabric/gpumem/registration_failure.h"
 
 namespace fabric::gpumem {
 namespace {
@@ -46,22 +48,10 @@ absl::StatusOr<CUdevice> FindDevice(CudaApi& cuda, const std::string& name) {
   return device;
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<GpuBuffer>> GpuBuffer::Allocate(CudaApi& cuda,
-                                                               std::string_view pci_bus_id_or_index,
-                                                               size_t size) {
-  const std::string name(pci_bus_id_or_index);
-  if (size == 0) return absl::InvalidArgumentError("a GPU buffer of 0 bytes");
-  if (const CUresult rc = cuda.Init(0); rc != kCudaSuccess) {
-    return CudaFailed(cuda, "cuInit", rc);
-  }
-  absl::StatusOr<CUdevice> device = FindDevice(cuda, name);
-  if (!device.ok()) return device.status();
-
+absl::Status CheckDmabufSupported(CudaApi& cuda, const std::string& name, CUdevice device) {
   int dmabuf = 0;
   if (const CUresult rc =
-          cuda.DeviceGetAttribute(&dmabuf, kCuDeviceAttributeDmaBufSupported, *device);
+          cuda.DeviceGetAttribute(&dmabuf, kCuDeviceAttributeDmaBufSupported, device);
       rc != kCudaSuccess) {
     return CudaFailed(cuda, absl::StrCat("GPU ", name, ": cuDeviceGetAttribute(DMA_BUF_SUPPORTED)"),
                       rc);
@@ -71,6 +61,25 @@ absl::StatusOr<std::unique_ptr<GpuBuffer>> GpuBuffer::Allocate(CudaApi& cuda,
         "GPU ", name,
         " cannot export dma-buf (the proprietary kernel module without dma-buf support: use the "
         "open kernel module, or nvidia_peermem)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GpuBuffer>> GpuBuffer::Allocate(CudaApi& cuda,
+                                                               std::string_view pci_bus_id_or_index,
+                                                               size_t size, bool export_dmabuf) {
+  const std::string name(pci_bus_id_or_index);
+  if (size == 0) return absl::InvalidArgumentError("a GPU buffer of 0 bytes");
+  if (const CUresult rc = cuda.Init(0); rc != kCudaSuccess) {
+    return CudaFailed(cuda, "cuInit", rc);
+  }
+  absl::StatusOr<CUdevice> device = FindDevice(cuda, name);
+  if (!device.ok()) return device.status();
+  if (export_dmabuf) {
+    // Checked before allocating: the common failure costs nothing to give back.
+    if (absl::Status s = CheckDmabufSupported(cuda, name, *device); !s.ok()) return s;
   }
 
   // From here on the buffer owns what each step takes, so its destructor frees it on failure.
@@ -93,72 +102,77 @@ absl::StatusOr<std::unique_ptr<GpuBuffer>> GpuBuffer::Allocate(CudaApi& cuda,
   }
   b->ptr_ = ptr;
   b->size_ = alloc_size;
-
-  // dma-buf export works on whole host pages: start at the page below the pointer and register
-  // from `offset` within the dma-buf, as perftest does.
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t aligned = ptr & ~(page - 1);
-  b->offset_ = ptr - aligned;
-  b->dmabuf_size_ = (alloc_size + b->offset_ + page - 1) & ~(page - 1);
-  int fd = -1;
-  if (const CUresult rc = cuda.MemGetHandleForAddressRange(&fd, aligned, b->dmabuf_size_,
-                                                           kCuMemRangeHandleTypeDmaBufFd, 0);
-      rc != kCudaSuccess) {
-    return CudaFailed(cuda, absl::StrCat("GPU ", name, ": cuMemGetHandleForAddressRange"), rc);
+  if (export_dmabuf) {
+    if (absl::Status s = b->ExportDmabuf(); !s.ok()) return s;
   }
-  if (fd < 0) {
-    return absl::InternalError(
-        absl::StrCat("GPU ", name, ": cuMemGetHandleForAddressRange gave no fd"));
-  }
-  b->fd_.reset(fd);
   return b;
 }
 
-GpuBuffer::~GpuBuffer() {
+absl::Status GpuBuffer::ExportDmabuf() {
+  if (fd_.valid()) return absl::OkStatus();
+  if (ptr_ == 0) return absl::FailedPreconditionError(absl::StrCat("GPU ", name_, ": freed"));
+  if (absl::Status s = CheckDmabufSupported(cuda_, name_, device_); !s.ok()) return s;
+  // dma-buf export works on whole host pages: start at the page below the pointer and register
+  // from `offset` within the dma-buf, as perftest does.
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t aligned = ptr_ & ~(page - 1);
+  offset_ = ptr_ - aligned;
+  dmabuf_size_ = (size_ + offset_ + page - 1) & ~(page - 1);
+  int fd = -1;
+  if (const CUresult rc = cuda_.MemGetHandleForAddressRange(&fd, aligned, dmabuf_size_,
+                                                            kCuMemRangeHandleTypeDmaBufFd, 0);
+      rc != kCudaSuccess) {
+    return CudaFailed(cuda_, absl::StrCat("GPU ", name_, ": cuMemGetHandleForAddressRange"), rc);
+  }
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("GPU ", name_, ": cuMemGetHandleForAddressRange gave no fd"));
+  }
+  fd_.reset(fd);
+  return absl::OkStatus();
+}
+
+absl::Status GpuBuffer::Free() {
+  absl::Status all;
   if (const int err = fd_.Close(); err != 0) {
-    Log(LogLevel::kWarning, "GPU ", name_, ": closing the dma-buf fd: ", ErrnoText(err));
+    AddFailure(all, absl::InternalError(
+                        absl::StrCat("GPU ", name_, ": closing the dma-buf fd: ", ErrnoText(err))));
   }
   if (ptr_ != 0) {
-    // The context is per thread: make it current here, as the destructor may run elsewhere.
+    // The context is per thread: make it current here, as this may run on another thread.
     if (const CUresult rc = cuda_.CtxSetCurrent(ctx_); rc != kCudaSuccess) {
-      Log(LogLevel::kWarning, "GPU ", name_, ": cuCtxSetCurrent: ", CudaErrorText(cuda_, rc));
+      AddFailure(all, CudaFailed(cuda_, absl::StrCat("GPU ", name_, ": cuCtxSetCurrent"), rc));
     }
-    if (const CUresult rc = cuda_.MemFree(ptr_); rc != kCudaSuccess) {
-      Log(LogLevel::kWarning, "GPU ", name_, ": cuMemFree: ", CudaErrorText(cuda_, rc));
+    if (const CUresult rc = cuda_.MemFree(std::exchange(ptr_, 0)); rc != kCudaSuccess) {
+      AddFailure(all, CudaFailed(cuda_, absl::StrCat("GPU ", name_, ": cuMemFree"), rc));
     }
   }
-  if (retained_) {
+  if (std::exchange(retained_, false)) {
     if (const CUresult rc = cuda_.DevicePrimaryCtxRelease(device_); rc != kCudaSuccess) {
-      Log(LogLevel::kWarning, "GPU ", name_,
-          ": cuDevicePrimaryCtxRelease: ", CudaErrorText(cuda_, rc));
+      AddFailure(all,
+                 CudaFailed(cuda_, absl::StrCat("GPU ", name_, ": cuDevicePrimaryCtxRelease"), rc));
     }
   }
+  return all;
+}
+
+GpuBuffer::~GpuBuffer() {
+  if (absl::Status s = Free(); !s.ok()) Log(LogLevel::kWarning, s.message());
 }
 
 absl::StatusOr<ibv_mr*> RegisterDmabuf(ibv_pd* pd, const GpuBuffer& buffer, int access) {
-  errno = 0;
-  ibv_mr* mr = ibv_reg_dmabuf_mr(pd, buffer.offset(), buffer.size(), buffer.device_ptr(),
-                                 buffer.dmabuf_fd(), access);
-  if (mr != nullptr) return mr;
-  const int err = errno != 0 ? errno : EIO;
-  std::string why;
-  switch (err) {
-    case EOPNOTSUPP:
-      why =
-          "the RDMA device or rdma-core cannot register dma-buf (Soft-RoCE cannot; rdma-core older "
-          "than v34)";
-      break;
-    case EFAULT:
-    case EINVAL:
-      why =
-          "the NIC could not map the GPU's memory (check the IOMMU and PCIe ACS settings between "
-          "the NIC and the GPU)";
-      break;
-    default:
-      why = ErrnoText(err);
+  if (buffer.dmabuf_fd() < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("GPU ", buffer.device_name(), ": not exported as a dma-buf"));
   }
-  return absl::InternalError(absl::StrCat("ibv_reg_dmabuf_mr of ", buffer.size(), " bytes of GPU ",
-                                          buffer.device_name(), ": ", why));
+  GpuRange range;
+  range.vendor = GpuVendor::kCuda;
+  range.gpu = buffer.device_name();
+  range.device_ptr = buffer.device_ptr();
+  range.size = buffer.size();
+  range.dmabuf_fd = buffer.dmabuf_fd();
+  range.dmabuf_offset = buffer.offset();
+  return RegisterGpuRange(pd, range, access, DefaultMrCalls(), HostFiles());
 }
 
 }  // namespace fabric::gpumem

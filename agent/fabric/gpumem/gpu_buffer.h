@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/common/fd.h"
 #include "agent/fabric/gpumem/cuda_api.h"
@@ -25,18 +26,26 @@ inline constexpr size_t kGpuAllocGranularity = 64 * 1024;
 class GpuBuffer {
  public:
   // Allocates `size` bytes (rounded up to kGpuAllocGranularity) in the primary context of the
-  // GPU named by its PCI bus id ("0000:3b:00.0") or CUDA index ("0"), and exports them as a
-  // dma-buf. `cuda` must outlive the buffer. Whatever was taken before a failure is freed.
+  // GPU named by its PCI bus id ("0000:3b:00.0") or CUDA index ("0"), and with `export_dmabuf`
+  // exports them as a dma-buf (ExportDmabuf). `cuda` must outlive the buffer. Whatever was taken
+  // before a failure is freed.
   static absl::StatusOr<std::unique_ptr<GpuBuffer>> Allocate(CudaApi& cuda,
                                                              std::string_view pci_bus_id_or_index,
-                                                             size_t size);
+                                                             size_t size,
+                                                             bool export_dmabuf = true);
 
   GpuBuffer(const GpuBuffer&) = delete;
   GpuBuffer& operator=(const GpuBuffer&) = delete;
-  // Closes the dma-buf fd, frees the allocation and releases the primary context, in that order;
-  // failures are logged.
+  // Free(), its failures logged.
   ~GpuBuffer();
 
+  // Exports the allocation as a dma-buf, once; fails (FailedPrecondition) when the GPU cannot.
+  absl::Status ExportDmabuf();
+  // Closes the dma-buf fd, frees the allocation and releases the primary context, in that order,
+  // once; every failure is returned (the first one's code).
+  absl::Status Free();
+
+  // -1 until exported.
   int dmabuf_fd() const { return fd_.get(); }
   // Where device_ptr() lies in the dma-buf (the export starts at the host page below it).
   uint64_t offset() const { return offset_; }
@@ -63,7 +72,7 @@ class GpuBuffer {
 };
 
 // Registers `buffer`'s dma-buf with the RDMA device of `pd` (ibv_reg_dmabuf_mr, the iova being the
-// device pointer as perftest passes it). Errors say why in one line.
+// device pointer as perftest passes it). Errors say why in one line (ExplainRegistrationFailure).
 absl::StatusOr<ibv_mr*> RegisterDmabuf(ibv_pd* pd, const GpuBuffer& buffer, int access);
 
 }  // namespace fabric::gpumem

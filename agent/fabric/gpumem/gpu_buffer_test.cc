@@ -1,6 +1,6 @@
 // GpuBuffer and LoadCuda against fake_cuda (a stand-in libcuda.so.1): the loader's errors, each
 // failure's reason, the export's page arithmetic, and that every path gives back what it took.
-// RegisterDmabuf needs an RDMA device and a GPU: it is not tested here.
+// RegisterDmabuf needs an RDMA device: its reasons are tested in registration_failure_test.
 #include "agent/fabric/gpumem/gpu_buffer.h"
 
 #include <dlfcn.h>
@@ -178,6 +178,27 @@ TEST_F(GpuBufferTest, TwoBuffersEachFreed) {
   EXPECT_EQ(get_("retained"), 1);
   b->reset();
   ExpectNothingHeld();
+}
+
+// The peer-memory path: no dma-buf export, so neither 11.7 nor cuMemGetHandleForAddressRange is
+// needed.
+TEST_F(GpuBufferTest, WithoutExport) {
+  set_("driver_version", 11040);
+  set_("hide_export", 1);
+  absl::StatusOr<std::unique_ptr<CudaApi>> cuda = LoadCuda(FAKE_CUDA, false);
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  auto b = GpuBuffer::Allocate(**cuda, "0", 1, false);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)->dmabuf_fd(), -1);
+  EXPECT_EQ(get_("allocated"), 1);
+  // Exporting anyway fails cleanly (the entry point was not resolved) and keeps the buffer.
+  absl::Status s = (*b)->ExportDmabuf();
+  EXPECT_THAT(s.message(), HasSubstr("cuMemGetHandleForAddressRange failed: CUDA error 801"));
+  EXPECT_EQ(get_("allocated"), 1);
+  EXPECT_TRUE((*b)->Free().ok());
+  ExpectNothingHeld();
+  EXPECT_TRUE((*b)->Free().ok());  // once
+  EXPECT_TRUE((*cuda)->Unload().ok());
 }
 
 }  // namespace

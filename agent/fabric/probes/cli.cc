@@ -161,6 +161,22 @@ CliParse ParseCli(const std::vector<std::string>& args) {
                                "--perftest: path MTU in bytes (256..4096; the port's active MTU "
                                "when smaller)")
                     ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+  std::string cuda, cuda_bus_id, rocm;
+  bool cuda_dmabuf = false, rocm_dmabuf = false;
+  auto* o_cuda = app.add_option("--use_cuda", cuda,
+                                "--perftest, bandwidth tests: the buffer in this CUDA GPU's memory "
+                                "(index); without --use_cuda_dmabuf registered through "
+                                "nvidia_peermem");
+  auto* o_cuda_bus = app.add_option("--use_cuda_bus_id", cuda_bus_id,
+                                    "--perftest: as --use_cuda, the GPU named by its PCI address");
+  auto* o_cuda_dmabuf = app.add_flag("--use_cuda_dmabuf", cuda_dmabuf,
+                                     "--perftest: register the GPU memory as a dma-buf "
+                                     "(ibv_reg_dmabuf_mr; no nvidia_peermem)");
+  auto* o_rocm = app.add_option("--use_rocm", rocm,
+                                "--perftest, bandwidth tests: the buffer in this ROCm GPU's memory "
+                                "(index)");
+  auto* o_rocm_dmabuf = app.add_flag("--use_rocm_dmabuf", rocm_dmabuf,
+                                     "--perftest: register the ROCm memory as a dma-buf");
   bool cpu_freq = false;
   auto* o_cpu_freq = app.add_flag("-F,--CPU-freq", cpu_freq,
                                   "--perftest: accepted for perftest's command lines; no effect "
@@ -192,19 +208,18 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.server = host.empty();
   c.perftest = perftest;
   c.gbits = gbits;
-  for (const CLI::Option* opt :
-       {o_output, o_out_json, o_out_json_file, o_warm, o_mtu, o_cpu_freq}) {
+  for (const CLI::Option* opt : {o_output, o_out_json, o_out_json_file, o_warm, o_mtu, o_cpu_freq,
+                                 o_cuda, o_cuda_bus, o_cuda_dmabuf, o_rocm, o_rocm_dmabuf}) {
     if (opt->count() > 0 && !perftest) {
       return Usage(absl::StrCat(opt->get_name(), " goes with --perftest"));
     }
   }
   if (gbits && !perftest) return Usage("--report_gbits goes with --perftest");
-  if (perftest && (rdma_cm || forever || !secret_file.empty() ||
-                   (test_name.ends_with("_lat") && o_dur->count() > 0))) {
+  if (perftest &&
+      (forever || !secret_file.empty() || (test_name.ends_with("_lat") && o_dur->count() > 0))) {
     return Usage(
-        "--perftest runs one test with one stock perftest peer over the TCP exchange, latency "
-        "tests by iterations (-n), so far (no -R, --forever or --secret-file: a stock peer "
-        "cannot prove a secret)");
+        "--perftest runs one test with one stock perftest peer, latency tests by iterations "
+        "(-n), so far (no --forever or --secret-file: a stock peer cannot prove a secret)");
   }
   c.forever = forever;
   c.json = json;
@@ -343,6 +358,28 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     o.allow = c.server_options.allow;
     o.mtu = mtu;
     o.warm_up = warm_up;
+    // perftest's rules and words.
+    const bool use_cuda = o_cuda->count() > 0 || o_cuda_bus->count() > 0;
+    if (use_cuda && o_rocm->count() > 0) return Usage("Can't use multiple memory types");
+    if (cuda_dmabuf && !use_cuda) return Usage("CUDA DMA-BUF cannot be used without CUDA");
+    if (rocm_dmabuf && o_rocm->count() == 0)
+      return Usage("ROCm DMA-BUF cannot be used without ROCm");
+    if (o_cuda->count() > 0 && o_cuda_bus->count() > 0) {
+      return Usage("--use_cuda and --use_cuda_bus_id name the same GPU: give one");
+    }
+    if (use_cuda || o_rocm->count() > 0) {
+      if (IsLatency(test)) {
+        return Usage(
+            "GPU memory is for the bandwidth tests (the latency tests poll their buffer "
+            "from the CPU)");
+      }
+      gpumem::GpuRequest g;
+      g.vendor = use_cuda ? gpumem::GpuVendor::kCuda : gpumem::GpuVendor::kRocm;
+      g.device = o_cuda_bus->count() > 0 ? cuda_bus_id : use_cuda ? cuda : rocm;
+      g.dmabuf = use_cuda ? cuda_dmabuf : rocm_dmabuf;
+      if (g.device.empty()) return Usage("--use_cuda/--use_rocm need a GPU");
+      o.gpu = std::move(g);
+    }
   }
   CliParse r;
   r.config = std::move(c);

@@ -163,7 +163,7 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   ExpectUsage({"write_lat", "--perftest", "-D", "5"}, "--perftest");
   ExpectUsage({"read_lat", "h", "--perftest", "-D", "5"}, "--perftest");
   EXPECT_FALSE(Parse({"write_lat", "h", "--perftest"}).exit);
-  ExpectUsage({"write_bw", "--perftest", "-R"}, "--perftest");
+  EXPECT_TRUE(Parse({"write_bw", "--perftest", "-R"}).config.perftest_options.params.rdma_cm);
   ExpectUsage({"write_bw", "--perftest", "--secret-file", "/etc/hostname"}, "prove a secret");
   ExpectUsage({"write_bw", "--report_gbits"}, "--report_gbits goes with --perftest");
 }
@@ -223,6 +223,33 @@ TEST(ParseCli, PerftestOutputFlags) {
   for (const char* flag : {"--output=bandwidth", "--out_json", "--perform_warm_up", "-F"}) {
     ExpectUsage({"write_bw", "h", flag}, "goes with --perftest");
   }
+}
+
+// perftest's GPU flags: the vendor, the GPU, the registration path; perftest's own refusals.
+TEST(ParseCli, PerftestGpuMemory) {
+  CliParse r = Parse({"write_bw", "h", "--perftest", "--use_cuda", "1", "--use_cuda_dmabuf"});
+  ASSERT_FALSE(r.exit) << r.output;
+  ASSERT_TRUE(r.config.perftest_options.gpu.has_value());
+  EXPECT_EQ(r.config.perftest_options.gpu->vendor, gpumem::GpuVendor::kCuda);
+  EXPECT_EQ(r.config.perftest_options.gpu->device, "1");
+  EXPECT_TRUE(r.config.perftest_options.gpu->dmabuf);
+  CliParse bus = Parse({"read_bw", "--perftest", "--use_cuda_bus_id", "0000:3b:00.0"});
+  ASSERT_FALSE(bus.exit) << bus.output;
+  EXPECT_EQ(bus.config.perftest_options.gpu->device, "0000:3b:00.0");
+  EXPECT_FALSE(bus.config.perftest_options.gpu->dmabuf);  // nvidia_peermem, as perftest
+  CliParse rocm = Parse({"send_bw", "h", "--perftest", "--use_rocm", "0", "--use_rocm_dmabuf"});
+  ASSERT_FALSE(rocm.exit) << rocm.output;
+  EXPECT_EQ(rocm.config.perftest_options.gpu->vendor, gpumem::GpuVendor::kRocm);
+  EXPECT_TRUE(rocm.config.perftest_options.gpu->dmabuf);
+  EXPECT_FALSE(Parse({"write_bw", "h", "--perftest"}).config.perftest_options.gpu.has_value());
+  ExpectUsage({"write_bw", "h", "--perftest", "--use_cuda_dmabuf"},
+              "CUDA DMA-BUF cannot be used without CUDA");
+  ExpectUsage({"write_bw", "h", "--perftest", "--use_rocm_dmabuf"},
+              "ROCm DMA-BUF cannot be used without ROCm");
+  ExpectUsage({"write_bw", "h", "--perftest", "--use_cuda", "0", "--use_rocm", "0"},
+              "Can't use multiple memory types");
+  ExpectUsage({"write_lat", "h", "--perftest", "--use_cuda", "0"}, "bandwidth tests");
+  ExpectUsage({"write_bw", "h", "--use_cuda", "0"}, "goes with --perftest");
 }
 
 TEST(ParseCli, HelpExitsZero) {

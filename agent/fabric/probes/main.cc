@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/atomic_file.h"
 #include "agent/common/log.h"
@@ -140,6 +141,12 @@ int RunPerftest(const CliConfig& c) {
   info.mtu_bytes = r->mtu_bytes;
   info.link_type = r->ethernet ? "Ethernet" : "IB";
   info.out_reads = r->out_reads;
+  if (o.gpu && o.gpu->vendor == gpumem::GpuVendor::kCuda) {
+    int index = 0;
+    info.cuda_device = absl::SimpleAtoi(o.gpu->device, &index) ? index : 0;
+  }
+  info.rocm = o.gpu && o.gpu->vendor == gpumem::GpuVendor::kRocm;
+  if (o.gpu) Print(absl::StrCat("fabric-probe: the buffer is in ", r->memory, "\n"), stderr);
   // perftest prints the table (or --output's one figure) and writes --out_json's file beside it.
   std::string table, json;
   const bool full = c.output == perftest::Output::kFull;

@@ -15,6 +15,8 @@
 #include "agent/common/status.h"
 #include "agent/fabric/perftest/figures.h"
 #include "agent/fabric/probes/engine.h"
+#include "agent/fabric/probes/perftest_oob.h"
+#include "agent/fabric/probes/rdma_cm.h"
 #include "agent/fabric/probes/verbs_loops.h"
 #include "agent/fabric/probes/verbs_resources.h"
 
@@ -25,54 +27,6 @@ namespace pt = ::fabric::perftest;
 
 static_assert(sizeof(ibv_device_attr) == pt::kDeviceAttrSize,
               "perftest sends struct ibv_device_attr raw");
-
-// perftest's exchanges are symmetric (ctx_xchg_data): the client writes its message whole, then
-// reads the peer's whole; the server reads first.
-class Oob {
- public:
-  Oob(Fd fd, bool client, absl::Duration timeout, const Canceller* cancel)
-      : fd_(std::move(fd)), client_(client), timeout_(timeout), cancel_(cancel) {}
-  bool client() const { return client_; }
-
-  absl::Status Exchange(std::span<const uint8_t> mine, std::span<uint8_t> theirs,
-                        std::string_view what, absl::Duration read_bound) {
-    if (client_) FABRIC_RETURN_IF_ERROR(Write(mine, what));
-    FABRIC_RETURN_IF_ERROR(
-        ReadAll(fd_.get(), theirs.data(), theirs.size(), Deadline::In(read_bound), cancel_, what));
-    return client_ ? absl::OkStatus() : Write(mine, what);
-  }
-  absl::Status Exchange(std::span<const uint8_t> mine, std::span<uint8_t> theirs,
-                        std::string_view what) {
-    return Exchange(mine, theirs, what, timeout_);
-  }
-  absl::Status Read(std::span<uint8_t> theirs, std::string_view what) {
-    return ReadAll(fd_.get(), theirs.data(), theirs.size(), Deadline::In(timeout_), cancel_, what);
-  }
-  absl::Status Write(std::span<const uint8_t> mine, std::string_view what) {
-    return WriteAll(fd_.get(), mine.data(), mine.size(), Deadline::In(timeout_), cancel_, what);
-  }
-  // Whether more bytes arrive within `wait`.
-  bool More(absl::Duration wait) {
-    return WaitFd(fd_.get(), POLLIN, Deadline::In(wait), cancel_, "more").ok();
-  }
-  // perftest before 6.17 writes "done" after its last exchange and nobody reads it: half-close
-  // and drain, so that our close never resets a peer still writing.
-  void Close() {
-    shutdown(fd_.get(), SHUT_WR);
-    const Deadline until = Deadline::In(absl::Seconds(2));
-    char buf[64];
-    while (WaitFd(fd_.get(), POLLIN, until, cancel_, "close").ok()) {
-      const ssize_t n = read(fd_.get(), buf, sizeof buf);
-      if (n <= 0 && !(n < 0 && errno == EINTR)) break;
-    }
-  }
-
- private:
-  Fd fd_;
-  bool client_;
-  absl::Duration timeout_;
-  const Canceller* cancel_;
-};
 
 absl::Status Prefixed(const absl::Status& s, const char* step) {
   return absl::Status(s.code(), absl::StrCat(step, ": ", s.message()));
@@ -117,7 +71,7 @@ pt::Negotiate LocalNegotiate(const PerftestServerOptions& o, const ibv_device_at
 }
 
 // Version, system data, MTU and (6.28+) the parameters; returns the MTU both use.
-absl::StatusOr<ibv_mtu> Prologue(Oob& oob, const PerftestServerOptions& o,
+absl::StatusOr<ibv_mtu> Prologue(PerftestOob& oob, const PerftestServerOptions& o,
                                  const VerbsResources& verbs, pt::Version* peer,
                                  uint32_t* cycle_buffer, uint16_t* out_reads) {
   const auto ours = pt::EncodeVersion(pt::kOurVersion);
@@ -151,18 +105,13 @@ absl::StatusOr<ibv_mtu> Prologue(Oob& oob, const PerftestServerOptions& o,
     constexpr char kWhat[] = "waiting for the negotiated parameters";
     pt::Negotiate local = LocalNegotiate(o, verbs.device_attr());
     if (oob.client()) FABRIC_RETURN_IF_ERROR(oob.Write(pt::EncodeNegotiate(local), kWhat));
-    std::vector<uint8_t> remote(pt::kNegotiateSize);
-    FABRIC_RETURN_IF_ERROR(oob.Read(remote, kWhat));
-    if (oob.More(absl::Milliseconds(200))) {
-      remote.resize(pt::kNegotiateSizeMlx5dv);
-      FABRIC_RETURN_IF_ERROR(
-          oob.Read(std::span<uint8_t>(remote).subspan(pt::kNegotiateSize), kWhat));
-    }
+    absl::StatusOr<std::vector<uint8_t>> remote = oob.ReadNegotiation(kWhat);
+    if (!remote.ok()) return remote.status();
     if (!oob.client()) {
-      local.mlx5dv = remote.size() == pt::kNegotiateSizeMlx5dv;
+      local.mlx5dv = remote->size() == pt::kNegotiateSizeMlx5dv;
       FABRIC_RETURN_IF_ERROR(oob.Write(pt::EncodeNegotiate(local), kWhat));
     }
-    absl::StatusOr<pt::Negotiate> r = pt::DecodeNegotiate(remote);
+    absl::StatusOr<pt::Negotiate> r = pt::DecodeNegotiate(*remote);
     if (!r.ok()) return r.status();
     if (std::optional<std::string> differs = pt::FirstMismatch(local, *r)) {
       return absl::FailedPreconditionError(
@@ -176,15 +125,26 @@ absl::StatusOr<ibv_mtu> Prologue(Oob& oob, const PerftestServerOptions& o,
   return static_cast<ibv_mtu>(std::min(my_mtu, *their_mtu));
 }
 
+// How the keys travel: as text over TCP (with the GID or without: each side reads the form its
+// own settings imply), as perftest's binary struct over rdma_cm (56 bytes, 64 with 6.29 peers).
+struct KeyForm {
+  bool cm = false;
+  bool gid = false;
+  size_t cm_size = 56;
+  int gid_index = -1;
+};
+
 // One round of keys, QP by QP; the peer's are returned.
-absl::StatusOr<std::vector<pt::Key>> SwapKeys(Oob& oob, const std::vector<pt::Key>& mine, bool gid,
-                                              size_t count, absl::Duration bound) {
+absl::StatusOr<std::vector<pt::Key>> SwapKeys(PerftestOob& oob, const std::vector<pt::Key>& mine,
+                                              const KeyForm& form, size_t count,
+                                              absl::Duration bound) {
   std::vector<pt::Key> theirs;
-  std::vector<uint8_t> in(pt::KeySize(gid));
+  std::vector<uint8_t> in(form.cm ? form.cm_size : pt::KeySize(form.gid));
   for (size_t q = 0; q < count; ++q) {
-    FABRIC_RETURN_IF_ERROR(
-        oob.Exchange(pt::EncodeKey(mine[q], gid), in, "waiting for the QP keys", bound));
-    absl::StatusOr<pt::Key> k = pt::DecodeKey(in, gid);
+    const std::vector<uint8_t> out = form.cm ? pt::EncodeCmKey(mine[q], form.gid_index, in.size())
+                                             : pt::EncodeKey(mine[q], form.gid);
+    FABRIC_RETURN_IF_ERROR(oob.Exchange(out, in, "waiting for the QP keys", bound));
+    absl::StatusOr<pt::Key> k = form.cm ? pt::DecodeCmKey(in) : pt::DecodeKey(in, form.gid);
     if (!k.ok()) return k.status();
     theirs.push_back(*k);
   }
@@ -202,6 +162,25 @@ wire::QpEndpoint EndpointOf(const pt::Key& k) {
   return e;
 }
 
+// The QPs, connected by rdma_cm (-R) between two swaps of empty keys, as perftest's
+// create_rdma_cm_connection does: the server listens on the exchange's port, which the
+// exchange's listener has freed; the client tries again while it is not listening yet.
+absl::Status ConnectByRdmaCm(PerftestOob& oob, const PerftestServerOptions& o,
+                             VerbsResources& verbs, const KeyForm& keys, const Canceller* cancel) {
+  const std::vector<pt::Key> empty(1);
+  RdmaCm cm(verbs, o.local, cancel);
+  const bool server = !oob.client();
+  if (server) FABRIC_RETURN_IF_ERROR(cm.Open(/*server=*/true, o.bind, o.port));
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, empty, keys, 1, o.local.timeout).status());
+  if (server) {
+    FABRIC_RETURN_IF_ERROR(cm.Accept(/*only_from=*/oob.peer()));
+  } else {
+    FABRIC_RETURN_IF_ERROR(cm.Open(/*server=*/false, "", 0));
+    FABRIC_RETURN_IF_ERROR(cm.Connect(oob.peer(), o.port, Deadline::In(o.local.timeout)));
+  }
+  return SwapKeys(oob, empty, keys, 1, o.local.timeout).status();
+}
+
 // Both ends after the accept or connect: the prologue, the memory and QPs, the keys (twice, as
 // perftest prints them) and the QPs connected, then one more swap on QP 0: both are ready.
 struct Connected {
@@ -209,9 +188,10 @@ struct Connected {
   ibv_mtu mtu = IBV_MTU_1024;
   uint16_t out_reads = 0;
   std::vector<pt::Key> mine;
-  bool gid = false;
+  KeyForm keys;
 };
-absl::StatusOr<Connected> Connect(Oob& oob, const PerftestServerOptions& o, VerbsResources& verbs) {
+absl::StatusOr<Connected> Connect(PerftestOob& oob, const PerftestServerOptions& o,
+                                  VerbsResources& verbs, const Canceller* cancel) {
   pt::Version peer;
   uint32_t cycle_buffer = 0;
   uint16_t out_reads = 0;
@@ -221,13 +201,23 @@ absl::StatusOr<Connected> Connect(Oob& oob, const PerftestServerOptions& o, Verb
   c.peer_version = peer.text;
   c.mtu = *mtu;
   c.out_reads = out_reads;
+  c.keys.cm = o.params.rdma_cm;
+  c.keys.gid = verbs.global();
+  c.keys.cm_size = pt::CmKeySize(peer);
+  c.keys.gid_index = verbs.gid_index();
   // Small messages land at successive cache lines within the peer's cycle buffer.
   verbs.set_min_region(std::max<uint64_t>(o.params.size, cycle_buffer));
   FABRIC_RETURN_IF_ERROR(verbs.SetupMemory());
   const uint32_t n = o.params.num_qps;
+  if (o.params.rdma_cm) {
+    FABRIC_RETURN_IF_ERROR(ConnectByRdmaCm(oob, o, verbs, c.keys, cancel));
+  } else {
+    for (uint32_t q = 0; q < n; ++q) {
+      FABRIC_RETURN_IF_ERROR(verbs.CreateQp(verbs.objects().qps.emplace_back(), nullptr));
+      FABRIC_RETURN_IF_ERROR(verbs.ToInit(verbs.qp(q)));
+    }
+  }
   for (uint32_t q = 0; q < n; ++q) {
-    FABRIC_RETURN_IF_ERROR(verbs.CreateQp(verbs.objects().qps.emplace_back(), nullptr));
-    FABRIC_RETURN_IF_ERROR(verbs.ToInit(verbs.qp(q)));
     pt::Key k;
     k.lid = verbs.port_attr().lid;
     k.out_reads = out_reads;
@@ -238,31 +228,32 @@ absl::StatusOr<Connected> Connect(Oob& oob, const PerftestServerOptions& o, Verb
     std::memcpy(k.gid.data(), verbs.gid().raw, 16);
     c.mine.push_back(k);
   }
-  c.gid = verbs.global();
   const bool send = VerbOf(o.params.test) == Verb::kSend;
   // write_lat and read_lat swap QP 0's keys once more before the round of all QPs.
   if (IsLatency(o.params.test) && !send) {
-    FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, 1, o.local.timeout).status());
+    FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.keys, 1, o.local.timeout).status());
   }
-  absl::StatusOr<std::vector<pt::Key>> theirs = SwapKeys(oob, c.mine, c.gid, n, o.local.timeout);
+  absl::StatusOr<std::vector<pt::Key>> theirs = SwapKeys(oob, c.mine, c.keys, n, o.local.timeout);
   if (!theirs.ok()) return theirs.status();
   std::vector<wire::QpEndpoint> remote;
   for (const pt::Key& k : *theirs) remote.push_back(EndpointOf(k));
   verbs.set_remote(remote);
-  for (uint32_t q = 0; q < n; ++q) {
-    FABRIC_RETURN_IF_ERROR(verbs.ToRtr(verbs.qp(q), verbs.remote(q), *mtu, c.gid));
-    FABRIC_RETURN_IF_ERROR(verbs.ToRts(verbs.qp(q), verbs.psn(q)));
+  if (!o.params.rdma_cm) {  // rdma_cm has brought them to RTS
+    for (uint32_t q = 0; q < n; ++q) {
+      FABRIC_RETURN_IF_ERROR(verbs.ToRtr(verbs.qp(q), verbs.remote(q), *mtu, c.keys.gid));
+      FABRIC_RETURN_IF_ERROR(verbs.ToRts(verbs.qp(q), verbs.psn(q)));
+    }
   }
   // Then every QP's keys again (perftest prints them) and QP 0's once more: send_bw and send_lat
   // swap QP 0's first.
   const uint32_t first = send ? 1 : n, second = send ? n : 1;
-  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, first, o.local.timeout).status());
-  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.gid, second, o.local.timeout).status());
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.keys, first, o.local.timeout).status());
+  FABRIC_RETURN_IF_ERROR(SwapKeys(oob, c.mine, c.keys, second, o.local.timeout).status());
   return c;
 }
 
 // The reports, a field per exchange: `mine` out, the peer's back.
-absl::StatusOr<pt::BwReport> SwapReports(Oob& oob, const pt::BwReport& mine) {
+absl::StatusOr<pt::BwReport> SwapReports(PerftestOob& oob, const pt::BwReport& mine) {
   std::vector<uint8_t> report;
   for (const auto& field : pt::EncodeBwReport(mine)) {
     std::array<uint8_t, pt::kBwReportFieldSize> in{};
@@ -323,8 +314,8 @@ absl::StatusOr<pt::BwReport> Figures(const Measurement& m, const PerftestServerO
 // points; `close` is perftest's ctx_close_connection (one last swap).
 class Session {
  public:
-  Session(Oob& oob, const PerftestServerOptions& o, VerbsResources& verbs, const Connected& c,
-          const Canceller* cancel)
+  Session(PerftestOob& oob, const PerftestServerOptions& o, VerbsResources& verbs,
+          const Connected& c, const Canceller* cancel)
       : oob_(oob), o_(o), verbs_(verbs), c_(c), cancel_(cancel) {}
 
   absl::StatusOr<PerftestResult> Run() {
@@ -380,7 +371,7 @@ class Session {
 
  private:
   absl::Status One(absl::Duration bound) {
-    return SwapKeys(oob_, c_.mine, c_.gid, 1, bound).status();
+    return SwapKeys(oob_, c_.mine, c_.keys, 1, bound).status();
   }
   absl::Status Close(absl::Duration bound) {
     FABRIC_RETURN_IF_ERROR(One(bound));
@@ -436,32 +427,59 @@ class Session {
     return Figures(*m, o_);
   }
 
-  Oob& oob_;
+  PerftestOob& oob_;
   const PerftestServerOptions& o_;
   VerbsResources& verbs_;
   const Connected& c_;
   const Canceller* cancel_;
 };
 
-absl::StatusOr<PerftestResult> RunSession(Oob& oob, const PerftestServerOptions& o,
+absl::StatusOr<PerftestResult> RunSession(PerftestOob& oob, const PerftestServerOptions& o,
                                           VerbsResources& verbs, const Canceller* cancel) {
-  absl::StatusOr<Connected> c = Connect(oob, o, verbs);
+  absl::StatusOr<Connected> c = Connect(oob, o, verbs, cancel);
   if (!c.ok()) return c.status();
   absl::StatusOr<PerftestResult> r = Session(oob, o, verbs, *c, cancel).Run();
   if (r.ok()) {
     r->device = verbs.device();
     r->gid_index = verbs.gid_index();
+    r->memory = verbs.memory();
   }
   return r;
 }
 
 absl::Status Supported(const PerftestServerOptions& o) {
-  if (o.params.rdma_cm || (IsLatency(o.params.test) && o.params.duration_mode())) {
+  if (o.gpu && IsLatency(o.params.test)) {
     return absl::UnimplementedError(
-        "facing stock perftest, fabric-probe runs its tests over the TCP exchange, latency "
-        "tests by iterations (-n), so far");
+        "GPU memory is for the bandwidth tests: the latency tests poll their buffer from the CPU");
+  }
+  if (IsLatency(o.params.test) && o.params.duration_mode()) {
+    return absl::UnimplementedError(
+        "facing stock perftest, fabric-probe runs latency tests by iterations (-n) so far");
   }
   return ValidateParams(o.params);
+}
+
+// -R: the test runs on the device and port rdma_cm connected the exchange through; -d, when
+// given, must name it.
+absl::Status UseCmDevice(const PerftestOob& oob, const PerftestServerOptions& o,
+                         VerbsResources& verbs) {
+  verbs.UseDevice(oob.cm_context(), oob.cm_port());
+  if (!o.local.device.empty() && o.local.device != verbs.device()) {
+    return absl::FailedPreconditionError(absl::StrCat("rdma_cm connects ", oob.peer(), " through ",
+                                                      verbs.device(), ", not ", o.local.device));
+  }
+  return verbs.QueryDevice();
+}
+
+// The exchange outlives the test's verbs objects: with -R they live on the device rdma_cm opened
+// for it, which closes when its last id goes.
+absl::StatusOr<PerftestResult> Finish(absl::StatusOr<PerftestResult> r, VerbsResources& verbs,
+                                      std::unique_ptr<PerftestOob>& oob) {
+  absl::Status released = verbs.Release();
+  oob.reset();
+  if (!r.ok()) return r.status();
+  if (!released.ok()) return Prefixed(released, "releasing");
+  return r;
 }
 
 }  // namespace
@@ -489,49 +507,62 @@ absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& 
     if (!host.ok()) return host.status();
     allow = *host;
   }
-  // The device first: a missing device or a down port is said before any client waits.
+  std::unique_ptr<PerftestOob> oob;
   VerbsResources verbs(false, o.params, o.local);
+  if (o.gpu) verbs.set_gpu_memory(*o.gpu);
   absl::StatusOr<PerftestResult> served = [&]() -> absl::StatusOr<PerftestResult> {
-    FABRIC_RETURN_IF_ERROR(verbs.OpenDevice());
-    absl::StatusOr<Fd> listener = ListenTcp(o.bind, o.port);
-    if (!listener.ok()) return listener.status();
-    Acceptor acceptor;
-    absl::StatusOr<Fd> fd = AcceptTcp(
-        listener->get(), Deadline::At(std::numeric_limits<int64_t>::max()), cancel, &acceptor);
-    if (!fd.ok()) return fd.status();
-    const std::string peer = PeerAddress(fd->get());
-    if (!allow.Allows(peer)) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "perftest client ", peer, " is not in the allow-list (", allow.ToString(), ")"));
+    if (o.params.rdma_cm) {
+      absl::StatusOr<std::unique_ptr<PerftestOob>> cm =
+          AcceptCmOob(o.bind, o.port, allow, o.local.timeout, cancel);
+      if (!cm.ok()) return cm.status();
+      oob = *std::move(cm);
+      FABRIC_RETURN_IF_ERROR(UseCmDevice(*oob, o, verbs));
+    } else {
+      // The device first: a missing device or a down port is said before any client waits.
+      FABRIC_RETURN_IF_ERROR(verbs.OpenDevice());
+      absl::StatusOr<Fd> listener = ListenTcp(o.bind, o.port);
+      if (!listener.ok()) return listener.status();
+      Acceptor acceptor;
+      absl::StatusOr<Fd> fd = AcceptTcp(
+          listener->get(), Deadline::At(std::numeric_limits<int64_t>::max()), cancel, &acceptor);
+      if (!fd.ok()) return fd.status();
+      oob = TcpOob(*std::move(fd), /*client=*/false, o.local.timeout, cancel);
+      if (!allow.Allows(oob->peer())) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "perftest client ", oob->peer(), " is not in the allow-list (", allow.ToString(), ")"));
+      }
     }
-    Oob oob(std::move(*fd), /*client=*/false, o.local.timeout, cancel);
-    absl::StatusOr<PerftestResult> r = RunSession(oob, o, verbs, cancel);
-    if (r.ok()) r->peer = peer;
+    absl::StatusOr<PerftestResult> r = RunSession(*oob, o, verbs, cancel);
+    if (r.ok()) r->peer = oob->peer();
     return r;
   }();
-  absl::Status released = verbs.Release();
-  if (!served.ok()) return served.status();
-  if (!released.ok()) return Prefixed(released, "releasing");
-  return served;
+  return Finish(std::move(served), verbs, oob);
 }
 
 absl::StatusOr<PerftestResult> RunPerftestClient(const PerftestServerOptions& o,
                                                  const std::string& host, absl::Duration retry,
                                                  const Canceller* cancel) {
   FABRIC_RETURN_IF_ERROR(Supported(o));
+  std::unique_ptr<PerftestOob> oob;
   VerbsResources verbs(true, o.params, o.local);
+  if (o.gpu) verbs.set_gpu_memory(*o.gpu);
   absl::StatusOr<PerftestResult> run = [&]() -> absl::StatusOr<PerftestResult> {
-    FABRIC_RETURN_IF_ERROR(verbs.OpenDevice());
-    absl::StatusOr<Fd> fd =
-        ConnectTcp(host, o.port, Deadline::In(o.local.timeout), cancel, Deadline::In(retry));
-    if (!fd.ok()) return fd.status();
-    Oob oob(std::move(*fd), /*client=*/true, o.local.timeout, cancel);
-    return RunSession(oob, o, verbs, cancel);
+    if (o.params.rdma_cm) {
+      absl::StatusOr<std::unique_ptr<PerftestOob>> cm =
+          ConnectCmOob(host, o.port, o.local.timeout, Deadline::In(retry), cancel);
+      if (!cm.ok()) return cm.status();
+      oob = *std::move(cm);
+      FABRIC_RETURN_IF_ERROR(UseCmDevice(*oob, o, verbs));
+    } else {
+      FABRIC_RETURN_IF_ERROR(verbs.OpenDevice());
+      absl::StatusOr<Fd> fd =
+          ConnectTcp(host, o.port, Deadline::In(o.local.timeout), cancel, Deadline::In(retry));
+      if (!fd.ok()) return fd.status();
+      oob = TcpOob(*std::move(fd), /*client=*/true, o.local.timeout, cancel);
+    }
+    return RunSession(*oob, o, verbs, cancel);
   }();
-  absl::Status released = verbs.Release();
-  if (!run.ok()) return run.status();
-  if (!released.ok()) return Prefixed(released, "releasing");
-  return run;
+  return Finish(std::move(run), verbs, oob);
 }
 
 }  // namespace fabric::probes

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "agent/fabric/gpumem/gpu_memory.h"
 #include "agent/fabric/perftest/figures.h"
 #include "agent/fabric/perftest/wire.h"
 #include "agent/fabric/probes/access.h"
@@ -33,6 +34,8 @@ struct PerftestServerOptions {
   bool gbits = false;  // --report_gbits (negotiated with 6.28+)
   int mtu = 0;         // -m: bytes (256..4096; the port's active MTU when above it); 0: the port's
   bool warm_up = false;  // --perform_warm_up: a tx depth of messages per QP before timing
+  // --use_cuda/--use_cuda_bus_id/--use_rocm (with --use_*_dmabuf): the buffer in GPU memory.
+  std::optional<gpumem::GpuRequest> gpu;
   Endpoint local;
   std::string bind;
   uint16_t port = 18515;
@@ -51,6 +54,7 @@ struct PerftestResult {
   int mtu_bytes = 0;  // what both ends use: the smaller of the two
   bool ethernet = true;
   int out_reads = 0;
+  std::string memory;                    // "host memory", or the GPU's name
   std::optional<perftest::BwReport> bw;  // in the units of the side that measured
   std::optional<perftest::LatFigures> lat;
 };

@@ -115,6 +115,16 @@ absl::Status VerbsResources::SetupMemory() {
   objects_->pd = Pd(pd, "ibv_dealloc_pd", errors_);
 
   const size_t bytes = stride_ * regions_ * p_.num_qps;
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (gpu_request_) {
+    absl::StatusOr<std::unique_ptr<gpumem::RegisteredGpuMemory>> gpu =
+        gpumem::AllocateRegistered(pd, *gpu_request_, bytes, kAccess);
+    if (!gpu.ok()) return gpu.status();
+    objects_->gpu = *std::move(gpu);
+    base_ = reinterpret_cast<uint8_t*>(objects_->gpu->address());
+    mr_ = objects_->gpu->mr();
+    return CreateCqs();
+  }
   void* mem = nullptr;
   const long page = sysconf(_SC_PAGESIZE);
   if (int rc = posix_memalign(&mem, page > 0 ? static_cast<size_t>(page) : 4096, bytes); rc != 0) {
@@ -122,15 +132,20 @@ absl::Status VerbsResources::SetupMemory() {
   }
   std::memset(mem, 0, bytes);
   objects_->buffer = Buffer(static_cast<uint8_t*>(mem), "free buffer", errors_);
-  ibv_mr* mr = ibv_reg_mr(
-      pd, mem, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  ibv_mr* mr = ibv_reg_mr(pd, mem, bytes, kAccess);
   if (mr == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat("ibv_reg_mr of ", bytes,
                                                      " bytes: ", ErrnoText(errno),
                                                      " (locked memory limit: ulimit -l?)"));
   }
   objects_->mr = Mr(mr, "ibv_dereg_mr", errors_);
+  base_ = static_cast<uint8_t*>(mem);
+  mr_ = mr;
+  return CreateCqs();
+}
 
+absl::Status VerbsResources::CreateCqs() {
+  const uint64_t tx = p_.tx_depth;
   const int scq = static_cast<int>(std::min<uint64_t>(tx * p_.num_qps + 1, dev_attr_.max_cqe));
   ibv_cq* send_cq = ibv_create_cq(ctx_, scq, nullptr, nullptr, 0);
   if (send_cq == nullptr) {
@@ -240,6 +255,31 @@ absl::Status VerbsResources::ToRts(ibv_qp* qp, uint32_t psn) {
     return absl::InternalError(absl::StrCat("ibv_modify_qp to RTS: ", ErrnoText(rc)));
   }
   return absl::OkStatus();
+}
+
+absl::Status VerbsResources::Release() {
+  // GPU memory says what failed itself; its MR goes after the QPs, as a host buffer's.
+  absl::Status gpu;
+  if (objects_ && objects_->gpu) {
+    PopBackToFront(objects_->qps);
+    gpu = objects_->gpu->Release();
+  }
+  objects_.reset();
+  absl::Status rest = errors_.Take();
+  if (gpu.ok()) return rest;
+  if (rest.ok()) return gpu;
+  return absl::InternalError(absl::StrCat(gpu.message(), "; ", rest.message()));
+}
+
+absl::Status VerbsResources::DropLastQp() {
+  if (objects_->qps.empty()) return absl::OkStatus();
+  // A slot whose QP was not created yet has no entry in qps_.
+  if (objects_->qps.size() == qps_.size()) {
+    qps_.pop_back();
+    psns_.pop_back();
+  }
+  objects_->qps.pop_back();
+  return errors_.Take();
 }
 
 absl::Status VerbsResources::PostRecv(uint32_t q) {

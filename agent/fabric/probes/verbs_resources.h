@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
+#include "agent/fabric/gpumem/gpu_memory.h"
 #include "agent/fabric/probes/params.h"
 #include "agent/fabric/probes/verbs_handles.h"
 #include "agent/fabric/probes/wire.h"
@@ -60,6 +62,8 @@ struct VerbsObjects {
   Context context;  // without rdma_cm (with it, the ids hold the device)
   Pd pd;
   Buffer buffer;
+  // GPU memory instead (--use_cuda, --use_rocm): the buffer and its MR in one.
+  std::unique_ptr<gpumem::RegisteredGpuMemory> gpu;
   Mr mr;
   Cq send_cq;
   Cq recv_cq;
@@ -83,10 +87,15 @@ class VerbsResources {
   void set_min_region(uint64_t bytes) {
     stride_ = std::max<size_t>(stride_, (bytes + 63) / 64 * 64);
   }
+  // The buffer in GPU memory (before SetupMemory): bandwidth tests only, whose loops never touch
+  // the buffer from the CPU.
+  void set_gpu_memory(gpumem::GpuRequest r) { gpu_request_ = std::move(r); }
   // The PD, the buffer (one inbox, and for latency tests one outbox, per QP), the MR, the CQs.
   absl::Status SetupMemory();
   // Creates the next QP into `slot`: on rdma_cm's `id`, or with ibv_create_qp when it is null.
   absl::Status CreateQp(QpObjects& slot, rdma_cm_id* id);
+  // Destroys the newest QP slot (one whose connection failed, to be tried again).
+  absl::Status DropLastQp();
   absl::Status ToInit(ibv_qp* qp);
   absl::Status ToRtr(ibv_qp* qp, const wire::QpEndpoint& remote, ibv_mtu mtu, bool global);
   absl::Status ToRts(ibv_qp* qp, uint32_t psn);
@@ -95,7 +104,7 @@ class VerbsResources {
   absl::Status PostInitialRecvs();
   // A scatter/gather entry of one message at `at` in the registered buffer.
   ibv_sge Sge(uint8_t* at) const {
-    return {reinterpret_cast<uintptr_t>(at), static_cast<uint32_t>(p_.size), objects_->mr->lkey};
+    return {reinterpret_cast<uintptr_t>(at), static_cast<uint32_t>(p_.size), mr_->lkey};
   }
   // A work request of the test's verb with the one entry `sge` (which must outlive it), aimed at
   // the peer's inbox(q), inlined where the size allows, with `flags` (IBV_SEND_SIGNALED) added.
@@ -103,10 +112,7 @@ class VerbsResources {
   absl::Status PostSend(uint32_t q, ibv_send_wr* wr);
 
   // Destroys every object, newest first; Internal listing the destroys that failed, else OK.
-  absl::Status Release() {
-    objects_.reset();
-    return errors_.Take();
-  }
+  absl::Status Release();
 
   VerbsObjects& objects() { return *objects_; }
   ReleaseErrors& errors() { return errors_; }
@@ -123,7 +129,14 @@ class VerbsResources {
   const ibv_device_attr& device_attr() const { return dev_attr_; }
   const ibv_port_attr& port_attr() const { return port_attr_; }
   const ibv_gid& gid() const { return gid_; }
-  uint32_t rkey() const { return objects_->mr->rkey; }
+  uint32_t rkey() const { return mr_->rkey; }
+  // Where the buffer is: "host memory", or the GPU's name.
+  std::string memory() const {
+    if (!objects_->gpu) return "host memory";
+    return absl::StrCat(gpu_request_->vendor == gpumem::GpuVendor::kCuda ? "CUDA" : "ROCm", " GPU ",
+                        objects_->gpu->device_name(),
+                        gpu_request_->dmabuf ? " (dma-buf)" : " (peer memory)");
+  }
   ibv_cq* send_cq() const { return objects_->send_cq.get(); }
   ibv_cq* recv_cq() const { return objects_->recv_cq.get(); }
 
@@ -136,12 +149,12 @@ class VerbsResources {
 
   // QP q's part of the buffer: what the peer writes or sends (inbox) and what this side sends
   // from (outbox; the inbox again unless a latency test).
-  uint8_t* inbox(uint32_t q) const {
-    return objects_->buffer.get() + static_cast<size_t>(q) * regions_ * stride_;
-  }
+  uint8_t* inbox(uint32_t q) const { return base_ + static_cast<size_t>(q) * regions_ * stride_; }
   uint8_t* outbox(uint32_t q) const { return inbox(q) + (regions_ == 2 ? stride_ : 0); }
 
  private:
+  absl::Status CreateCqs();
+
   bool client_;
   ProbeParams p_;
   Endpoint local_;
@@ -155,6 +168,9 @@ class VerbsResources {
   ibv_port_attr port_attr_{};
   ibv_gid gid_{};
 
+  std::optional<gpumem::GpuRequest> gpu_request_;
+  uint8_t* base_ = nullptr;  // the buffer: host memory, or a GPU's (never dereferenced then)
+  ibv_mr* mr_ = nullptr;
   size_t stride_ = 0;
   uint32_t regions_ = 1;
   uint32_t rx_depth_ = 1;
