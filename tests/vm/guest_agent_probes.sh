@@ -4,7 +4,7 @@
 # schedules write_bw and write_lat against B every 2 s (one device to itself, as perftest runs in
 # the rig: two processes, so each has its own device lock), `fabricctl probe` runs an rdma_cm
 # test through A, and A's health marks rxe0:1 degraded (emulated rxe moves far less than the
-# port's rate).
+# port's rate); agent C's schedule tests a "perftest:" peer, a stock ib_write_bw server.
 set -uo pipefail
 
 agent="${1:?usage: guest_agent_probes.sh FABRIC_AGENT FABRICCTL}"
@@ -90,6 +90,54 @@ if "$ctl" probes --target=unix:///run/b/agent.sock | grep -q "responder: \*:$por
 else
   fail "agent B's responder: $("$ctl" probes --target=unix:///run/b/agent.sock 2>&1)"
 fi
+
+# A "perftest:" peer: a stock ib_write_bw server, restarted by a loop as operators run it, which
+# agent C's schedule tests on perftest's own protocol.
+(while :; do timeout 60 ib_write_bw -d "$dev" -p 18517 -n 200 >/dev/null 2>&1; done) &
+loop=$!
+cat >"$out/c.json" <<EOF
+{"probes": {"peers": ["perftest:$ip:18517"], "intervalSeconds": 2, "tests": ["write_bw"],
+            "iterations": 200, "timeoutSeconds": 20}}
+EOF
+"$agent" --socket=/run/c/agent.sock --config="$out/c.json" 2>"$out/c.log" &
+cpid=$!
+start=$(date +%s)
+until "$ctl" probes --json --target=unix:///run/c/agent.sock --timeout=10 >"$out/c.out" \
+  2>/dev/null && summary=$(/usr/bin/python3 - "$out/c.out" "$ip" "$dev" <<'PY'
+import json, sys
+ok = [x for x in json.load(open(sys.argv[1])).get("results", []) if x.get("ok")]
+assert ok, "no result yet"
+r = ok[0]
+assert r["peer"] == f"perftest:{sys.argv[2]}:18517" and r["test"] == "write_bw", r
+assert r["transport"] == "rdma" and r["device"] == sys.argv[3] and not r.get("remote_device"), r
+assert r["bw_avg_gbps"] > 0 and r["iterations"] == 200 and "perftest" in r["clock"], r
+print(f"{r['bw_avg_gbps']:.3f} Gb/s over {r['iterations']} messages ({r['clock']})")
+PY
+); do
+  if (($(date +%s) - start > 60)); then
+    summary="no result within 60 s: $(cat "$out/c.out")"
+    break
+  fi
+  sleep 0.5
+done
+if [[ $summary == *Gb/s* ]]; then ok "agent C against a stock perftest server: $summary"; else
+  fail "agent C: $summary"
+  cat "$out/c.log"
+fi
+kill -TERM "$cpid"
+wait "$cpid"
+crc=$?
+# The same on demand, through agent A (C gone: the stock server serves one client at a time).
+if table=$(ctl_ probe --peer="perftest:$ip:18517" --test=write_bw -n 200 --step-timeout=20 2>&1) &&
+  grep -q "Device *: $dev" <<<"$table"; then
+  ok "fabricctl probe perftest:$ip:18517: $(grep -E "^ *[0-9]+ " <<<"$table" | tail -1 | tr -s ' ')"
+else
+  fail "fabricctl probe perftest:$ip:18517: $table"
+fi
+kill "$loop"
+wait "$loop" 2>/dev/null
+pkill -f "ib_write_bw -d $dev -p 18517"
+((crc == 0)) || fail "agent C exit $crc on SIGTERM"
 
 kill -TERM "$apid" "$bpid"
 wait "$apid"

@@ -225,6 +225,21 @@ std::vector<probes::Peer> Prober::ResolvePeers(const v1::ProbeSchedule& schedule
   return out;
 }
 
+namespace {
+
+// A "perftest:" peer runs stock perftest servers (one test each, restarted by a loop between
+// clients): its own protocol, no remote device, no secret (a stock server can prove none: the
+// config naming it is the trust), and a moment's retry while the loop restarts the server.
+void UsePerftestPeer(const probes::Peer& peer, probes::ProbeSpec* spec) {
+  if (!peer.perftest) return;
+  spec->perftest = true;
+  spec->remote_device.clear();
+  spec->secret_file.clear();
+  spec->connect_retry = std::max(spec->connect_retry, absl::Seconds(2));
+}
+
+}  // namespace
+
 void Prober::Round(const v1::ProbeSchedule& schedule) {
   const std::vector<probes::Peer> peers = ResolvePeers(schedule);
   const std::shared_ptr<const Snapshot> snap = store_->Current();
@@ -256,6 +271,7 @@ void Prober::Round(const v1::ProbeSchedule& schedule) {
           }
           spec.cancel = cancel_.get();
           spec.secret_file = options_.secret_file;
+          UsePerftestPeer(peer, &spec);
           v1::ProbeResult r;
           // The peer's device may be under another agent's test: try again a little later.
           for (int attempt = 0;; ++attempt) {
@@ -404,6 +420,7 @@ absl::StatusOr<v1::ProbeResult> Prober::Run(const v1::RunProbeRequest& req) {
   }
   spec.cancel = cancel_.get();
   spec.connect_retry = absl::Seconds(req.retry_seconds());
+  UsePerftestPeer(*peer, &spec);
   v1::ProbeResult r =
       Execute(spec, req.peer(), v1::ProbeResult::SOURCE_ON_DEMAND,
               absl::Seconds(60) + p.duration + p.margin, schedule.degraded_fraction());

@@ -114,8 +114,12 @@ ProbeParams DefaultParams(TestKind test) {
   return p;
 }
 
+uint32_t PerftestCqMod(const ProbeParams& p) {
+  return std::min<uint32_t>(p.size > 8192 ? 1 : 100, p.tx_depth);
+}
+
 absl::Status ApplyPerftestRules(ProbeParams& p, bool cq_mod_given, bool margin_given) {
-  if (!cq_mod_given) p.cq_mod = std::min<uint32_t>(p.size > 8192 ? 1 : 100, p.tx_depth);
+  if (!cq_mod_given) p.cq_mod = PerftestCqMod(p);
   if (!p.duration_mode()) return absl::OkStatus();
   const absl::Duration whole = p.duration;
   if (!margin_given) p.margin = absl::Seconds(absl::ToInt64Seconds(whole) / 4);

@@ -89,6 +89,8 @@ ProbeParams DefaultParams(TestKind test);
 // quarter of it, in whole seconds) either side of the measured window, which becomes
 // p.duration. InvalidArgument when no window is left.
 absl::Status ApplyPerftestRules(ProbeParams& p, bool cq_mod_given, bool margin_given);
+// perftest's default CQ moderation for `p` (the first of the rules above).
+uint32_t PerftestCqMod(const ProbeParams& p);
 
 // Checks bounds and combinations; InvalidArgument names the offending parameter. Both the CLI
 // (usage errors) and the server (a peer's hello) call it.

@@ -21,6 +21,7 @@
 #include "agent/fabric/probes/access.h"
 #include "agent/fabric/probes/net.h"
 #include "agent/fabric/probes/params.h"
+#include "agent/fabric/probes/probe.h"
 
 namespace fabric::probes {
 
@@ -71,5 +72,9 @@ absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& 
 absl::StatusOr<PerftestResult> RunPerftestClient(const PerftestServerOptions& o,
                                                  const std::string& host, absl::Duration retry,
                                                  const Canceller* cancel);
+
+// One of the agent's tests (or fabric-probe's) against a "perftest:" peer, a stock perftest server
+// of spec.params.test: perftest's CQ moderation, figures in Gb/s as ProbeResult carries them.
+absl::StatusOr<ProbeResult> RunPerftestProbe(const ProbeSpec& spec);
 
 }  // namespace fabric::probes

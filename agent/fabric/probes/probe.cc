@@ -17,6 +17,7 @@
 #include "agent/fabric/probes/auth.h"
 #include "agent/fabric/probes/clock.h"
 #include "agent/fabric/probes/engine.h"
+#include "agent/fabric/probes/perftest_peer.h"
 #include "agent/fabric/probes/stats.h"
 
 namespace fabric::probes {
@@ -170,6 +171,7 @@ absl::Status FillResult(const ProbeParams& p, const Measurement& m, ProbeResult*
 }
 
 absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec) {
+  if (spec.perftest) return RunPerftestProbe(spec);
   const ProbeParams& p = spec.params;
   FABRIC_RETURN_IF_ERROR(ValidateParams(p));
   if (spec.host.empty()) return absl::InvalidArgumentError("no server host given");

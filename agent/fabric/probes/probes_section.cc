@@ -32,6 +32,10 @@ absl::StatusOr<Peer> ParsePeer(std::string_view text, uint16_t default_port) {
   Peer p;
   p.name = std::string(text);
   p.port = default_port;
+  if (text.starts_with(kPerftestPeerPrefix)) {
+    p.perftest = true;
+    text.remove_prefix(kPerftestPeerPrefix.size());
+  }
   std::string_view host = text;
   std::string_view port;
   if (!text.empty() && text.front() == '[') {
@@ -131,9 +135,20 @@ absl::Status ValidateSchedule(const v1::ProbeSchedule& s) {
     absl::StatusOr<Peer> p = ParsePeer(s.peers(i), kDefaultPort);
     if (!p.ok()) return Bad(absl::StrCat("peers[", i, "]"), Sv(p.status().message()));
   }
+  for (int i = 0; i < s.peers_size(); ++i) {
+    // A stock perftest server measures latency by iterations only (as fabric-probe --perftest).
+    if (s.peers(i).starts_with(kPerftestPeerPrefix) && s.duration_seconds() > 0) {
+      for (int t = 0; t < s.tests_size(); ++t) {
+        if (s.tests(t).ends_with("_lat")) {
+          return Bad(absl::StrCat("peers[", i, "]"),
+                     "a perftest peer's latency tests run by iterations, not durationSeconds");
+        }
+      }
+    }
+  }
   if (!s.peer_dns().empty()) {
     absl::StatusOr<Peer> p = ParsePeer(s.peer_dns(), kDefaultPort);
-    if (!p.ok() || p->host != s.peer_dns()) {
+    if (!p.ok() || p->host != s.peer_dns() || p->perftest) {
       return Bad("peerDns", absl::StrCat("\"", s.peer_dns(), "\" is not a DNS name"));
     }
   }

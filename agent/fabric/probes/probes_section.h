@@ -18,11 +18,15 @@ namespace fabric::probes {
 inline constexpr uint32_t kDefaultHistory = 512;
 inline constexpr uint32_t kMaxHistory = 100000;
 
-// "HOST", "HOST:PORT", "[V6]:PORT" or a bare IPv6 address. `name` keeps the text as given.
+// "HOST", "HOST:PORT", "[V6]:PORT" or a bare IPv6 address; "perftest:" before any of them: the
+// peer runs a stock perftest server of the test (ib_write_bw ...; perftest_peer.h), not our
+// responder. `name` keeps the text as given.
+inline constexpr std::string_view kPerftestPeerPrefix = "perftest:";
 struct Peer {
   std::string name;
   std::string host;
   uint16_t port = 0;
+  bool perftest = false;
   bool operator==(const Peer&) const = default;
 };
 absl::StatusOr<Peer> ParsePeer(std::string_view text, uint16_t default_port);

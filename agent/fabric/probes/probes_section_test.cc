@@ -16,8 +16,14 @@ TEST(ProbesSection, ParsePeer) {
     bool ok;
     std::string host;
     uint16_t port;
+    bool perftest = false;
   };
   const Case cases[] = {
+      {"perftest:10.0.0.2", true, "10.0.0.2", 18515, true},
+      {"perftest:node-b:18516", true, "node-b", 18516, true},
+      {"perftest:[fd00::2]:9000", true, "fd00::2", 9000, true},
+      {"perftest:", false, "", 0},
+      {"perftest:perftest:h", false, "", 0},
       {"10.0.0.2", true, "10.0.0.2", 18515},
       {"10.0.0.2:7000", true, "10.0.0.2", 7000},
       {"node-b.example", true, "node-b.example", 18515},
@@ -45,6 +51,7 @@ TEST(ProbesSection, ParsePeer) {
     if (!c.ok) continue;
     EXPECT_EQ(p->host, c.host) << c.text;
     EXPECT_EQ(p->port, c.port) << c.text;
+    EXPECT_EQ(p->perftest, c.perftest) << c.text;
     EXPECT_EQ(p->name, c.text);
   }
 }
@@ -62,6 +69,23 @@ TEST(ProbesSection, Validation) {
       {"dns", [](v1::ProbeSchedule* s) { s->set_peer_dns("agents.fabric.svc"); }, ""},
       {"dns with port", [](v1::ProbeSchedule* s) { s->set_peer_dns("agents:80"); },
        "probes.peerDns"},
+      {"perftest peer", [](v1::ProbeSchedule* s) { s->add_peers("perftest:10.0.0.2"); }, ""},
+      {"perftest dns", [](v1::ProbeSchedule* s) { s->set_peer_dns("perftest:agents"); },
+       "probes.peerDns"},
+      {"perftest latency by duration",
+       [](v1::ProbeSchedule* s) {
+         s->add_peers("perftest:10.0.0.2");
+         s->add_tests("write_lat");
+         s->set_duration_seconds(5);
+       },
+       "probes.peers[0]"},
+      {"perftest bandwidth by duration",
+       [](v1::ProbeSchedule* s) {
+         s->add_peers("perftest:10.0.0.2");
+         s->add_tests("write_bw");
+         s->set_duration_seconds(5);
+       },
+       ""},
       {"port", [](v1::ProbeSchedule* s) { s->set_port(70000); }, "probes.port"},
       {"test", [](v1::ProbeSchedule* s) { s->add_tests("write_lat"); }, ""},
       {"unknown test",
