@@ -39,8 +39,14 @@ pair() {
   # shellcheck disable=SC2086
   timeout 120 "${first[@]}" $args >"$out/$name.first.out" 2>"$out/$name.first.err" &
   local spid=$! i
-  # An rdma_cm listener has no TCP socket to wait for; a second is ample for it to listen.
-  if [[ " $args " == *" -R "* ]]; then
+  # An rdma_cm listener has no TCP socket to wait for: our server says when it listens (an ASan
+  # build takes seconds to start); our client tries again while a stock server is not there yet.
+  if [[ " $args " == *" -R "* && $role == server ]]; then
+    for ((i = 0; i < 300; i++)); do
+      grep -q "waiting for a perftest client" "$out/$name.first.err" 2>/dev/null && break
+      sleep 0.1
+    done
+  elif [[ " $args " == *" -R "* ]]; then
     sleep 1
   else
     for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done

@@ -107,9 +107,10 @@ int RunPerftest(const CliConfig& c) {
   const std::string test(TestName(o.params.test));
   absl::StatusOr<PerftestResult> r;
   if (c.server) {
-    Print(absl::StrCat("fabric-probe: waiting for a perftest client on port ", o.port, "\n"),
-          stderr);
-    r = ServePerftestClient(o, cancel.get());
+    r = ServePerftestClient(o, cancel.get(), [&o] {
+      Print(absl::StrCat("fabric-probe: waiting for a perftest client on port ", o.port, "\n"),
+            stderr);
+    });
     if (absl::IsCancelled(r.status())) return kExitOk;
     if (r.ok()) {
       Print(absl::StrCat("fabric-probe: served perftest ", r->peer_version, "'s ", test, " on ",

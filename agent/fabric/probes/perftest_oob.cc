@@ -78,7 +78,8 @@ class CmOobImpl final : public PerftestOob {
   ibv_context* cm_context() const override { return id_->verbs; }
   uint8_t cm_port() const override { return id_->port_num; }
 
-  absl::Status Accept(const std::string& bind, uint16_t port, const AllowList& allow);
+  absl::Status Accept(const std::string& bind, uint16_t port, const AllowList& allow,
+                      const std::function<void()>& listening);
   absl::Status Connect(const std::string& host, uint16_t port, Deadline retry_until);
 
   absl::Status Write(std::span<const uint8_t> mine, std::string_view what) override {
@@ -243,7 +244,8 @@ rdma_conn_param OobConnParam() {
   return cp;
 }
 
-absl::Status CmOobImpl::Accept(const std::string& bind, uint16_t port, const AllowList& allow) {
+absl::Status CmOobImpl::Accept(const std::string& bind, uint16_t port, const AllowList& allow,
+                               const std::function<void()>& listening) {
   absl::StatusOr<EventChannel> ec = CreateCmChannel(errors_);
   if (!ec.ok()) return ec.status();
   channel_ = *std::move(ec);
@@ -251,6 +253,7 @@ absl::Status CmOobImpl::Accept(const std::string& bind, uint16_t port, const All
   absl::StatusOr<CmId> listener = ListenCm(channel_.get(), bind, port, AF_INET, 1, errors_);
   if (!listener.ok()) return listener.status();
   listener_ = *std::move(listener);
+  if (listening) listening();
   const Deadline forever = Deadline::At(std::numeric_limits<int64_t>::max());
   for (;;) {
     absl::StatusOr<CmEvent> e = Event(forever, "a perftest client");
@@ -353,9 +356,10 @@ std::unique_ptr<PerftestOob> TcpOob(Fd fd, bool client, absl::Duration timeout,
 absl::StatusOr<std::unique_ptr<PerftestOob>> AcceptCmOob(const std::string& bind, uint16_t port,
                                                          const AllowList& allow,
                                                          absl::Duration timeout,
-                                                         const Canceller* cancel) {
+                                                         const Canceller* cancel,
+                                                         const std::function<void()>& listening) {
   auto oob = std::make_unique<CmOobImpl>(/*client=*/false, timeout, cancel);
-  FABRIC_RETURN_IF_ERROR(oob->Accept(bind, port, allow));
+  FABRIC_RETURN_IF_ERROR(oob->Accept(bind, port, allow, listening));
   return std::unique_ptr<PerftestOob>(std::move(oob));
 }
 

@@ -8,6 +8,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -81,10 +82,10 @@ std::unique_ptr<PerftestOob> TcpOob(Fd fd, bool client, absl::Duration timeout,
 // bounded by `cancel` only (as perftest's server waits); a peer outside `allow` is rejected
 // before anything is set up for it, and the wait goes on. The listener is gone when this returns,
 // which frees the port for the data connections.
-absl::StatusOr<std::unique_ptr<PerftestOob>> AcceptCmOob(const std::string& bind, uint16_t port,
-                                                         const AllowList& allow,
-                                                         absl::Duration timeout,
-                                                         const Canceller* cancel);
+// `listening`, when set, is called once the listener is up.
+absl::StatusOr<std::unique_ptr<PerftestOob>> AcceptCmOob(
+    const std::string& bind, uint16_t port, const AllowList& allow, absl::Duration timeout,
+    const Canceller* cancel, const std::function<void()>& listening = nullptr);
 // -R, the client: resolves host and connects to its port; a server not listening yet is tried
 // again every 100 ms until `retry_until`.
 absl::StatusOr<std::unique_ptr<PerftestOob>> ConnectCmOob(const std::string& host, uint16_t port,

@@ -504,7 +504,8 @@ int32_t PerftestVerb(TestKind test) {
 }
 
 absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& o,
-                                                   const Canceller* cancel) {
+                                                   const Canceller* cancel,
+                                                   const std::function<void()>& listening) {
   FABRIC_RETURN_IF_ERROR(Supported(o));
   AllowList allow;
   if (o.allow) {
@@ -520,7 +521,7 @@ absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& 
   absl::StatusOr<PerftestResult> served = [&]() -> absl::StatusOr<PerftestResult> {
     if (o.params.rdma_cm) {
       absl::StatusOr<std::unique_ptr<PerftestOob>> cm =
-          AcceptCmOob(o.bind, o.port, allow, o.local.timeout, cancel);
+          AcceptCmOob(o.bind, o.port, allow, o.local.timeout, cancel, listening);
       if (!cm.ok()) return cm.status();
       oob = *std::move(cm);
       FABRIC_RETURN_IF_ERROR(UseCmDevice(*oob, o, verbs));
@@ -529,6 +530,7 @@ absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& 
       FABRIC_RETURN_IF_ERROR(verbs.OpenDevice());
       absl::StatusOr<Fd> listener = ListenTcp(o.bind, o.port);
       if (!listener.ok()) return listener.status();
+      if (listening) listening();
       Acceptor acceptor;
       absl::StatusOr<Fd> fd = AcceptTcp(
           listener->get(), Deadline::At(std::numeric_limits<int64_t>::max()), cancel, &acceptor);

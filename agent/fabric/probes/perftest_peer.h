@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -63,8 +64,10 @@ struct PerftestResult {
 // Waits for one client (bounded by `cancel` only, as perftest's server waits), then runs the
 // test to its end; each step after the accept is bounded by local.timeout (the run itself by the
 // client's duration or a bound from its iterations).
-absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& o,
-                                                   const Canceller* cancel);
+// `listening`, when set, is called once the exchange's listener is up.
+absl::StatusOr<PerftestResult> ServePerftestClient(
+    const PerftestServerOptions& o, const Canceller* cancel,
+    const std::function<void()>& listening = nullptr);
 
 // The client's side: `host`:`o.port` runs a stock perftest server of the same test. Connects once
 // (as perftest, unless `retry` lets a server that is starting be tried again every 100 ms until
