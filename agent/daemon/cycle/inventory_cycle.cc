@@ -1,15 +1,37 @@
 #include "agent/daemon/cycle/inventory_cycle.h"
 
 #include <algorithm>
+#include <iterator>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
 #include "agent/daemon/cycle/build.h"
 #include "agent/daemon/cycle/scan_trust.h"
+#include "agent/inventory/changes/changes.h"
 #include "agent/inventory/discovery/discovery.h"
 
 namespace fabric {
+namespace {
+
+// Whether `devices` have the same GID tables in `a` and `b` (one in neither counts as same).
+bool DevicesKeepGids(const v1::Host& a, const v1::Host& b, const std::set<std::string>& devices) {
+  auto find = [](const v1::Host& h, const std::string& name) -> const v1::RdmaDevice* {
+    for (const v1::RdmaDevice& d : h.rdma_devices()) {
+      if (d.name() == name) return &d;
+    }
+    return nullptr;
+  };
+  for (const std::string& name : devices) {
+    const v1::RdmaDevice* da = find(a, name);
+    const v1::RdmaDevice* db = find(b, name);
+    if (da == nullptr || db == nullptr ? da != db : !SameGidTables(*da, *db)) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 InventoryCycle::InventoryCycle(const HostFs* sysfs, const HostFs* procfs, CycleOptions options,
                                AgentCounters* counters)
@@ -183,6 +205,17 @@ void InventoryCycle::Rescan(const std::string& why, bool policy_changed, bool sa
 }
 
 void InventoryCycle::RefreshFor(const ChangeScope& scope, const std::string& why) {
+  const bool netdevs = !scope.netdevs().empty() || !scope.ifindexes().empty();
+  Targeted(scope, why, netdevs ? 0 : std::size(kGidFollowUps));
+}
+
+void InventoryCycle::FollowUpGids(absl::Time now) {
+  if (now < gid_follow_up_.at) return;
+  GidFollowUp f = std::exchange(gid_follow_up_, GidFollowUp{});
+  Targeted(f.scope, "GID tables read again after netdev events", f.next);
+}
+
+void InventoryCycle::Targeted(const ChangeScope& scope, const std::string& why, size_t follow_up) {
   const auto cur = store_.Current();
   // Targeted refreshes splice into a good inventory; anything else reads it all.
   if (cur == nullptr || scope.full() || !last_scan_.ok() || stale_finding_) {
@@ -206,6 +239,12 @@ void InventoryCycle::RefreshFor(const ChangeScope& scope, const std::string& why
       absl::FormatDuration(took));
   counters_->refreshes_targeted.fetch_add(1);
   counters_->refresh_targeted_ns.fetch_add(absl::ToInt64Nanoseconds(took));
+  if (follow_up < std::size(kGidFollowUps) && host.ok() &&
+      DevicesKeepGids(*cur->host, *host->host, plan.devices)) {
+    gid_follow_up_.scope.Merge(scope);
+    gid_follow_up_.next = follow_up + 1;
+    gid_follow_up_.at = absl::Now() + kGidFollowUps[follow_up];
+  }
   Accept(std::move(host), why, false);
 }
 

@@ -57,6 +57,16 @@ class InventoryCycle {
   // What the events in `scope` changed: a targeted refresh, nothing for unrelated netdevs, or a
   // full rescan when the scope or the plan says so.
   void RefreshFor(const ChangeScope& scope, const std::string& why);
+  // The kernel writes a netdev's GIDs from a work queue after the address or link event that
+  // caused them, so the refresh for that event can come first. A refresh for netdev events that
+  // found its RDMA devices' GID tables as they were reads them again after each of
+  // kGidFollowUps, until they change: bounded, a few targeted reads per event batch.
+  static constexpr absl::Duration kGidFollowUps[] = {absl::Milliseconds(200), absl::Seconds(1),
+                                                     absl::Seconds(5)};
+  // When the next follow-up is due (InfiniteFuture when none is).
+  absl::Time gid_follow_up_at() const { return gid_follow_up_.at; }
+  // Runs the follow-up when `now` is past gid_follow_up_at().
+  void FollowUpGids(absl::Time now);
 
   // When an untrusted rescan is retried (InfiniteFuture when none is due).
   absl::Time stale_retry_at() const { return stale_retry_at_; }
@@ -68,6 +78,8 @@ class InventoryCycle {
   void Accept(absl::StatusOr<RefreshedHost> host, const std::string& why, bool policy_changed,
               bool check_drift = false);
   std::vector<v1::Finding> AgentFindings(absl::Time now) const;
+  // RefreshFor's work; `follow_up`: the index into kGidFollowUps to arm next, none past its end.
+  void Targeted(const ChangeScope& scope, const std::string& why, size_t follow_up);
   void RepublishIfPublishersChanged(const std::string& before, absl::Time now);
   std::string PublisherFindingsKey(absl::Time now) const;
 
@@ -91,6 +103,11 @@ class InventoryCycle {
   absl::Time stale_retry_at_ = absl::InfiniteFuture();
   std::optional<v1::Finding> stale_finding_;
   bool republishing_ = false;
+  struct GidFollowUp {
+    ChangeScope scope;  // The netdev events', planned again (the inventory may have moved).
+    size_t next = 0;    // Into kGidFollowUps.
+    absl::Time at = absl::InfiniteFuture();
+  } gid_follow_up_;
 };
 
 }  // namespace fabric

@@ -122,8 +122,13 @@ bool OnKernelEvents(AgentState& st, Pending& p, EventSource* src, absl::Time now
   return true;
 }
 
-// Coalesced events, the safety-net rescan, or the retry of a stale inventory.
+// Coalesced events, the safety-net rescan, the retry of a stale inventory, or the GID tables read
+// again after netdev events.
 void OnRefresh(AgentState& st, Pending& p, absl::Time now) {
+  if (!p.events() && now < p.next_rescan && now < st.cycle.stale_retry_at()) {
+    st.cycle.FollowUpGids(now);  // Only the GID follow-up is due.
+    return;
+  }
   const uint64_t full_before = st.counters.refreshes_full.load();
   if (now >= p.next_rescan || now >= st.cycle.stale_retry_at()) {
     // The safety net reads everything, pending events included (then it is no drift check).
@@ -195,7 +200,8 @@ void AddSources(AgentState& st, Pending& p) {
             }});
   loop.Add({"refresh", nullptr,
             [&st, &p](absl::Time) {
-              return std::min({p.dirty_at, p.next_rescan, st.cycle.stale_retry_at()});
+              return std::min({p.dirty_at, p.next_rescan, st.cycle.stale_retry_at(),
+                               st.cycle.gid_follow_up_at()});
             },
             [&st, &p](bool, bool, absl::Time now) { OnRefresh(st, p, now); }});
   if (HealthMonitor* health = st.workers.health.get()) {

@@ -305,6 +305,15 @@ std::optional<uint32_t> RoceV2Ipv4GidIndex(const RdmaDevice& dev, const Port& po
   return g->index();
 }
 
+bool SameGidTables(const RdmaDevice& a, const RdmaDevice& b) {
+  Pairing<Port> ports = Pair(a.ports(), b.ports(), PortKey);
+  if (!ports.removed.empty() || !ports.added.empty()) return false;
+  for (const auto& [pa, pb] : ports.both) {
+    if (!SameList(pa->gids(), pb->gids())) return false;
+  }
+  return true;
+}
+
 std::vector<InventoryChange> DiffHosts(const Host& before, const Host& after) {
   std::vector<InventoryChange> dev_removed, dev_added, port_state, port_rate, gid_table;
   bool other_rdma = false;

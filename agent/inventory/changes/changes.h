@@ -33,6 +33,9 @@ namespace fabric {
 // a port's phys_state with a state change, its rate text with a rate change.
 std::vector<v1::InventoryChange> DiffHosts(const v1::Host& before, const v1::Host& after);
 
+// Whether the two devices' ports (by number) have the same GID entries, as KIND_GID_TABLE judges.
+bool SameGidTables(const v1::RdmaDevice& a, const v1::RdmaDevice& b);
+
 // Where the port's RoCE v2 IPv4 GID sits: the lowest index of a RoCE v2 entry with an IPv4
 // address whose netdev is the port's own netdev (port.netdev, else the device's parent_netdev),
 // as selection picks it; when neither is known, of any netdev. nullopt when there is none.
