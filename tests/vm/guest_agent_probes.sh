@@ -17,7 +17,9 @@ cat >"$out/a.json" <<EOF
 {"probes": {"peers": ["$ip:$port"], "intervalSeconds": 2, "tests": ["write_bw", "write_lat"],
             "iterations": 200, "timeoutSeconds": 20, "degradedFraction": 0.9}}
 EOF
-"$agent" --socket=/run/b/agent.sock --probe-listen=":$port" --probe-rate=0 2>"$out/b.log" &
+"$agent" --socket=/run/b/agent.sock --probe-listen=":$port" --probe-rate=0 \
+  --probe-perftest="write_bw -p 18520 -n 200" --probe-perftest="send_lat -p 18521 -n 200" \
+  --probe-perftest="read_bw -R -p 18522 -n 200" 2>"$out/b.log" &
 bpid=$!
 "$agent" --socket=/run/a/agent.sock --config="$out/a.json" 2>"$out/a.log" &
 apid=$!
@@ -90,6 +92,48 @@ if "$ctl" probes --target=unix:///run/b/agent.sock | grep -q "responder: \*:$por
 else
   fail "agent B's responder: $("$ctl" probes --target=unix:///run/b/agent.sock 2>&1)"
 fi
+
+# Stock perftest clients against agent B's --probe-perftest servers (while A's schedule keeps
+# testing B on the same device: they take turns): write_bw twice in a row (B serves again and
+# again), send_lat, read_bw over -R; each stock client prints its figures and B logs each test.
+pt_client() { timeout 60 "$@" -d "$dev" -n 200 "$ip" 2>&1; }
+for i in 1 2; do
+  if o=$(pt_client ib_write_bw -p 18520) && grep -qE "^ *65536 +200 " <<<"$o"; then
+    ok "stock ib_write_bw against agent B ($i): $(grep -E "^ *65536 +200 " <<<"$o" | tr -s ' ')"
+  else
+    fail "stock ib_write_bw against agent B ($i): $o"
+  fi
+done
+if o=$(pt_client ib_send_lat -p 18521) && grep -qE "^ *2 +200 " <<<"$o"; then
+  ok "stock ib_send_lat against agent B: $(grep -E "^ *2 +200 " <<<"$o" | tr -s ' ')"
+else
+  fail "stock ib_send_lat against agent B: $o"
+fi
+if o=$(pt_client ib_read_bw -R -p 18522) && grep -qE "^ *65536 +200 " <<<"$o"; then
+  ok "stock ib_read_bw -R against agent B: $(grep -E "^ *65536 +200 " <<<"$o" | tr -s ' ')"
+else
+  fail "stock ib_read_bw -R against agent B: $o"
+fi
+served=$(grep -c "perftest responder (.*): $ip (perftest 6.06) on $dev: " "$out/b.log")
+if ((served == 4)); then
+  ok "agent B logged the 4 stock clients: $(grep "perftest responder (write_bw" "$out/b.log" | tail -1 | sed 's/.*responder/responder/')"
+else
+  fail "agent B logged $served stock clients, not 4"
+fi
+# An agent that does not admit this host's address turns the stock client away and says why.
+"$agent" --socket=/run/d/agent.sock --probe-allow=192.0.2.0/24 \
+  --probe-perftest="write_bw -p 18523 -n 200" 2>"$out/d.log" &
+dpid=$!
+for _ in $(seq 50); do grep -q "serving stock perftest clients" "$out/d.log" && break; sleep 0.1; done
+sleep 0.5
+if ! o=$(pt_client ib_write_bw -p 18523) &&
+  grep -q "perftest client $ip.* is not in the allow-list (192.0.2.0/24)" "$out/d.log"; then
+  ok "agent D turned away a client outside --probe-allow"
+else
+  fail "agent D and a client outside --probe-allow: $o; $(cat "$out/d.log")"
+fi
+kill -TERM "$dpid"
+wait "$dpid" || fail "agent D exit $? on SIGTERM"
 
 # A "perftest:" peer: a stock ib_write_bw server, restarted by a loop as operators run it, which
 # agent C's schedule tests on perftest's own protocol.

@@ -193,6 +193,13 @@ void ProbeMetrics(const Prober& p, Exposition* out) {
                  {{"result", "ok"}}, s.served_ok);
     out->Counter("fabric_probe_responder_tests_total", "", {{"result", "failed"}}, s.served_failed);
   }
+  if (p.perftest_responders()) {
+    out->Counter("fabric_probe_perftest_tests_total",
+                 "Stock perftest clients served (--probe-perftest).", {{"result", "ok"}},
+                 s.perftest_ok);
+    out->Counter("fabric_probe_perftest_tests_total", "", {{"result", "failed"}},
+                 s.perftest_failed);
+  }
   for (const v1::ProbeResult& r : p.Latest()) {
     const Labels l = {{"device", r.device()},
                       {"port", r.device().empty() ? "" : absl::StrCat(r.port())},

@@ -320,6 +320,7 @@ absl::Status StepProbes(AgentState& st) {
   o.sysfs = st.opt.sysfs;
   o.responder_clients = st.opt.probe_clients;
   o.allow = st.opt.probe_allow;
+  o.perftest = st.opt.probe_perftest;
   o.rate_per_minute = st.opt.probe_rate;
   o.secret_file = st.opt.probe_secret_file;
   auto p = Prober::Start(o, &st.cycle.store());

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "agent/daemon/api/tls.h"
@@ -80,6 +81,7 @@ struct AgentOptions {
   // (tests a minute; 0: none) and the shared secret's file (empty: none), which the agent's own
   // tests use too.
   std::string probe_allow;
+  std::vector<std::string> probe_perftest;  // --probe-perftest, each a server line
   uint32_t probe_rate = 6;
   std::string probe_secret_file;
   // Prometheus /metrics on "ADDR:PORT", "[V6]:PORT" or ":PORT"; empty: off.

@@ -16,6 +16,7 @@
 #include "agent/fabric/announce/handoff.h"
 #include "agent/fabric/probes/access.h"
 #include "agent/fabric/probes/auth.h"
+#include "agent/fabric/probes/cli.h"
 
 namespace {
 
@@ -222,6 +223,18 @@ int main(int argc, char** argv) {
       ->check([](const std::string& v) {
         absl::StatusOr<fabric::probes::AllowList> a = fabric::probes::AllowList::Parse(v);
         return a.ok() ? std::string() : std::string(a.status().message());
+      });
+  app.add_option("--probe-perftest", opt.probe_perftest,
+                 "serve stock perftest clients (ib_write_bw HOST, ...): a fabric-probe --perftest "
+                 "server line, e.g. 'write_bw -p 18516 -d mlx5_0 -x 3'; one client at a time, "
+                 "again and again, admitted by --probe-allow alone (a stock client proves no "
+                 "secret); repeat for more tests, each on its own port")
+      ->take_all()
+      ->allow_extra_args(false)
+      ->check([](const std::string& v) {
+        absl::StatusOr<fabric::probes::PerftestServerOptions> o =
+            fabric::probes::ParsePerftestResponder(v);
+        return o.ok() ? std::string() : std::string(o.status().message());
       });
   app.add_option("--probe-rate", opt.probe_rate,
                  "tests a minute the responder serves to one peer address (0: no limit)")

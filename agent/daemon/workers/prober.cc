@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -12,9 +14,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "agent/common/ip.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
+#include "agent/fabric/probes/cli.h"
 #include "agent/fabric/probes/wire.h"
 #include "agent/policy/health/health.h"
 #include "google/protobuf/util/time_util.h"
@@ -58,6 +62,44 @@ std::set<std::string> LocalAddresses() {
     }
   }
   freeifaddrs(ifa);
+  return out;
+}
+
+// The --probe-perftest servers, checked: each line parses, each port is its own (and not the
+// responder's).
+absl::StatusOr<std::vector<probes::PerftestServerOptions>> PerftestServers(
+    const ProberOptions& options) {
+  std::vector<probes::PerftestServerOptions> out;
+  std::optional<probes::AllowList> allow;
+  if (!options.allow.empty()) {
+    absl::StatusOr<probes::AllowList> a = probes::AllowList::Parse(options.allow);
+    if (!a.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--probe-allow: ", a.status().message()));
+    allow = *std::move(a);
+  }
+  std::map<uint16_t, std::string> ports;
+  if (!options.listen.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    if (ParseProbeListen(options.listen, &host, &port).ok() && port != 0) {
+      ports[port] = "--probe-listen";
+    }
+  }
+  for (const std::string& line : options.perftest) {
+    absl::StatusOr<probes::PerftestServerOptions> o = probes::ParsePerftestResponder(line);
+    if (!o.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--probe-perftest \"", line, "\": ", o.status().message()));
+    }
+    auto [at, fresh] = ports.emplace(o->port, absl::StrCat("\"", line, "\""));
+    if (!fresh) {
+      return absl::InvalidArgumentError(absl::StrCat("--probe-perftest \"", line, "\": port ",
+                                                     o->port, " is also ", at->second, "'s"));
+    }
+    o->local.sysfs = options.sysfs;
+    o->allow = allow;
+    out.push_back(*std::move(o));
+  }
   return out;
 }
 
@@ -127,8 +169,63 @@ absl::StatusOr<std::unique_ptr<Prober>> Prober::Start(const ProberOptions& optio
     });
   }
   Prober* self = p.get();
+  absl::StatusOr<std::vector<probes::PerftestServerOptions>> perftest = PerftestServers(options);
+  if (!perftest.ok()) return perftest.status();
+  for (probes::PerftestServerOptions& o : *perftest) {
+    p->perftest_threads_.emplace_back(
+        [self, o = std::move(o)]() mutable { self->ServePerftest(std::move(o)); });
+  }
   p->scheduler_ = std::thread([self] { self->SchedulerLoop(); });
   return p;
+}
+
+void Prober::ServePerftest(probes::PerftestServerOptions o) {
+  const std::string what = absl::StrCat("perftest responder (", Av(probes::TestName(o.params.test)),
+                                        " on port ", o.port, ")");
+  Log(LogLevel::kInfo, what, ": serving stock perftest clients from ",
+      o.allow ? o.allow->ToString() : "this host's subnets");
+  absl::Duration pause = absl::Seconds(1);
+  probes::Fd listener;  // TCP: one for every client (rdma_cm listens per client).
+  while (!cancel_->cancelled()) {
+    if (!o.params.rdma_cm && !listener.valid()) {
+      absl::StatusOr<probes::Fd> l = probes::ListenTcp(o.bind, o.port);
+      if (l.ok()) listener = *std::move(l);
+    }
+    o.listener = listener.valid() ? listener.get() : -1;
+    std::optional<probes::DeviceLocks::Hold> hold;
+    bool listened = false;
+    o.admit = [&](const std::string& device) -> absl::Status {
+      hold = locks_.Acquire(device, o.local.timeout);
+      if (hold) return absl::OkStatus();
+      return absl::UnavailableError(absl::StrCat(device, " stayed busy with other probes for ",
+                                                 absl::FormatDuration(o.local.timeout)));
+    };
+    absl::StatusOr<probes::PerftestResult> r =
+        probes::ServePerftestClient(o, cancel_.get(), [&] { listened = true; });
+    hold.reset();
+    if (cancel_->cancelled()) break;
+    ++perftest_served_;
+    if (!r.ok()) ++perftest_failed_;
+    if (r.ok()) {
+      std::string figure = "done";
+      if (r->bw) {
+        figure = absl::StrFormat("%.2f %s average", r->bw->average, o.gbits ? "Gb/s" : "MB/s");
+      } else if (r->lat) {
+        figure = absl::StrFormat("%.2f usec typical", r->lat->typical);
+      }
+      Log(LogLevel::kInfo, what, ": ", r->peer, " (perftest ", r->peer_version, ") on ", r->device,
+          ": ", figure);
+    } else {
+      Log(LogLevel::kWarning, what, ": ", r.status().message());
+    }
+    // A failure before listening (device gone, port taken) would come back at once: wait,
+    // longer each time, until it listens again.
+    pause = listened ? absl::Seconds(1) : std::min(pause * 2, absl::Minutes(5));
+    if (!listened) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, absl::ToChronoNanoseconds(pause), [this] { return stopping_; });
+    }
+  }
 }
 
 Prober::~Prober() {
@@ -140,6 +237,7 @@ Prober::~Prober() {
   cancel_->Cancel();
   if (server_ != nullptr) server_->Stop();
   if (server_thread_.joinable()) server_thread_.join();
+  for (std::thread& t : perftest_threads_) t.join();
   if (scheduler_.joinable()) scheduler_.join();
 }
 
@@ -458,8 +556,12 @@ v1::Health CurrentHealth(const Snapshot& snap, const Prober* prober) {
 }
 
 Prober::Stats Prober::stats() const {
-  return {runs_ok_.load(), runs_failed_.load(), served_.load() - served_failed_.load(),
-          served_failed_.load()};
+  return {runs_ok_.load(),
+          runs_failed_.load(),
+          served_.load() - served_failed_.load(),
+          served_failed_.load(),
+          perftest_served_.load() - perftest_failed_.load(),
+          perftest_failed_.load()};
 }
 
 std::vector<v1::ProbeResult> Prober::Latest() const {

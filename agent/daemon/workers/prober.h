@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/daemon/cycle/snapshot.h"
+#include "agent/fabric/probes/perftest_peer.h"
 #include "agent/fabric/probes/probe.h"
 #include "agent/fabric/probes/schedule.h"
 #include "fabric/v1/agent.pb.h"
@@ -35,6 +36,10 @@ struct ProberOptions {
   std::string secret_file;
   // Responder: tests a minute per peer address; 0: no limit.
   uint32_t rate_per_minute = probes::kDefaultRatePerMinute;
+  // --probe-perftest: servers of stock perftest clients, each a fabric-probe --perftest server
+  // line ("write_bw -p 18516 -d mlx5_0"), admitted by `allow` alone (a stock client proves no
+  // secret), serving one client at a time, again and again, under the device locks.
+  std::vector<std::string> perftest;
 };
 
 // Parses --probe-listen: "ADDR:PORT", "[V6]:PORT" or ":PORT" (every address); port 0 is allowed.
@@ -68,13 +73,16 @@ class Prober {
 
   // Counts since start, for metrics.
   struct Stats {
-    uint64_t runs_ok = 0, runs_failed = 0;      // this agent's tests (scheduled and on demand)
-    uint64_t served_ok = 0, served_failed = 0;  // the responder's
+    uint64_t runs_ok = 0, runs_failed = 0;          // this agent's tests (scheduled and on demand)
+    uint64_t served_ok = 0, served_failed = 0;      // the responder's
+    uint64_t perftest_ok = 0, perftest_failed = 0;  // stock perftest clients (--probe-perftest)
   };
   Stats stats() const;
   // The newest result of each (device, port, peer, test, transport), newest first.
   std::vector<v1::ProbeResult> Latest() const;
 
+  // Whether --probe-perftest servers run.
+  bool perftest_responders() const { return !perftest_threads_.empty(); }
   // "ADDR:PORT" the responder listens on (the bound port), empty when off.
   const std::string& responder() const { return responder_address_; }
 
@@ -82,6 +90,8 @@ class Prober {
   Prober(const ProberOptions& options, const SnapshotStore* store,
          std::unique_ptr<probes::Canceller> cancel);
   void SchedulerLoop();
+  // One --probe-perftest server: a client at a time until the prober stops.
+  void ServePerftest(probes::PerftestServerOptions o);
   void Round(const v1::ProbeSchedule& schedule);
   // Resolves the static peers and peer_dns; this host's own addresses are left out of the DNS
   // answer. Sets peers_error_ when the name does not resolve.
@@ -103,6 +113,9 @@ class Prober {
   std::thread server_thread_;
   std::atomic<uint64_t> served_{0};
   std::atomic<uint64_t> served_failed_{0};
+  std::vector<std::thread> perftest_threads_;
+  std::atomic<uint64_t> perftest_served_{0};
+  std::atomic<uint64_t> perftest_failed_{0};
   std::atomic<uint64_t> runs_ok_{0};
   std::atomic<uint64_t> runs_failed_{0};
 

@@ -7,8 +7,11 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "agent/common/cli_docs.h"
 #include "agent/common/cli_docs_cli11.h"
+#include "agent/common/strings.h"
 #include "agent/common/version.h"
 #include "agent/fabric/probes/auth.h"
 #include "agent/fabric/probes/wire.h"
@@ -384,6 +387,36 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   CliParse r;
   r.config = std::move(c);
   return r;
+}
+
+absl::StatusOr<PerftestServerOptions> ParsePerftestResponder(std::string_view line) {
+  std::vector<std::string> args = {"fabric-probe"};
+  for (absl::string_view t : absl::StrSplit(Av(line), absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+    const std::string flag(t.substr(0, t.find('=')));
+    // What fabric-probe prints or writes, and whom it admits, is the agent's to decide.
+    for (const char* own : {"--allow", "--json", "--output", "--out_json", "--out_json_file",
+                            "--forever", "--help", "-h"}) {
+      if (flag == own) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag, " is not for the agent's perftest responder (",
+            flag == "--allow" ? "--probe-allow admits its clients" : "it logs each test it serves",
+            ")"));
+      }
+    }
+    args.emplace_back(t);
+  }
+  args.push_back("--perftest");
+  CliParse r = ParseCli(args);
+  if (r.exit) {
+    std::string why(absl::StripSuffix(Av(r.output), "\nRun with --help for more information.\n"));
+    return absl::InvalidArgumentError(std::string(absl::StripPrefix(Av(why), "fabric-probe: ")));
+  }
+  if (!r.config.server) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", Av(line),
+                     "\" names a host: the responder serves clients (TEST and perftest's flags)"));
+  }
+  return std::move(r.config.perftest_options);
 }
 
 }  // namespace fabric::probes

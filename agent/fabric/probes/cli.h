@@ -2,8 +2,10 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "agent/fabric/perftest/output.h"
 #include "agent/fabric/probes/perftest_peer.h"
 #include "agent/fabric/probes/probe.h"
@@ -42,5 +44,11 @@ struct CliParse {
 };
 
 CliParse ParseCli(const std::vector<std::string>& args);  // args[0] is the program name
+
+// One --probe-perftest value of the agent: what fabric-probe's server of a stock perftest client
+// is given, without the program name and --perftest ("write_bw -p 18516 -d mlx5_0 -x 3").
+// InvalidArgument with fabric-probe's words for a bad line, one that names a host, and for the
+// flags that are the agent's to decide (--allow: --probe-allow; printing and files).
+absl::StatusOr<PerftestServerOptions> ParsePerftestResponder(std::string_view line);
 
 }  // namespace fabric::probes

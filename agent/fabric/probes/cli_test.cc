@@ -1,9 +1,13 @@
 #include "agent/fabric/probes/cli.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace fabric::probes {
 namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 CliParse Parse(std::vector<std::string> args) {
   args.insert(args.begin(), "fabric-probe");
@@ -257,6 +261,50 @@ TEST(ParseCli, HelpExitsZero) {
   EXPECT_TRUE(r.exit);
   EXPECT_EQ(r.exit_code, kExitOk);
   EXPECT_NE(r.output.find("--rdma_cm"), std::string::npos);
+}
+
+// The agent's --probe-perftest lines: fabric-probe's server flags with --perftest implied; a host,
+// whom it admits and what it prints are refused with the reason.
+TEST(ParsePerftestResponder, ServerLines) {
+  absl::StatusOr<PerftestServerOptions> o =
+      ParsePerftestResponder("write_bw  -p 18516\t-d mlx5_0 -x 3 -s 4096 -q 2");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->params.test, TestKind::kWriteBw);
+  EXPECT_EQ(o->port, 18516);
+  EXPECT_EQ(o->local.device, "mlx5_0");
+  EXPECT_EQ(o->local.gid_index, 3);
+  EXPECT_EQ(o->params.size, 4096u);
+  EXPECT_EQ(o->params.num_qps, 2u);
+  EXPECT_FALSE(o->allow.has_value());
+  o = ParsePerftestResponder("read_lat -R");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->params.test, TestKind::kReadLat);
+  EXPECT_EQ(o->port, 18515);
+  EXPECT_TRUE(o->params.rdma_cm);
+
+  struct Bad {
+    const char* line;
+    const char* says;
+  } bad[] = {
+      {"write_bw 10.0.0.2", "names a host"},
+      {"write_bw --allow 10.0.0.0/8", "--probe-allow"},
+      {"write_bw --allow=10.0.0.0/8", "--probe-allow"},
+      {"write_bw --out_json", "logs each test"},
+      {"write_bw --output=bandwidth", "logs each test"},
+      {"write_bw --forever", "logs each test"},
+      {"write_bw --help", "logs each test"},
+      {"write_bw -s nope", "-s"},
+      {"write_lat -D 5", "--perftest"},
+      {"scan_bw", "scan_bw"},
+      {"", "TEST"},
+  };
+  for (const Bad& b : bad) {
+    o = ParsePerftestResponder(b.line);
+    ASSERT_FALSE(o.ok()) << b.line;
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument) << b.line;
+    EXPECT_THAT(std::string(o.status().message()), HasSubstr(b.says)) << b.line;
+    EXPECT_THAT(std::string(o.status().message()), Not(HasSubstr("Run with --help"))) << b.line;
+  }
 }
 
 }  // namespace

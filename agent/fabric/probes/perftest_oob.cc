@@ -26,9 +26,10 @@ namespace pt = ::fabric::perftest;
 class TcpOobImpl final : public PerftestOob {
  public:
   TcpOobImpl(Fd fd, bool client, absl::Duration timeout, const Canceller* cancel)
-      : PerftestOob(client, timeout, cancel), fd_(std::move(fd)) {}
+      : PerftestOob(client, timeout, cancel), fd_(std::move(fd)), peer_(PeerAddress(fd_.get())) {}
 
-  std::string peer() const override { return PeerAddress(fd_.get()); }
+  // Asked once the peer may have closed (the test's log line): kept from the connection.
+  std::string peer() const override { return peer_; }
   absl::Status Write(std::span<const uint8_t> mine, std::string_view what) override {
     return WriteAll(fd_.get(), mine.data(), mine.size(), Deadline::In(timeout()), cancel(), what);
   }
@@ -61,6 +62,7 @@ class TcpOobImpl final : public PerftestOob {
 
  private:
   Fd fd_;
+  std::string peer_;
 };
 
 // perftest's messages are at most its negotiation struct; a receive this large takes any of them

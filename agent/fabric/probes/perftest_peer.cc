@@ -528,12 +528,13 @@ absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& 
     } else {
       // The device first: a missing device or a down port is said before any client waits.
       FABRIC_RETURN_IF_ERROR(verbs.OpenDevice());
-      absl::StatusOr<Fd> listener = ListenTcp(o.bind, o.port);
-      if (!listener.ok()) return listener.status();
+      absl::StatusOr<Fd> own = o.listener >= 0 ? Fd() : ListenTcp(o.bind, o.port);
+      if (!own.ok()) return own.status();
       if (listening) listening();
       Acceptor acceptor;
-      absl::StatusOr<Fd> fd = AcceptTcp(
-          listener->get(), Deadline::At(std::numeric_limits<int64_t>::max()), cancel, &acceptor);
+      absl::StatusOr<Fd> fd =
+          AcceptTcp(o.listener >= 0 ? o.listener : own->get(),
+                    Deadline::At(std::numeric_limits<int64_t>::max()), cancel, &acceptor);
       if (!fd.ok()) return fd.status();
       oob = TcpOob(*std::move(fd), /*client=*/false, o.local.timeout, cancel);
       if (!allow.Allows(oob->peer())) {
@@ -541,6 +542,7 @@ absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& 
             "perftest client ", oob->peer(), " is not in the allow-list (", allow.ToString(), ")"));
       }
     }
+    if (o.admit) FABRIC_RETURN_IF_ERROR(o.admit(verbs.device()));
     absl::StatusOr<PerftestResult> r = RunSession(*oob, o, verbs, cancel);
     if (r.ok()) r->peer = oob->peer();
     return r;

@@ -42,6 +42,14 @@ struct PerftestServerOptions {
   std::string bind;
   uint16_t port = 18515;
   std::optional<AllowList> allow;  // unset: this host's subnets
+  // Server, TCP exchange: a socket already listening, kept by the caller across clients (the
+  // agent's: a client that comes while the last test ends waits in its backlog); -1: listen on
+  // bind:port for this client alone.
+  int listener = -1;
+  // Server: called once a client is admitted, with the device its test will use, before the
+  // exchange; an error turns the client away. The agent takes its device lock here, so its own
+  // probes and a stock client's test take turns (the lock outlives the call: the caller's).
+  std::function<absl::Status(const std::string& device)> admit;
 };
 
 // One test with a perftest peer. What perftest itself would print on this side: the bandwidth
