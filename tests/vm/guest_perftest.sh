@@ -212,6 +212,17 @@ for role in server client; do
   pair "cm_send_lat_$role" "$role" send_lat "-n 200 -R"
 done
 pair cm_write_lat_server server write_lat "-n 200 -R"
+# -T (type of service, as OCI's `-R -T 105`): both ways; our client's QP carries it as its
+# traffic class (queried from the kernel), and perftest's JSON says TOS.
+pair cm_tos_server server write_bw "-n 300 -R -T 105"
+pair cm_tos_client client read_bw "-n 300 -R -T 41" "--out_json --out_json_file $out/tos.json"
+if grep -q "the QPs' traffic class is 41 (-T 41)" "$out/cm_tos_client.second.err" &&
+  /usr/bin/python3 -c 'import json,sys; i=json.load(open(sys.argv[1]))["test_info"]; assert i["TOS"] == 41 and i["Data_ex_method"] == "rdma_cm", i' \
+    "$out/tos.json"; then
+  ok "tos: $(grep "traffic class" "$out/cm_tos_client.second.err"), JSON TOS 41"
+else
+  fail "tos: $(cat "$out/cm_tos_client.second.err" "$out/tos.json")"
+fi
 
 # -D as perftest's whole run (a quarter margin either side), both ways: the window's messages.
 pair dur_server server write_bw "-D 4"

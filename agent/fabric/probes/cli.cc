@@ -104,6 +104,11 @@ CliParse ParseCli(const std::vector<std::string>& args) {
                                   "inline messages up to this size (default 0; 220 for "
                                   "write/send latency)");
   auto* o_cm = app.add_flag("-R,--rdma_cm", rdma_cm, "connect the QPs with rdma_cm");
+  int tos = -1;
+  auto* o_tos = app.add_option("-T,--tos", tos,
+                               "the rdma_cm connections' type of service (0..255, with -R; set by "
+                               "the client, as perftest's)")
+                    ->check(CLI::Range(0, 255));
   auto* o_cqmod = app.add_option("-Q,--cq-mod", cq_mod,
                                  "one signalled completion per this many messages (default 100, "
                                  "at most the tx depth)");
@@ -283,6 +288,11 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   } else if (p.cq_mod > p.tx_depth) {
     // As perftest: the default moderation shrinks to a smaller tx depth.
     p.cq_mod = p.tx_depth;
+  }
+  if (o_tos->count() > 0) {
+    // perftest's words (it also allows raw Ethernet QPs, which fabric-probe has not).
+    if (!rdma_cm) return Usage("TOS only valid for rdma_cm based QP and RawEth QP (-T needs -R)");
+    p.tos = tos;
   }
   if (o_pl->count() > 0) {
     p.post_list = post_list;

@@ -168,6 +168,13 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   ExpectUsage({"read_lat", "h", "--perftest", "-D", "5"}, "--perftest");
   EXPECT_FALSE(Parse({"write_lat", "h", "--perftest"}).exit);
   EXPECT_TRUE(Parse({"write_bw", "--perftest", "-R"}).config.perftest_options.params.rdma_cm);
+  // -T: perftest's type of service, for rdma_cm connections only.
+  EXPECT_EQ(Parse({"write_bw", "h", "--perftest", "-R", "-T", "105"}).config.client.params.tos,
+            105);
+  EXPECT_EQ(Parse({"write_bw", "h", "-R", "--tos=41"}).config.client.params.tos, 41);
+  EXPECT_EQ(Parse({"write_bw", "h", "-R"}).config.client.params.tos, -1);
+  ExpectUsage({"write_bw", "h", "--perftest", "-T", "105"}, "TOS only valid for rdma_cm");
+  ExpectUsage({"write_bw", "h", "-R", "-T", "256"}, "--tos");
   ExpectUsage({"write_bw", "--perftest", "--secret-file", "/etc/hostname"}, "prove a secret");
   ExpectUsage({"write_bw", "--report_gbits"}, "--report_gbits goes with --perftest");
 }

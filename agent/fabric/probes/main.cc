@@ -147,6 +147,13 @@ int RunPerftest(const CliConfig& c) {
     info.cuda_device = absl::SimpleAtoi(o.gpu->device, &index) ? index : 0;
   }
   info.rocm = o.gpu && o.gpu->vendor == gpumem::GpuVendor::kRocm;
+  info.rdma_cm = o.params.rdma_cm;
+  if (o.params.tos >= 0) info.tos = o.params.tos;
+  if (o.params.tos >= 0 && r->traffic_class) {
+    Print(absl::StrCat("fabric-probe: the QPs' traffic class is ", *r->traffic_class, " (-T ",
+                       o.params.tos, ")\n"),
+          stderr);
+  }
   if (o.gpu) Print(absl::StrCat("fabric-probe: the buffer is in ", r->memory, "\n"), stderr);
   // perftest prints the table (or --output's one figure) and writes --out_json's file beside it.
   std::string table, json;

@@ -75,6 +75,9 @@ struct ProbeParams {
   uint32_t inline_size = 0;
   uint32_t post_list = 1;
   uint32_t num_qps = 1;
+  // -T: the type of service of the rdma_cm connections (0..255; perftest's -T, with -R only);
+  // -1: the kernel's default. The connecting side sets it.
+  int tos = -1;
 
   bool duration_mode() const { return duration > absl::ZeroDuration(); }
   bool operator==(const ProbeParams&) const = default;

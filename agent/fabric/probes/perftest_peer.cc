@@ -450,6 +450,12 @@ absl::StatusOr<PerftestResult> RunSession(PerftestOob& oob, const PerftestServer
     r->device = verbs.device();
     r->gid_index = verbs.gid_index();
     r->memory = verbs.memory();
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    if (o.params.rdma_cm && verbs.num_qps() > 0 &&
+        ibv_query_qp(verbs.qp(0), &attr, IBV_QP_AV, &init) == 0 && attr.ah_attr.is_global) {
+      r->traffic_class = attr.ah_attr.grh.traffic_class;
+    }
   }
   return r;
 }

@@ -180,6 +180,14 @@ absl::Status RdmaCm::ConnectQp(const addrinfo* to, const std::string& addr, bool
     return absl::UnavailableError(absl::StrCat("rdma_resolve_addr ", addr, ": ", ErrnoText(errno)));
   }
   FABRIC_RETURN_IF_ERROR(Expect(RDMA_CM_EVENT_ADDR_RESOLVED, "rdma_cm address resolution"));
+  // Before the route: the path record (and so the QP's traffic class) is resolved with it.
+  if (const int tos = verbs_.params().tos; tos >= 0) {
+    uint8_t value = static_cast<uint8_t>(tos);
+    if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &value, sizeof(value)) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rdma_set_option type of service ", tos, ": ", ErrnoText(errno)));
+    }
+  }
   if (rdma_resolve_route(id, timeout_ms) != 0) {
     return absl::UnavailableError(absl::StrCat("rdma_resolve_route: ", ErrnoText(errno)));
   }
