@@ -114,6 +114,10 @@ for role in server client; do
   pair "read_lat_$role" "$role" read_lat "-n 300"
   pair "send_lat_$role" "$role" send_lat "-n 300 -s 64 -x 1"
 done
+# -b: both ends move data and print the same sum of both reports (NGC's -b -q 2 -D).
+pair bidir_server server write_bw "-n 300 -b"
+pair bidir_client client read_bw "-n 300 -b -q 2"
+pair bidir_dur_client client write_bw "-D 4 -b -q 2"
 
 # --json: perftest's --out_json file, read by the keys NGC's scripts read.
 timeout 120 ib_write_bw -d "$dev" -p "$port" -n 300 --report_gbits >"$out/json.server.out" 2>&1 &

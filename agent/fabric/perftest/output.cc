@@ -62,10 +62,10 @@ std::string BwHeader(bool gbits) {
                  "MsgRate[Mpps]\n";
 }
 
-std::string BwLine(const BwReport& r, bool gbits, Output output) {
+std::string BwLine(const BwReport& r, bool gbits, Output output, std::optional<double> digits_of) {
   if (output == Output::kBandwidth) return Figure(r.average);
   if (output == Output::kMessageRate) return Figure(r.msg_rate);
-  if (gbits && r.average < 0.1) {  // perftest's extra digits for tiny rates
+  if (gbits && digits_of.value_or(r.average) < 0.1) {  // perftest's extra digits for tiny rates
     return absl::StrFormat(" %-7u    %u           %-7.6f            %-7.6f            %-7.6f\n",
                            r.size, r.iters, r.peak, r.average, r.msg_rate);
   }
@@ -94,7 +94,8 @@ std::string LatDurationLine(const LatDurationFigures& f, Output output) {
                          f.average, f.tps);
 }
 
-std::string BwJson(const TestInfo& info, const BwReport& r, bool gbits, Output output) {
+std::string BwJson(const TestInfo& info, const BwReport& r, bool gbits, Output output,
+                   std::optional<double> digits_of) {
   // With --output perftest leaves a trailing comma (invalid JSON); ours has none.
   if (output == Output::kBandwidth)
     return File(info, absl::StrFormat("\"bw_avg\": %f\n", r.average));
@@ -103,7 +104,7 @@ std::string BwJson(const TestInfo& info, const BwReport& r, bool gbits, Output o
   }
   const std::string head =
       absl::StrFormat("\"MsgSize\": %u,\n\"n_iterations\": %u,\n", r.size, r.iters);
-  if (gbits && r.average < 0.1) {
+  if (gbits && digits_of.value_or(r.average) < 0.1) {
     return File(info, head + absl::StrFormat("\"BW_peak\": %.6f,\n\"BW_average\": %.6f,\n"
                                              "\"MsgRate\": %.6f\n",
                                              r.peak, r.average, r.msg_rate));

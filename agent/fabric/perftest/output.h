@@ -19,7 +19,10 @@ inline constexpr char kResultLine[] =
     "---------------------------------------------------------------------------------------\n";
 
 std::string BwHeader(bool gbits);
-std::string BwLine(const BwReport& r, bool gbits, Output output);
+// `digits_of`: the average that decides perftest's extra digits for tiny rates in Gb/s (with -b,
+// this end's own before the sum, as perftest); unset: r.average.
+std::string BwLine(const BwReport& r, bool gbits, Output output,
+                   std::optional<double> digits_of = std::nullopt);
 std::string LatHeader(bool duration);
 std::string LatLine(const LatFigures& f, Output output);
 std::string LatDurationLine(const LatDurationFigures& f, Output output);
@@ -48,7 +51,8 @@ struct TestInfo {
 };
 
 // The whole file (6.20+ form: valid JSON).
-std::string BwJson(const TestInfo& info, const BwReport& r, bool gbits, Output output);
+std::string BwJson(const TestInfo& info, const BwReport& r, bool gbits, Output output,
+                   std::optional<double> digits_of = std::nullopt);
 std::string LatJson(const TestInfo& info, const LatFigures& f, Output output);
 std::string LatDurationJson(const TestInfo& info, const LatDurationFigures& f, Output output);
 

@@ -42,6 +42,13 @@ TEST(PerftestOutput, BwLineAsPerftestPrintsIt) {
   EXPECT_EQ(BwLine(tiny, true, Output::kFull),
             C(REPORT_FMT_EXT "\n", static_cast<unsigned long>(tiny.size), tiny.iters, tiny.peak,
               tiny.average, tiny.msg_rate));
+  // -b: the sum is printed, this end's own average picks the digits (perftest decides before it
+  // adds the peer's report).
+  const BwReport sum{2, 1000, 0.3, 0.15, 1.25};
+  EXPECT_EQ(BwLine(sum, true, Output::kFull, 0.07),
+            C(REPORT_FMT_EXT "\n", 2ul, sum.iters, sum.peak, sum.average, sum.msg_rate));
+  EXPECT_EQ(BwLine(sum, true, Output::kFull, 0.11),
+            C(REPORT_FMT "\n", 2ul, sum.iters, sum.peak, sum.average, sum.msg_rate));
   EXPECT_EQ(BwLine(tiny, false, Output::kBandwidth), "0.010000\n");
   EXPECT_EQ(BwLine(tiny, false, Output::kMessageRate), "0.625000\n");
   EXPECT_EQ(BwHeader(true),
@@ -78,6 +85,12 @@ TEST(PerftestOutput, JsonCarriesTheKeysNgcScriptsRead) {
   const nlohmann::json only =
       nlohmann::json::parse(BwJson(info, {65536, 5000, 1, 2, 3}, false, Output::kBandwidth));
   EXPECT_DOUBLE_EQ(only["results"]["bw_avg"].get<double>(), 2);
+  // -b: a bidirectional test by name; this end's own tiny average asks for six digits.
+  info.duplex = true;
+  const std::string bidir = BwJson(info, {2, 1000, 0.3, 0.15, 1.25}, true, Output::kFull, 0.07);
+  EXPECT_EQ(nlohmann::json::parse(bidir)["test_info"]["test"], "RDMA_Write_Bidirectional_BW_Test");
+  EXPECT_NE(bidir.find("\"BW_average\": 0.150000"), std::string::npos) << bidir;
+  info.duplex = false;
 
   info.verb = kVerbRead;
   info.bandwidth = false;

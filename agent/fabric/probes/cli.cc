@@ -185,6 +185,10 @@ CliParse ParseCli(const std::vector<std::string>& args) {
                                 "(index)");
   auto* o_rocm_dmabuf = app.add_flag("--use_rocm_dmabuf", rocm_dmabuf,
                                      "--perftest: register the ROCm memory as a dma-buf");
+  bool duplex = false;
+  auto* o_duplex = app.add_flag("-b,--bidirectional", duplex,
+                                "--perftest, write_bw and read_bw: both ends move data at once and "
+                                "each prints the sum of both, as perftest's -b");
   bool cpu_freq = false;
   auto* o_cpu_freq = app.add_flag("-F,--CPU-freq", cpu_freq,
                                   "--perftest: accepted for perftest's command lines; no effect "
@@ -216,8 +220,9 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.server = host.empty();
   c.perftest = perftest;
   c.gbits = gbits;
-  for (const CLI::Option* opt : {o_output, o_out_json, o_out_json_file, o_warm, o_mtu, o_cpu_freq,
-                                 o_cuda, o_cuda_bus, o_cuda_dmabuf, o_rocm, o_rocm_dmabuf}) {
+  for (const CLI::Option* opt :
+       {o_output, o_out_json, o_out_json_file, o_warm, o_mtu, o_cpu_freq, o_cuda, o_cuda_bus,
+        o_cuda_dmabuf, o_rocm, o_rocm_dmabuf, o_duplex}) {
     if (opt->count() > 0 && !perftest) {
       return Usage(absl::StrCat(opt->get_name(), " goes with --perftest"));
     }
@@ -371,6 +376,10 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     o.allow = c.server_options.allow;
     o.mtu = mtu;
     o.warm_up = warm_up;
+    o.duplex = duplex;
+    if (duplex && test_name != "write_bw" && test_name != "read_bw") {
+      return Usage("-b (bidirectional) is for write_bw and read_bw so far");
+    }
     // perftest's rules and words.
     const bool use_cuda = o_cuda->count() > 0 || o_cuda_bus->count() > 0;
     if (use_cuda && o_rocm->count() > 0) return Usage("Can't use multiple memory types");

@@ -168,6 +168,13 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   ExpectUsage({"read_lat", "h", "--perftest", "-D", "5"}, "--perftest");
   EXPECT_FALSE(Parse({"write_lat", "h", "--perftest"}).exit);
   EXPECT_TRUE(Parse({"write_bw", "--perftest", "-R"}).config.perftest_options.params.rdma_cm);
+  // -b: bidirectional write_bw and read_bw.
+  EXPECT_TRUE(Parse({"write_bw", "h", "--perftest", "-b"}).config.perftest_options.duplex);
+  EXPECT_TRUE(Parse({"read_bw", "--perftest", "--bidirectional"}).config.perftest_options.duplex);
+  EXPECT_FALSE(Parse({"write_bw", "h", "--perftest"}).config.perftest_options.duplex);
+  ExpectUsage({"send_bw", "h", "--perftest", "-b"}, "-b (bidirectional) is for write_bw");
+  ExpectUsage({"write_lat", "h", "--perftest", "-b"}, "-b (bidirectional) is for write_bw");
+  ExpectUsage({"write_bw", "h", "-b"}, "--bidirectional goes with --perftest");
   // -T: perftest's type of service, for rdma_cm connections only.
   EXPECT_EQ(Parse({"write_bw", "h", "--perftest", "-R", "-T", "105"}).config.client.params.tos,
             105);

@@ -148,6 +148,7 @@ int RunPerftest(const CliConfig& c) {
   }
   info.rocm = o.gpu && o.gpu->vendor == gpumem::GpuVendor::kRocm;
   info.rdma_cm = o.params.rdma_cm;
+  info.duplex = o.duplex;
   if (o.params.tos >= 0) info.tos = o.params.tos;
   if (o.params.tos >= 0 && r->traffic_class) {
     Print(absl::StrCat("fabric-probe: the QPs' traffic class is ", *r->traffic_class, " (-T ",
@@ -165,9 +166,10 @@ int RunPerftest(const CliConfig& c) {
     json = perftest::LatJson(info, *r->lat, c.output);
   } else if (r->bw) {
     table = full ? absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits),
-                                perftest::BwLine(*r->bw, c.gbits, c.output), perftest::kResultLine)
-                 : perftest::BwLine(*r->bw, c.gbits, c.output);
-    json = perftest::BwJson(info, *r->bw, c.gbits, c.output);
+                                perftest::BwLine(*r->bw, c.gbits, c.output, r->own_average),
+                                perftest::kResultLine)
+                 : perftest::BwLine(*r->bw, c.gbits, c.output, r->own_average);
+    json = perftest::BwJson(info, *r->bw, c.gbits, c.output, r->own_average);
   } else if (full) {  // read_lat's server measures nothing, as perftest's
     table = perftest::kResultLine;
   }

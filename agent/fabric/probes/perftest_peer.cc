@@ -371,6 +371,7 @@ class Session {
         return SendBw(server, std::move(r));
       case TestKind::kWriteBw:
       case TestKind::kReadBw:
+        if (o_.duplex) return Bidirectional(std::move(r));
         return server ? PassiveServer(std::move(r)) : ReportingClient(std::move(r));
     }
     return absl::InternalError("unknown test");
@@ -407,6 +408,22 @@ class Session {
     FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
     return r;
   }
+  // -b: both ends warm up, meet, move data and swap reports; each prints the sum.
+  absl::StatusOr<PerftestResult> Bidirectional(PerftestResult r) {
+    FABRIC_RETURN_IF_ERROR(WarmUp());
+    FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
+    absl::StatusOr<pt::BwReport> mine = Timed();
+    if (!mine.ok()) return mine.status();
+    absl::StatusOr<pt::BwReport> theirs = SwapReports(oob_, *mine);
+    if (!theirs.ok()) return theirs.status();
+    r.own_average = mine->average;
+    r.bw = *mine;
+    r.bw->peak += theirs->peak;
+    r.bw->average += theirs->average;
+    r.bw->msg_rate += theirs->msg_rate;
+    FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
+    return r;
+  }
   // send_bw: the server posts its receives before the sync; each side reports its own figures
   // and no report crosses.
   absl::StatusOr<PerftestResult> SendBw(bool server, PerftestResult r) {
@@ -419,10 +436,15 @@ class Session {
     return r;
   }
   absl::StatusOr<pt::BwReport> Measure() {
+    FABRIC_RETURN_IF_ERROR(WarmUp());
+    return Timed();
+  }
+  absl::Status WarmUp() {
     // perftest skips its warm-up for sends (the receiver counts every message).
-    if (o_.warm_up && VerbOf(o_.params.test) != Verb::kSend) {
-      FABRIC_RETURN_IF_ERROR(PerftestWarmUp(verbs_, o_.local.timeout, cancel_));
-    }
+    if (!o_.warm_up || VerbOf(o_.params.test) == Verb::kSend) return absl::OkStatus();
+    return PerftestWarmUp(verbs_, o_.local.timeout, cancel_);
+  }
+  absl::StatusOr<pt::BwReport> Timed() {
     absl::StatusOr<Measurement> m =
         RunVerbsClient(verbs_, o_.local.timeout, cancel_, nullptr, /*stamp_posts=*/true);
     if (!m.ok()) return m.status();

@@ -36,6 +36,7 @@ struct PerftestServerOptions {
   bool gbits = false;  // --report_gbits (negotiated with 6.28+)
   int mtu = 0;         // -m: bytes (256..4096; the port's active MTU when above it); 0: the port's
   bool warm_up = false;  // --perform_warm_up: a tx depth of messages per QP before timing
+  bool duplex = false;   // -b: write_bw and read_bw both ways at once (6.06 does not send it)
   // --use_cuda/--use_cuda_bus_id/--use_rocm (with --use_*_dmabuf): the buffer in GPU memory.
   std::optional<gpumem::GpuRequest> gpu;
   Endpoint local;
@@ -69,6 +70,9 @@ struct PerftestResult {
   // provider that ignored it shows).
   std::optional<int> traffic_class;
   std::optional<perftest::BwReport> bw;  // in the units of the side that measured
+  // -b: bw is the sum of both ends' reports; this end's own average decides perftest's extra
+  // digits.
+  std::optional<double> own_average;
   std::optional<perftest::LatFigures> lat;
 };
 
