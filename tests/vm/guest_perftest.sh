@@ -228,6 +228,42 @@ else
   fail "tos: $(cat "$out/cm_tos_client.second.err" "$out/tos.json")"
 fi
 
+# -a (OCI's `ib_read_bw -a -R`): the client runs every size from 2 B to 8 MiB and prints a line
+# each; the server prints the last size's line, the client's own. Both ways.
+all_sizes() {
+  local name=$1 role=$2 test=$3 ours theirs client_out server_out
+  local probe_cmd=("$probe" "$test" --perftest -d "$dev" -p "$port" --timeout 60 -a -R -n 20)
+  local stock_cmd=("ib_$test" -d "$dev" -p "$port" -a -R -n 20)
+  if [[ $role == server ]]; then
+    timeout 120 "${probe_cmd[@]}" >"$out/$name.server.out" 2>"$out/$name.server.err" &
+    for ((i = 0; i < 300; i++)); do
+      grep -q "waiting for a perftest client" "$out/$name.server.err" 2>/dev/null && break
+      sleep 0.1
+    done
+    timeout 120 "${stock_cmd[@]}" "$ip" >"$out/$name.client.out" 2>&1
+  else
+    timeout 120 "${stock_cmd[@]}" >"$out/$name.server.out" 2>&1 &
+    sleep 1
+    timeout 120 "${probe_cmd[@]}" "$ip" --retry 10 >"$out/$name.client.out" 2>"$out/$name.client.err"
+  fi
+  local rc=$?
+  wait $!
+  local src=$?
+  client_out=$(grep -E '^ *[0-9]+ +20 ' "$out/$name.client.out" | tr -s ' \t' ' ')
+  server_out=$(grep -E '^ *[0-9]+ +20 ' "$out/$name.server.out" | tr -s ' \t' ' ')
+  local sizes
+  sizes=$(awk '{ printf "%s ", $1 }' <<<"$client_out")
+  if ((rc == 0 && src == 0)) && [[ $sizes == "$(for ((k = 1; k < 24; k++)); do printf '%d ' $((1 << k)); done)" &&
+    "$server_out" == "$(tail -1 <<<"$client_out")" ]]; then
+    ok "$name: fabric-probe the $role of a stock ib_$test -a: 23 sizes, the server prints '$server_out'"
+  else
+    fail "$name: exits $rc/$src; sizes '$sizes'; server '$server_out'"
+    cat "$out/$name".*
+  fi
+}
+all_sizes all_client client read_bw
+all_sizes all_server server write_bw
+
 # -D as perftest's whole run (a quarter margin either side), both ways: the window's messages.
 pair dur_server server write_bw "-D 4"
 pair dur_client client write_bw "-D 4 --report_gbits"

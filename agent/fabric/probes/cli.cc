@@ -185,6 +185,11 @@ CliParse ParseCli(const std::vector<std::string>& args) {
                                 "(index)");
   auto* o_rocm_dmabuf = app.add_flag("--use_rocm_dmabuf", rocm_dmabuf,
                                      "--perftest: register the ROCm memory as a dma-buf");
+  bool all_sizes = false;
+  auto* o_all = app.add_flag("-a,--all", all_sizes,
+                             "--perftest, write_bw and read_bw clients: every size from 2 B to "
+                             "8 MiB in turn, a line each (the server prints the last), as "
+                             "perftest's -a");
   bool duplex = false;
   auto* o_duplex = app.add_flag("-b,--bidirectional", duplex,
                                 "--perftest, write_bw and read_bw: both ends move data at once and "
@@ -222,7 +227,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.gbits = gbits;
   for (const CLI::Option* opt :
        {o_output, o_out_json, o_out_json_file, o_warm, o_mtu, o_cpu_freq, o_cuda, o_cuda_bus,
-        o_cuda_dmabuf, o_rocm, o_rocm_dmabuf, o_duplex}) {
+        o_cuda_dmabuf, o_rocm, o_rocm_dmabuf, o_duplex, o_all}) {
     if (opt->count() > 0 && !perftest) {
       return Usage(absl::StrCat(opt->get_name(), " goes with --perftest"));
     }
@@ -252,6 +257,18 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   if (o_size->count() > 0) {
     p.size = size;
     fields |= kFieldSize;
+  }
+  if (all_sizes) {
+    // perftest's words for -D; the rest is what this -a covers so far.
+    if (o_dur->count() > 0) {
+      return Usage("Duration mode currently doesn't support running on all sizes.");
+    }
+    if (test != TestKind::kWriteBw && test != TestKind::kReadBw) {
+      return Usage("-a (all sizes) is for write_bw and read_bw so far");
+    }
+    if (duplex) return Usage("-a (all sizes) with -b is not there yet");
+    p.all_sizes = true;
+    p.size = 8388608;  // perftest's MAX_SIZE: the buffer holds the largest
   }
   if (o_iters->count() > 0 && o_dur->count() > 0) {
     return Usage("-n/--iters and -D/--duration exclude each other");

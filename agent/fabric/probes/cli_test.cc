@@ -175,6 +175,20 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   ExpectUsage({"send_bw", "h", "--perftest", "-b"}, "-b (bidirectional) is for write_bw");
   ExpectUsage({"write_lat", "h", "--perftest", "-b"}, "-b (bidirectional) is for write_bw");
   ExpectUsage({"write_bw", "h", "-b"}, "--bidirectional goes with --perftest");
+  // -a: every size up to perftest's MAX_SIZE, its CQ moderation kept (not 1 above 8 KiB).
+  CliParse all = Parse({"read_bw", "h", "--perftest", "-a", "-R"});
+  ASSERT_FALSE(all.exit) << all.output;
+  EXPECT_TRUE(all.config.perftest_options.params.all_sizes);
+  EXPECT_EQ(all.config.perftest_options.params.size, 8388608u);
+  EXPECT_EQ(all.config.perftest_options.params.cq_mod, 100u);
+  EXPECT_EQ(
+      Parse({"write_bw", "--perftest", "-a", "-t", "64"}).config.perftest_options.params.cq_mod,
+      64u);
+  ExpectUsage({"write_bw", "h", "--perftest", "-a", "-D", "5"},
+              "Duration mode currently doesn't support running on all sizes.");
+  ExpectUsage({"send_bw", "h", "--perftest", "-a"}, "-a (all sizes) is for write_bw and read_bw");
+  ExpectUsage({"write_bw", "h", "--perftest", "-a", "-b"}, "-a (all sizes) with -b");
+  ExpectUsage({"write_bw", "h", "-a"}, "--all goes with --perftest");
   // -T: perftest's type of service, for rdma_cm connections only.
   EXPECT_EQ(Parse({"write_bw", "h", "--perftest", "-R", "-T", "105"}).config.client.params.tos,
             105);

@@ -165,10 +165,14 @@ int RunPerftest(const CliConfig& c) {
                  : perftest::LatLine(*r->lat, c.output);
     json = perftest::LatJson(info, *r->lat, c.output);
   } else if (r->bw) {
-    table = full ? absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits),
-                                perftest::BwLine(*r->bw, c.gbits, c.output, r->own_average),
+    std::string lines;
+    for (const perftest::BwReport& size : r->sizes) {  // -a
+      lines += perftest::BwLine(size, c.gbits, c.output);
+    }
+    if (r->sizes.empty()) lines = perftest::BwLine(*r->bw, c.gbits, c.output, r->own_average);
+    table = full ? absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits), lines,
                                 perftest::kResultLine)
-                 : perftest::BwLine(*r->bw, c.gbits, c.output, r->own_average);
+                 : lines;
     json = perftest::BwJson(info, *r->bw, c.gbits, c.output, r->own_average);
   } else if (full) {  // read_lat's server measures nothing, as perftest's
     table = perftest::kResultLine;

@@ -115,7 +115,7 @@ ProbeParams DefaultParams(TestKind test) {
 }
 
 uint32_t PerftestCqMod(const ProbeParams& p) {
-  return std::min<uint32_t>(p.size > 8192 ? 1 : 100, p.tx_depth);
+  return std::min<uint32_t>(p.size > 8192 && !p.all_sizes ? 1 : 100, p.tx_depth);
 }
 
 absl::Status ApplyPerftestRules(ProbeParams& p, bool cq_mod_given, bool margin_given) {

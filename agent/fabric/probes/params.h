@@ -78,6 +78,9 @@ struct ProbeParams {
   // -T: the type of service of the rdma_cm connections (0..255; perftest's -T, with -R only);
   // -1: the kernel's default. The connecting side sets it.
   int tos = -1;
+  // -a (perftest's RUN_ALL, bandwidth tests): each size from 2 B to 8 MiB in turn, `size` the
+  // largest (the buffer's); perftest keeps its CQ moderation for all of them.
+  bool all_sizes = false;
 
   bool duration_mode() const { return duration > absl::ZeroDuration(); }
   bool operator==(const ProbeParams&) const = default;
@@ -92,7 +95,7 @@ ProbeParams DefaultParams(TestKind test);
 // quarter of it, in whole seconds) either side of the measured window, which becomes
 // p.duration. InvalidArgument when no window is left.
 absl::Status ApplyPerftestRules(ProbeParams& p, bool cq_mod_given, bool margin_given);
-// perftest's default CQ moderation for `p` (the first of the rules above).
+// perftest's default CQ moderation for `p` (the first of the rules above; not with all_sizes).
 uint32_t PerftestCqMod(const ProbeParams& p);
 
 // Checks bounds and combinations; InvalidArgument names the offending parameter. Both the CLI

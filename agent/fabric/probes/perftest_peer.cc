@@ -51,16 +51,21 @@ uint32_t CacheLine() {
 absl::Duration RunBound(const ProbeParams& p, absl::Duration timeout) {
   if (p.duration_mode()) return p.duration + 2 * p.margin + timeout;
   const double messages = static_cast<double>(p.iterations) * p.num_qps;
-  // Bandwidth: 100 MB/s, or 10,000 messages a second (a software RoCE's small messages);
-  // latency: 10 ms a round trip.
-  const double seconds =
-      IsLatency(p.test) ? messages * 0.01
-                        : std::max(messages * static_cast<double>(p.size) / 1e8, messages * 1e-4);
+  // Bandwidth: 100 MB/s, or 10,000 messages a second (a software RoCE's small messages), for
+  // each size that runs; latency: 10 ms a round trip.
+  double seconds = 0;
+  for (uint64_t size = p.all_sizes ? 2 : p.size; size <= p.size; size *= 2) {
+    seconds += IsLatency(p.test)
+                   ? messages * 0.01
+                   : std::max(messages * static_cast<double>(size) / 1e8, messages * 1e-4);
+    if (!p.all_sizes) break;
+  }
   return std::min(absl::Seconds(seconds), absl::Hours(1)) + timeout;
 }
 
 pt::Negotiate LocalNegotiate(const PerftestServerOptions& o, const ibv_device_attr& attr) {
   pt::Negotiate n;
+  n.test_method = o.params.all_sizes ? pt::kMethodAll : pt::kMethodRegular;
   n.verb = PerftestVerb(o.params.test);
   n.tst = IsLatency(o.params.test) ? pt::kTstLatency : pt::kTstBandwidth;
   n.report_fmt = o.gbits ? pt::kReportGbits : pt::kReportMbytes;
@@ -288,9 +293,10 @@ absl::StatusOr<pt::LatFigures> PingPong(const PerftestServerOptions& o, VerbsRes
 
 // perftest's figures from our loop's stamps: each message's post, and each poll's time for the
 // messages it completed (a receiver's: its first and last receive, no peak).
-absl::StatusOr<pt::BwReport> Figures(const Measurement& m, const PerftestServerOptions& o) {
+absl::StatusOr<pt::BwReport> Figures(const Measurement& m, const PerftestServerOptions& o,
+                                     uint64_t size) {
   pt::BwRun run;
-  run.size = o.params.size;
+  run.size = size;
   run.messages = m.messages;
   run.cq_mod = o.params.cq_mod;
   run.post_list = o.params.post_list;
@@ -400,9 +406,16 @@ class Session {
     return r;
   }
   absl::StatusOr<PerftestResult> ReportingClient(PerftestResult r) {
-    absl::StatusOr<pt::BwReport> mine = Measure();
-    if (!mine.ok()) return mine.status();
-    r.bw = *mine;
+    // -a: every size in turn, nothing said between them; the last size's report crosses.
+    for (uint64_t size = o_.params.all_sizes ? 2 : o_.params.size; size <= o_.params.size;
+         size *= 2) {
+      verbs_.set_size(size);
+      absl::StatusOr<pt::BwReport> mine = Measure();
+      if (!mine.ok()) return mine.status();
+      r.bw = *mine;
+      if (o_.params.all_sizes) r.sizes.push_back(*mine);
+      if (!o_.params.all_sizes) break;
+    }
     FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
     FABRIC_RETURN_IF_ERROR(SwapReports(oob_, *r.bw).status());
     FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
@@ -448,12 +461,12 @@ class Session {
     absl::StatusOr<Measurement> m =
         RunVerbsClient(verbs_, o_.local.timeout, cancel_, nullptr, /*stamp_posts=*/true);
     if (!m.ok()) return m.status();
-    return Figures(*m, o_);
+    return Figures(*m, o_, verbs_.params().size);
   }
   absl::StatusOr<pt::BwReport> Receive() {
     absl::StatusOr<Measurement> m = RunPerftestSendBwServer(verbs_, o_.local.timeout, cancel_);
     if (!m.ok()) return m.status();
-    return Figures(*m, o_);
+    return Figures(*m, o_, verbs_.params().size);
   }
 
   PerftestOob& oob_;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/fabric/gpumem/gpu_memory.h"
@@ -69,7 +70,8 @@ struct PerftestResult {
   // -R: the traffic class the kernel gave QP 0 (with -T, the type of service; queried, so a
   // provider that ignored it shows).
   std::optional<int> traffic_class;
-  std::optional<perftest::BwReport> bw;  // in the units of the side that measured
+  std::optional<perftest::BwReport> bw;   // in the units of the side that measured
+  std::vector<perftest::BwReport> sizes;  // -a, the client: each size's report (bw: the last)
   // -b: bw is the sum of both ends' reports; this end's own average decides perftest's extra
   // digits.
   std::optional<double> own_average;

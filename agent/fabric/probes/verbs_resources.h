@@ -87,6 +87,8 @@ class VerbsResources {
   void set_min_region(uint64_t bytes) {
     stride_ = std::max<size_t>(stride_, (bytes + 63) / 64 * 64);
   }
+  // -a: the message size of the next run (at most the size the buffer was set up for).
+  void set_size(uint64_t size) { p_.size = size; }
   // The buffer in GPU memory (before SetupMemory): bandwidth tests only, whose loops never touch
   // the buffer from the CPU.
   void set_gpu_memory(gpumem::GpuRequest r) { gpu_request_ = std::move(r); }
