@@ -10,6 +10,8 @@ packages=(
   protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc libabsl-dev
   # RDMA, netlink, systemd
   libibverbs-dev librdmacm-dev rdma-core ibverbs-utils ibverbs-providers perftest
+  # fabric-probe's NUMA placement, as perftest's (libnuma)
+  libnuma-dev
   # HMAC-SHA256 of the probe responder's shared secret (libcrypto)
   libssl-dev
   libnl-3-dev libnl-route-3-dev libsystemd-dev

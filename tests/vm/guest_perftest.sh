@@ -36,26 +36,33 @@ pair() {
   if [[ $role == server ]]; then stock_cmd+=("$ip"); else probe_cmd+=("$ip" --retry 10); fi
   local first=("${probe_cmd[@]}") second=("${stock_cmd[@]}")
   [[ $role == client ]] && first=("${stock_cmd[@]}") second=("${probe_cmd[@]}")
-  # shellcheck disable=SC2086
-  timeout 120 "${first[@]}" $args >"$out/$name.first.out" 2>"$out/$name.first.err" &
-  local spid=$! i
-  # An rdma_cm listener has no TCP socket to wait for: our server says when it listens (an ASan
-  # build takes seconds to start); our client tries again while a stock server is not there yet.
-  if [[ " $args " == *" -R "* && $role == server ]]; then
-    for ((i = 0; i < 300; i++)); do
-      grep -q "waiting for a perftest client" "$out/$name.first.err" 2>/dev/null && break
-      sleep 0.1
-    done
-  elif [[ " $args " == *" -R "* ]]; then
-    sleep 1
-  else
-    for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done
-  fi
-  # shellcheck disable=SC2086
-  timeout 120 "${second[@]}" $args >"$out/$name.second.out" 2>"$out/$name.second.err"
-  local rc=$?
-  wait "$spid"
-  local src=$?
+  local rc src spid i
+  # Stock perftest calibrates the TSC at start and gives up on a busy VM ("Correlation
+  # coefficient r^2 < 0.9"): its failure, not ours; such a pair runs once more.
+  for _ in 1 2; do
+    # shellcheck disable=SC2086
+    timeout 120 "${first[@]}" $args >"$out/$name.first.out" 2>"$out/$name.first.err" &
+    spid=$!
+    # An rdma_cm listener has no TCP socket to wait for: our server says when it listens (an ASan
+    # build takes seconds to start); our client tries again while a stock server is not there yet.
+    if [[ " $args " == *" -R "* && $role == server ]]; then
+      for ((i = 0; i < 300; i++)); do
+        grep -q "waiting for a perftest client" "$out/$name.first.err" 2>/dev/null && break
+        sleep 0.1
+      done
+    elif [[ " $args " == *" -R "* ]]; then
+      sleep 1
+    else
+      for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done
+    fi
+    # shellcheck disable=SC2086
+    timeout 120 "${second[@]}" $args >"$out/$name.second.out" 2>"$out/$name.second.err"
+    rc=$?
+    wait "$spid"
+    src=$?
+    grep -qs "Correlation coefficient r^2" "$out/$name".* || break
+    echo "$name: stock perftest could not calibrate its clock; once more"
+  done
   ours=$(report_line "$out/$name.first.out")
   theirs=$(report_line "$out/$name.second.out")
   [[ $role == client ]] && { local t=$ours; ours=$theirs; theirs=$t; }
@@ -64,7 +71,14 @@ pair() {
   case $test in
     write_bw | read_bw)
       what="both print '$ours'"
-      [[ -n "$ours" && "$theirs" == "$ours" ]] && good=1
+      if [[ " $args " == *" -b "* ]]; then
+        # Each end prints its own message count beside the sum of both reports.
+        what="ours '$ours', stock '$theirs'"
+        [[ -n "$ours" && "$(cut -d' ' -f2,4-6 <<<"$theirs")" == "$(cut -d' ' -f2,4-6 <<<"$ours")" ]] &&
+          good=1
+      else
+        [[ -n "$ours" && "$theirs" == "$ours" ]] && good=1
+      fi
       ;;
     send_bw)
       what="ours '$ours', stock '$theirs'"
@@ -114,6 +128,28 @@ for role in server client; do
   pair "read_lat_$role" "$role" read_lat "-n 300"
   pair "send_lat_$role" "$role" send_lat "-n 300 -s 64 -x 1"
 done
+# NUMA placement as current perftest, once the device is known: --pin_cores narrows our server's
+# CPUs (read from /proc while it waits for the client), --numa_node=0 binds our client to node 0.
+timeout 60 "$probe" write_bw --perftest -d "$dev" -p "$port" -n 100 --pin_cores 0 \
+  >"$out/pin.out" 2>"$out/pin.err" &
+spid=$!
+for ((i = 0; i < 300; i++)); do grep -q "waiting for a perftest client" "$out/pin.err" && break; sleep 0.1; done
+pinned=$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$spid/status")
+timeout 60 ib_write_bw -d "$dev" -p "$port" -n 100 "$ip" >/dev/null 2>&1
+wait "$spid"
+src=$?
+timeout 60 ib_write_bw -d "$dev" -p "$port" -n 100 >/dev/null 2>&1 &
+spid=$!
+timeout 60 "$probe" write_bw "$ip" --perftest -d "$dev" -p "$port" -n 100 --retry 10 --numa_node 0 \
+  >"$out/node.out" 2>"$out/node.err"
+rc=$?
+wait "$spid"
+if ((src == 0 && rc == 0)) && [[ $pinned == 0 ]] && grep -q "ran on CPUs 0" "$out/pin.err" &&
+  grep -q "ran on NUMA node 0" "$out/node.err"; then
+  ok "numa: --pin_cores 0 (Cpus_allowed_list $pinned), --numa_node 0"
+else
+  fail "numa: exits $src/$rc, Cpus_allowed_list '$pinned'; $(cat "$out/pin.err" "$out/node.err")"
+fi
 # -b: both ends move data and print the same sum of both reports (NGC's -b -q 2 -D).
 pair bidir_server server write_bw "-n 300 -b"
 pair bidir_client client read_bw "-n 300 -b -q 2"

@@ -185,6 +185,17 @@ CliParse ParseCli(const std::vector<std::string>& args) {
                                 "(index)");
   auto* o_rocm_dmabuf = app.add_flag("--use_rocm_dmabuf", rocm_dmabuf,
                                      "--perftest: register the ROCm memory as a dma-buf");
+  int numa_node = -1;
+  std::string pin_cores;
+  bool disable_numa = false;
+  auto* o_numa = app.add_option("--numa_node", numa_node,
+                                "--perftest: run on this NUMA node's CPUs, memory bound there "
+                                "(default: the NIC's node, unless the CPUs are narrowed already)")
+                     ->check(CLI::NonNegativeNumber);
+  auto* o_pin =
+      app.add_option("--pin_cores", pin_cores, "--perftest: run on these CPUs (0-3,8,12-15)");
+  auto* o_no_numa = app.add_flag("--disable_numa", disable_numa,
+                                 "--perftest: leave the CPUs and memory as they are");
   bool all_sizes = false;
   auto* o_all = app.add_flag("-a,--all", all_sizes,
                              "--perftest, write_bw and read_bw clients: every size from 2 B to "
@@ -227,7 +238,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.gbits = gbits;
   for (const CLI::Option* opt :
        {o_output, o_out_json, o_out_json_file, o_warm, o_mtu, o_cpu_freq, o_cuda, o_cuda_bus,
-        o_cuda_dmabuf, o_rocm, o_rocm_dmabuf, o_duplex, o_all}) {
+        o_cuda_dmabuf, o_rocm, o_rocm_dmabuf, o_duplex, o_all, o_numa, o_pin, o_no_numa}) {
     if (opt->count() > 0 && !perftest) {
       return Usage(absl::StrCat(opt->get_name(), " goes with --perftest"));
     }
@@ -362,6 +373,18 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     }
   }
   Endpoint local;
+  if (perftest) {
+    // perftest's words; by default, as current perftest, the NIC's node.
+    if (o_numa->count() > 0 && o_pin->count() > 0) {
+      return Usage(" --numa_node and --pin_cores cannot be used together");
+    }
+    local.placement.mode = disable_numa          ? Placement::Mode::kOff
+                           : o_pin->count() > 0  ? Placement::Mode::kCpus
+                           : o_numa->count() > 0 ? Placement::Mode::kNode
+                                                 : Placement::Mode::kAuto;
+    local.placement.node = numa_node;
+    local.placement.cpus = pin_cores;
+  }
   local.device = device;
   local.ib_port = static_cast<uint8_t>(ib_port);
   if (o_gid->count() > 0) local.gid_index = gid_index;
@@ -429,14 +452,24 @@ absl::StatusOr<PerftestServerOptions> ParsePerftestResponder(std::string_view li
   std::vector<std::string> args = {"fabric-probe"};
   for (absl::string_view t : absl::StrSplit(Av(line), absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
     const std::string flag(t.substr(0, t.find('=')));
-    // What fabric-probe prints or writes, and whom it admits, is the agent's to decide.
-    for (const char* own : {"--allow", "--json", "--output", "--out_json", "--out_json_file",
-                            "--forever", "--help", "-h"}) {
+    // Whom it admits, what it prints or writes and where its threads run are the agent's.
+    static constexpr std::pair<std::string_view, std::string_view> kAgents[] = {
+        {"--allow", "--probe-allow admits its clients"},
+        {"--json", "it logs each test it serves"},
+        {"--output", "it logs each test it serves"},
+        {"--out_json", "it logs each test it serves"},
+        {"--out_json_file", "it logs each test it serves"},
+        {"--forever", "it logs each test it serves"},
+        {"--help", "it logs each test it serves"},
+        {"-h", "it logs each test it serves"},
+        {"--numa_node", "the agent moves none of its threads or pages"},
+        {"--pin_cores", "the agent moves none of its threads or pages"},
+        {"--disable_numa", "the agent moves none of its threads or pages"},
+    };
+    for (const auto& [own, why] : kAgents) {
       if (flag == own) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            flag, " is not for the agent's perftest responder (",
-            flag == "--allow" ? "--probe-allow admits its clients" : "it logs each test it serves",
-            ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(flag, " is not for the agent's perftest responder (", Av(why), ")"));
       }
     }
     args.emplace_back(t);
@@ -452,7 +485,9 @@ absl::StatusOr<PerftestServerOptions> ParsePerftestResponder(std::string_view li
         absl::StrCat("\"", Av(line),
                      "\" names a host: the responder serves clients (TEST and perftest's flags)"));
   }
-  return std::move(r.config.perftest_options);
+  PerftestServerOptions o = std::move(r.config.perftest_options);
+  o.local.placement = Placement();  // a thread of the agent: perftest's placement would move it
+  return o;
 }
 
 }  // namespace fabric::probes

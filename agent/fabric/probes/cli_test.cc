@@ -189,6 +189,22 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   ExpectUsage({"send_bw", "h", "--perftest", "-a"}, "-a (all sizes) is for write_bw and read_bw");
   ExpectUsage({"write_bw", "h", "--perftest", "-a", "-b"}, "-a (all sizes) with -b");
   ExpectUsage({"write_bw", "h", "-a"}, "--all goes with --perftest");
+  // NUMA placement as current perftest: the NIC's node by default, perftest's flags and words.
+  EXPECT_EQ(Parse({"write_bw", "h", "--perftest"}).config.perftest_options.local.placement.mode,
+            Placement::Mode::kAuto);
+  EXPECT_EQ(Parse({"write_bw", "h"}).config.client.local.placement.mode, Placement::Mode::kNone);
+  CliParse node = Parse({"write_bw", "--perftest", "--numa_node", "1"});
+  EXPECT_EQ(node.config.perftest_options.local.placement.mode, Placement::Mode::kNode);
+  EXPECT_EQ(node.config.perftest_options.local.placement.node, 1);
+  CliParse pin = Parse({"write_bw", "h", "--perftest", "--pin_cores=0-3,8"});
+  EXPECT_EQ(pin.config.perftest_options.local.placement.mode, Placement::Mode::kCpus);
+  EXPECT_EQ(pin.config.perftest_options.local.placement.cpus, "0-3,8");
+  EXPECT_EQ(Parse({"write_bw", "h", "--perftest", "--disable_numa"})
+                .config.perftest_options.local.placement.mode,
+            Placement::Mode::kOff);
+  ExpectUsage({"write_bw", "h", "--perftest", "--numa_node", "0", "--pin_cores", "1"},
+              "--numa_node and --pin_cores cannot be used together");
+  ExpectUsage({"write_bw", "h", "--numa_node", "0"}, "--numa_node goes with --perftest");
   // -T: perftest's type of service, for rdma_cm connections only.
   EXPECT_EQ(Parse({"write_bw", "h", "--perftest", "-R", "-T", "105"}).config.client.params.tos,
             105);
@@ -304,6 +320,7 @@ TEST(ParsePerftestResponder, ServerLines) {
   EXPECT_EQ(o->params.size, 4096u);
   EXPECT_EQ(o->params.num_qps, 2u);
   EXPECT_FALSE(o->allow.has_value());
+  EXPECT_EQ(o->local.placement.mode, Placement::Mode::kNone);
   o = ParsePerftestResponder("read_lat -R");
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->params.test, TestKind::kReadLat);
@@ -321,6 +338,8 @@ TEST(ParsePerftestResponder, ServerLines) {
       {"write_bw --output=bandwidth", "logs each test"},
       {"write_bw --forever", "logs each test"},
       {"write_bw --help", "logs each test"},
+      {"write_bw --numa_node=0", "moves none of its threads"},
+      {"write_bw --disable_numa", "moves none of its threads"},
       {"write_bw -s nope", "-s"},
       {"write_lat -D 5", "--perftest"},
       {"scan_bw", "scan_bw"},

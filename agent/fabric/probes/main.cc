@@ -156,6 +156,8 @@ int RunPerftest(const CliConfig& c) {
           stderr);
   }
   if (o.gpu) Print(absl::StrCat("fabric-probe: the buffer is in ", r->memory, "\n"), stderr);
+  if (!r->placement.empty())
+    Print(absl::StrCat("fabric-probe: ran on ", r->placement, "\n"), stderr);
   // perftest prints the table (or --output's one figure) and writes --out_json's file beside it.
   std::string table, json;
   const bool full = c.output == perftest::Output::kFull;

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "agent/fabric/probes/numa.h"
 
 namespace fabric::probes {
 
@@ -130,6 +131,7 @@ struct Endpoint {
   std::optional<int> gid_index;  // -x; unset: chosen from the port's GID table
   std::string sysfs = "/sys";    // where the GID table is read (the agent runs with /host/sys)
   absl::Duration timeout = absl::Seconds(10);  // bound of every blocking step
+  Placement placement;  // fabric-probe: perftest's NUMA placement once the device is known
 };
 
 struct BandwidthResult {

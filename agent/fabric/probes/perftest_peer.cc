@@ -485,6 +485,7 @@ absl::StatusOr<PerftestResult> RunSession(PerftestOob& oob, const PerftestServer
     r->device = verbs.device();
     r->gid_index = verbs.gid_index();
     r->memory = verbs.memory();
+    r->placement = verbs.placement();
     ibv_qp_attr attr{};
     ibv_qp_init_attr init{};
     if (o.params.rdma_cm && verbs.num_qps() > 0 &&

@@ -66,7 +66,8 @@ struct PerftestResult {
   int mtu_bytes = 0;  // what both ends use: the smaller of the two
   bool ethernet = true;
   int out_reads = 0;
-  std::string memory;  // "host memory", or the GPU's name
+  std::string memory;     // "host memory", or the GPU's name
+  std::string placement;  // where it ran (VerbsResources::placement)
   // -R: the traffic class the kernel gave QP 0 (with -T, the type of service; queried, so a
   // provider that ignored it shows).
   std::optional<int> traffic_class;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/status.h"
+#include "agent/fabric/probes/numa.h"
 #include "agent/hostfs/host_fs.h"
 #include "agent/rdma/gid_choice.h"
 
@@ -99,6 +100,15 @@ absl::Status VerbsResources::QueryDevice() {
   }
   if (int rc = ibv_query_port(ctx_, port_, &port_attr_); rc != 0) {
     return absl::InternalError(absl::StrCat("ibv_query_port ", port_, ": ", ErrnoText(rc)));
+  }
+  // The device is known, the buffer not yet allocated: where perftest places itself.
+  if (local_.placement.mode != Placement::Mode::kNone && !placed_) {
+    placed_ = true;
+    std::unique_ptr<NumaOs> os = MakeNumaOs();
+    absl::StatusOr<std::string> where =
+        Place(local_.placement, HostFsImpl(local_.sysfs), device_, *os);
+    if (!where.ok()) return where.status();
+    placement_ = *std::move(where);
   }
   return absl::OkStatus();
 }

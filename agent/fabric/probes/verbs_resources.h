@@ -125,6 +125,8 @@ class VerbsResources {
   bool has_device() const { return ctx_ != nullptr; }
   ibv_context* context() const { return ctx_; }
   const std::string& device() const { return device_; }
+  // Where the test runs, once the device is known ("NUMA node 0, mlx5_0's"; empty: unplaced).
+  const std::string& placement() const { return placement_; }
   uint8_t port() const { return port_; }
   int gid_index() const { return gid_index_; }
   bool global() const { return global_; }
@@ -162,6 +164,8 @@ class VerbsResources {
   Endpoint local_;
 
   std::string device_;
+  bool placed_ = false;
+  std::string placement_;  // what Place did, for the user
   uint8_t port_ = 1;
   int gid_index_ = -1;
   bool global_ = false;
