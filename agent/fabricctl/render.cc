@@ -127,8 +127,8 @@ std::string RenderProbeResults(const v1::ListProbeResultsResponse& list, const T
     absl::StrAppend(&out, "\n");
   }
   if (list.results().empty()) return absl::StrCat(out, "no results\n");
-  Rows rows = {{"ID", "TIME", "SOURCE", "PEER", "DEVICE", "TEST", "TRANSPORT", "RESULT", "OF RATE",
-                "STATUS"}};
+  Rows rows = {{"ID", "TIME", "SOURCE", "PEER", "DEVICE", "TEST", "TRANSPORT", "MEMORY", "RESULT",
+                "OF RATE", "STATUS"}};
   for (const v1::ProbeResult& r : list.results()) {
     std::string figure = "-";
     if (r.has_bw_avg_gbps()) figure = absl::StrFormat("%.2f Gb/s", r.bw_avg_gbps());
@@ -144,7 +144,8 @@ std::string RenderProbeResults(const v1::ListProbeResultsResponse& list, const T
                     r.source() == v1::ProbeResult::SOURCE_ON_DEMAND ? "on-demand" : "schedule",
                     Clip(r.peer(), 22, style),
                     r.device().empty() ? "-" : absl::StrCat(r.device(), ":", r.port()), r.test(),
-                    r.transport(), figure, share, Clip(status, 24, style)});
+                    r.transport(), r.memory().empty() ? "-" : Clip(r.memory(), 24, style), figure,
+                    share, Clip(status, 24, style)});
   }
   return out + Table(rows, style.headers);
 }

@@ -21,6 +21,11 @@ report_line() { grep -A1 '#bytes' "$1" | tail -n1 | tr -s ' \t' ' '; }
 
 # lat_ok LINE N: a latency line with N iterations and t_min <= t_typical <= t_max.
 lat_ok() { awk -v n="$2" '{ exit !($2 == n && $3 > 0 && $3 <= $5 && $5 <= $4) }' <<<"$1"; }
+# lat_dur_ok LINE RTT: -D's line (#bytes #iterations t_avg tps), t_avg x tps x RTT = 1 s: the same
+# window and count behind both figures.
+lat_dur_ok() {
+  awk -v r="$2" '{ x = $3 * $4 * r / 1e6; exit !(NF == 4 && $2 > 0 && x > 0.97 && x < 1.03) }' <<<"$1"
+}
 
 # pair NAME ROLE TEST "ARGS" ["OURS"]: fabric-probe TEST --perftest as ROLE (server or client)
 # and stock ib_TEST as the other end, both with ARGS (fabric-probe with OURS too); both exit 0. write_bw and read_bw: both print the
@@ -89,14 +94,17 @@ pair() {
         { exit !($1 == s[1] && $2 == m && s[2] == m && $4 > 0 && s[4] > 0 &&
                  (r == "server" ? $3 == 0 : s[3] == 0)) }' <<<"$ours" && good=1
       ;;
-    read_lat)
+    *_lat)
       what="ours '$ours', stock '$theirs'"
-      if [[ $role == server ]]; then lat_ok "$theirs" "$n" && [[ -z $ours ]] && good=1
+      if [[ " $args " == *" -D "* && $test == read_lat ]]; then
+        if [[ $role == server ]]; then lat_dur_ok "$theirs" 1 && [[ -z $ours ]] && good=1
+        else lat_dur_ok "$ours" 1 && good=1; fi
+      elif [[ " $args " == *" -D "* ]]; then
+        lat_dur_ok "$ours" 2 && lat_dur_ok "$theirs" 2 && good=1
+      elif [[ $test != read_lat ]]; then
+        lat_ok "$ours" "$n" && lat_ok "$theirs" "$n" && good=1
+      elif [[ $role == server ]]; then lat_ok "$theirs" "$n" && [[ -z $ours ]] && good=1
       else lat_ok "$ours" "$n" && good=1; fi
-      ;;
-    *)
-      what="ours '$ours', stock '$theirs'"
-      lat_ok "$ours" "$n" && lat_ok "$theirs" "$n" && good=1
       ;;
   esac
   if ((rc == 0 && src == 0 && good)); then
@@ -120,6 +128,11 @@ pair client_qps client write_bw "-n 400 -s 64 -q 2"
 pair lat_server server write_lat "-n 300"
 pair lat_client client write_lat "-n 300"
 pair lat_client_gid client write_lat "-n 200 -s 64 -x 1"
+# -D for latency: each end times its own window (a margin either side with -D 4) and prints the
+# window's average and rate.
+pair lat_dur_server server write_lat "-D 4"
+pair send_lat_dur_client client send_lat "-D 3"
+pair read_lat_dur_client client read_lat "-D 3"
 for role in server client; do
   pair "read_bw_$role" "$role" read_bw "-n 300 -x 1"
   pair "read_bw_qps_$role" "$role" read_bw "-n 400 -s 4096 -q 2 --report_gbits"
@@ -264,12 +277,20 @@ else
   fail "tos: $(cat "$out/cm_tos_client.second.err" "$out/tos.json")"
 fi
 
-# -a (OCI's `ib_read_bw -a -R`): the client runs every size from 2 B to 8 MiB and prints a line
-# each; the server prints the last size's line, the client's own. Both ways.
+# -a (OCI's `ib_read_bw -a -R`, perftest's least -n to keep the VM's time): the client runs every
+# size from 2 B to 8 MiB and prints a line
+# each; the server prints the last size's line, the client's own. Both ways. send_bw: each end
+# prints every size, its own figures (the receiver's without a peak). With -b: both ends print
+# every size, the same sums.
 all_sizes() {
-  local name=$1 role=$2 test=$3 ours theirs client_out server_out
-  local probe_cmd=("$probe" "$test" --perftest -d "$dev" -p "$port" --timeout 60 -a -R -n 20)
-  local stock_cmd=("ib_$test" -d "$dev" -p "$port" -a -R -n 20)
+  local name=$1 role=$2 test=$3 extra=${4:-} ours theirs client_out server_out
+  # A send_bw receiver needs two polls (16 completions each) to time a window.
+  local n=5
+  [[ $test == send_bw ]] && n=20
+  # shellcheck disable=SC2206
+  local probe_cmd=("$probe" "$test" --perftest -d "$dev" -p "$port" --timeout 60 -a -R -n "$n" $extra)
+  # shellcheck disable=SC2206
+  local stock_cmd=("ib_$test" -d "$dev" -p "$port" -a -R -n "$n" $extra)
   if [[ $role == server ]]; then
     timeout 120 "${probe_cmd[@]}" >"$out/$name.server.out" 2>"$out/$name.server.err" &
     for ((i = 0; i < 300; i++)); do
@@ -285,13 +306,22 @@ all_sizes() {
   local rc=$?
   wait $!
   local src=$?
-  client_out=$(grep -E '^ *[0-9]+ +20 ' "$out/$name.client.out" | tr -s ' \t' ' ')
-  server_out=$(grep -E '^ *[0-9]+ +20 ' "$out/$name.server.out" | tr -s ' \t' ' ')
-  local sizes
+  client_out=$(grep -E "^ *[0-9]+ +$n " "$out/$name.client.out" | tr -s ' \t' ' ')
+  server_out=$(grep -E "^ *[0-9]+ +$n " "$out/$name.server.out" | tr -s ' \t' ' ')
+  local sizes all server_ok=0
+  all=$(for ((k = 1; k < 24; k++)); do printf '%d ' $((1 << k)); done)
   sizes=$(awk '{ printf "%s ", $1 }' <<<"$client_out")
-  if ((rc == 0 && src == 0)) && [[ $sizes == "$(for ((k = 1; k < 24; k++)); do printf '%d ' $((1 << k)); done)" &&
-    "$server_out" == "$(tail -1 <<<"$client_out")" ]]; then
-    ok "$name: fabric-probe the $role of a stock ib_$test -a: 23 sizes, the server prints '$server_out'"
+  if [[ $test == send_bw ]]; then
+    [[ $(awk '{ printf "%s ", $1 }' <<<"$server_out") == "$all" ]] &&
+      awk '{ if ($3 != 0) exit 1 }' <<<"$server_out" && server_ok=1
+  elif [[ " $extra " == *" -b "* ]]; then
+    [[ -n $client_out && "$(cut -d' ' -f2,4-6 <<<"$server_out")" == "$(cut -d' ' -f2,4-6 <<<"$client_out")" ]] &&
+      server_ok=1
+  else
+    [[ "$server_out" == "$(tail -1 <<<"$client_out")" ]] && server_ok=1
+  fi
+  if ((rc == 0 && src == 0 && server_ok)) && [[ $sizes == "$all" ]]; then
+    ok "$name: fabric-probe the $role of a stock ib_$test -a $extra: 23 sizes, the server's last '$(tail -1 <<<"$server_out")'"
   else
     fail "$name: exits $rc/$src; sizes '$sizes'; server '$server_out'"
     cat "$out/$name".*
@@ -299,6 +329,8 @@ all_sizes() {
 }
 all_sizes all_client client read_bw
 all_sizes all_server server write_bw
+all_sizes all_send_server server send_bw
+all_sizes all_bidir_client client write_bw -b
 
 # -D as perftest's whole run (a quarter margin either side), both ways: the window's messages.
 pair dur_server server write_bw "-D 4"
@@ -339,6 +371,20 @@ if [[ -n $fake_cuda ]]; then
     ok "gpu: $(grep "the buffer is in" "$out/gpu_client.second.err")"
   else
     fail "gpu: $(cat "$out/gpu_client.second.err")"
+  fi
+  # Our own protocol (what the agent's schedule runs with `memory: gpu-peermem`): the client's
+  # buffer in the GPU, against our server in host memory.
+  timeout 60 "$probe" write_bw -d "$dev" -p "$port" --timeout 20 >/dev/null 2>&1 &
+  spid=$!
+  for ((i = 0; i < 50; i++)); do listening "$port" && break; sleep 0.1; done
+  timeout 60 env LD_LIBRARY_PATH="$libdir" FAKE_CUDA_HOST_BACKED=1 "$probe" write_bw "$ip" \
+    -d "$dev" -p "$port" -n 300 --use_cuda 0 --retry 10 >"$out/gpu_own.out" 2>&1
+  rc=$?
+  wait "$spid"
+  if ((rc == 0)) && grep -qE "Memory +: CUDA GPU 0 \(peer memory\)" "$out/gpu_own.out"; then
+    ok "gpu_own: $(grep -E "Memory +:" "$out/gpu_own.out" | tr -s ' ')"
+  else
+    fail "gpu_own: exit $rc: $(cat "$out/gpu_own.out")"
   fi
   # dma-buf on a provider that cannot take one (rxe), and no libcuda at all: one line each,
   # exit 1, nothing left behind to crash on.

@@ -723,7 +723,8 @@ TEST_F(AgentProbeTest, ScheduleAndOnDemandProbesAgainstAnotherAgent) {
   WriteFile(dir_ + "/config.json",
             absl::StrCat(R"({"probes": {"peers": [")", peer,
                          R"("], "intervalSeconds": 1, "tests": ["write_bw", "read_lat"],
-                         "iterations": 200, "history": 8, "timeoutSeconds": 2}})"));
+                         "iterations": 200, "history": 8, "timeoutSeconds": 2,
+                         "memory": "gpu-dmabuf"}})"));
   StartAgent({"--config=" + dir_ + "/config.json"});
 
   // The schedule's first rounds: each test against B, over TCP, labelled so.
@@ -753,8 +754,11 @@ TEST_F(AgentProbeTest, ScheduleAndOnDemandProbesAgainstAnotherAgent) {
     if (r.test() == "write_bw") {
       EXPECT_GT(r.bw_avg_gbps(), 0);
       EXPECT_FALSE(r.has_bw_peak_gbps());
+      // GPU memory asked: over TCP there is none to use, and the result says why.
+      EXPECT_EQ(r.memory(), "host memory: no RDMA device: the test runs over TCP");
     } else {
       EXPECT_GT(r.t_typical_us(), 0);
+      EXPECT_EQ(r.memory(), "");  // latency tests poll host memory by design: nothing to say
     }
   }
   EXPECT_EQ(tests, (std::set<std::string>{"write_bw", "read_lat"}));

@@ -367,6 +367,9 @@ void Prober::Round(const v1::ProbeSchedule& schedule) {
           if (transport == Transport::kRdma) {
             spec.remote_device = probes::RemoteDevice(schedule, source.device);
           }
+          std::string host_memory_why;
+          spec.local.gpu = probes::ScheduledGpu(*snap->host, snap->policy, schedule, source.device,
+                                                test, transport, &host_memory_why);
           spec.cancel = cancel_.get();
           spec.secret_file = options_.secret_file;
           UsePerftestPeer(peer, &spec);
@@ -387,6 +390,12 @@ void Prober::Round(const v1::ProbeSchedule& schedule) {
                              [&] { return stopping_; })) {
               break;
             }
+          }
+          // Why GPU memory was not used; a failed test names the GPU it asked for.
+          if (!host_memory_why.empty()) {
+            r.set_memory(absl::StrCat("host memory: ", host_memory_why));
+          } else if (r.memory().empty() && spec.local.gpu) {
+            r.set_memory(gpumem::Describe(*spec.local.gpu));
           }
           if (!r.ok()) {
             Log(LogLevel::kWarning, "probe ", r.test(), " to ", peer.name,

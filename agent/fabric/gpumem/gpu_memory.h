@@ -14,24 +14,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent/fabric/gpumem/gpu_request.h"
 #include "agent/fabric/gpumem/registration_failure.h"
 
 namespace fabric::gpumem {
-
-struct GpuRequest {
-  using Vendor = GpuVendor;
-  Vendor vendor = Vendor::kCuda;
-  std::string device;  // index ("0") or PCI bus id ("0000:3b:00.0")
-  // false: the peer-memory path (nvidia_peermem / amdgpu's peer memory): ibv_reg_mr on the device
-  // pointer.
-  bool dmabuf = true;
-  // Empty: the default driver library (libcuda.so.1; libamdhip64 and libhsa-runtime64.so.1).
-  // For ROCm a named library must export both HIP's and the HSA runtime's entry points (tests
-  // pass the fake).
-  std::string library;
-  // Where the host's /proc and /sys are read from to explain a failure (tests: a temp dir).
-  std::string host_root = "/";
-};
 
 class RegisteredGpuMemory {
  public:

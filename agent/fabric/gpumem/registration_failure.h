@@ -14,10 +14,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/fabric/gpumem/gpu_request.h"
 
 namespace fabric::gpumem {
-
-enum class GpuVendor { kCuda, kRocm };
 
 // Reads host files under a root directory ("/" on a host; a temp dir in tests). Paths are
 // absolute ("/proc/driver/nvidia/version") and taken below the root.

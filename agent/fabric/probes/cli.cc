@@ -172,19 +172,18 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   std::string cuda, cuda_bus_id, rocm;
   bool cuda_dmabuf = false, rocm_dmabuf = false;
   auto* o_cuda = app.add_option("--use_cuda", cuda,
-                                "--perftest, bandwidth tests: the buffer in this CUDA GPU's memory "
-                                "(index); without --use_cuda_dmabuf registered through "
-                                "nvidia_peermem");
+                                "Bandwidth tests: the buffer in this CUDA GPU's memory (index); "
+                                "without --use_cuda_dmabuf registered through nvidia_peermem "
+                                "(without --perftest: the client's buffer)");
   auto* o_cuda_bus = app.add_option("--use_cuda_bus_id", cuda_bus_id,
-                                    "--perftest: as --use_cuda, the GPU named by its PCI address");
-  auto* o_cuda_dmabuf = app.add_flag("--use_cuda_dmabuf", cuda_dmabuf,
-                                     "--perftest: register the GPU memory as a dma-buf "
-                                     "(ibv_reg_dmabuf_mr; no nvidia_peermem)");
+                                    "As --use_cuda, the GPU named by its PCI address");
+  app.add_flag("--use_cuda_dmabuf", cuda_dmabuf,
+               "Register the GPU memory as a dma-buf (ibv_reg_dmabuf_mr; no "
+               "nvidia_peermem)");
   auto* o_rocm = app.add_option("--use_rocm", rocm,
-                                "--perftest, bandwidth tests: the buffer in this ROCm GPU's memory "
-                                "(index)");
-  auto* o_rocm_dmabuf = app.add_flag("--use_rocm_dmabuf", rocm_dmabuf,
-                                     "--perftest: register the ROCm memory as a dma-buf");
+                                "Bandwidth tests: the buffer in this ROCm GPU's memory (index; "
+                                "without --perftest: the client's buffer)");
+  app.add_flag("--use_rocm_dmabuf", rocm_dmabuf, "Register the ROCm memory as a dma-buf");
   int numa_node = -1;
   std::string pin_cores;
   bool disable_numa = false;
@@ -236,19 +235,17 @@ CliParse ParseCli(const std::vector<std::string>& args) {
   c.server = host.empty();
   c.perftest = perftest;
   c.gbits = gbits;
-  for (const CLI::Option* opt :
-       {o_output, o_out_json, o_out_json_file, o_warm, o_mtu, o_cpu_freq, o_cuda, o_cuda_bus,
-        o_cuda_dmabuf, o_rocm, o_rocm_dmabuf, o_duplex, o_all, o_numa, o_pin, o_no_numa}) {
+  for (const CLI::Option* opt : {o_output, o_out_json, o_out_json_file, o_warm, o_mtu, o_cpu_freq,
+                                 o_duplex, o_all, o_numa, o_pin, o_no_numa}) {
     if (opt->count() > 0 && !perftest) {
       return Usage(absl::StrCat(opt->get_name(), " goes with --perftest"));
     }
   }
   if (gbits && !perftest) return Usage("--report_gbits goes with --perftest");
-  if (perftest &&
-      (forever || !secret_file.empty() || (test_name.ends_with("_lat") && o_dur->count() > 0))) {
+  if (perftest && (forever || !secret_file.empty())) {
     return Usage(
-        "--perftest runs one test with one stock perftest peer, latency tests by iterations "
-        "(-n), so far (no --forever or --secret-file: a stock peer cannot prove a secret)");
+        "--perftest runs one test with one stock perftest peer (no --forever or --secret-file: "
+        "a stock peer cannot prove a secret)");
   }
   c.forever = forever;
   c.json = json;
@@ -274,10 +271,7 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     if (o_dur->count() > 0) {
       return Usage("Duration mode currently doesn't support running on all sizes.");
     }
-    if (test != TestKind::kWriteBw && test != TestKind::kReadBw) {
-      return Usage("-a (all sizes) is for write_bw and read_bw so far");
-    }
-    if (duplex) return Usage("-a (all sizes) with -b is not there yet");
+    if (IsLatency(test)) return Usage("-a (all sizes) is for the bandwidth tests so far");
     p.all_sizes = true;
     p.size = 8388608;  // perftest's MAX_SIZE: the buffer holds the largest
   }
@@ -385,6 +379,30 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     local.placement.node = numa_node;
     local.placement.cpus = pin_cores;
   }
+  // perftest's rules and words.
+  const bool use_cuda = o_cuda->count() > 0 || o_cuda_bus->count() > 0;
+  if (use_cuda && o_rocm->count() > 0) return Usage("Can't use multiple memory types");
+  if (cuda_dmabuf && !use_cuda) return Usage("CUDA DMA-BUF cannot be used without CUDA");
+  if (rocm_dmabuf && o_rocm->count() == 0) return Usage("ROCm DMA-BUF cannot be used without ROCm");
+  if (o_cuda->count() > 0 && o_cuda_bus->count() > 0) {
+    return Usage("--use_cuda and --use_cuda_bus_id name the same GPU: give one");
+  }
+  if (use_cuda || o_rocm->count() > 0) {
+    if (IsLatency(test)) {
+      return Usage(
+          "GPU memory is for the bandwidth tests (the latency tests poll their buffer from the "
+          "CPU)");
+    }
+    // The responder's buffer serves whatever test a client asks for, latency ones too.
+    if (!perftest && c.server) return Usage("GPU memory without --perftest is for the client");
+    if (p.transport == Transport::kTcp) return Usage("GPU memory needs the rdma transport");
+    gpumem::GpuRequest g;
+    g.vendor = use_cuda ? gpumem::GpuVendor::kCuda : gpumem::GpuVendor::kRocm;
+    g.device = o_cuda_bus->count() > 0 ? cuda_bus_id : use_cuda ? cuda : rocm;
+    g.dmabuf = use_cuda ? cuda_dmabuf : rocm_dmabuf;
+    if (g.device.empty()) return Usage("--use_cuda/--use_rocm need a GPU");
+    local.gpu = std::move(g);
+  }
   local.device = device;
   local.ib_port = static_cast<uint8_t>(ib_port);
   if (o_gid->count() > 0) local.gid_index = gid_index;
@@ -417,30 +435,8 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     o.mtu = mtu;
     o.warm_up = warm_up;
     o.duplex = duplex;
-    if (duplex && test_name != "write_bw" && test_name != "read_bw") {
+    if (duplex && test != TestKind::kWriteBw && test != TestKind::kReadBw) {
       return Usage("-b (bidirectional) is for write_bw and read_bw so far");
-    }
-    // perftest's rules and words.
-    const bool use_cuda = o_cuda->count() > 0 || o_cuda_bus->count() > 0;
-    if (use_cuda && o_rocm->count() > 0) return Usage("Can't use multiple memory types");
-    if (cuda_dmabuf && !use_cuda) return Usage("CUDA DMA-BUF cannot be used without CUDA");
-    if (rocm_dmabuf && o_rocm->count() == 0)
-      return Usage("ROCm DMA-BUF cannot be used without ROCm");
-    if (o_cuda->count() > 0 && o_cuda_bus->count() > 0) {
-      return Usage("--use_cuda and --use_cuda_bus_id name the same GPU: give one");
-    }
-    if (use_cuda || o_rocm->count() > 0) {
-      if (IsLatency(test)) {
-        return Usage(
-            "GPU memory is for the bandwidth tests (the latency tests poll their buffer "
-            "from the CPU)");
-      }
-      gpumem::GpuRequest g;
-      g.vendor = use_cuda ? gpumem::GpuVendor::kCuda : gpumem::GpuVendor::kRocm;
-      g.device = o_cuda_bus->count() > 0 ? cuda_bus_id : use_cuda ? cuda : rocm;
-      g.dmabuf = use_cuda ? cuda_dmabuf : rocm_dmabuf;
-      if (g.device.empty()) return Usage("--use_cuda/--use_rocm need a GPU");
-      o.gpu = std::move(g);
     }
   }
   CliParse r;
@@ -453,21 +449,19 @@ absl::StatusOr<PerftestServerOptions> ParsePerftestResponder(std::string_view li
   for (absl::string_view t : absl::StrSplit(Av(line), absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
     const std::string flag(t.substr(0, t.find('=')));
     // Whom it admits, what it prints or writes and where its threads run are the agent's.
-    static constexpr std::pair<std::string_view, std::string_view> kAgents[] = {
-        {"--allow", "--probe-allow admits its clients"},
-        {"--json", "it logs each test it serves"},
-        {"--output", "it logs each test it serves"},
-        {"--out_json", "it logs each test it serves"},
-        {"--out_json_file", "it logs each test it serves"},
-        {"--forever", "it logs each test it serves"},
-        {"--help", "it logs each test it serves"},
-        {"-h", "it logs each test it serves"},
-        {"--numa_node", "the agent moves none of its threads or pages"},
-        {"--pin_cores", "the agent moves none of its threads or pages"},
-        {"--disable_numa", "the agent moves none of its threads or pages"},
+    struct Agents {
+      std::string_view why;
+      std::vector<std::string_view> flags;
     };
-    for (const auto& [own, why] : kAgents) {
-      if (flag == own) {
+    static const Agents kAgents[] = {
+        {"--probe-allow admits its clients", {"--allow"}},
+        {"it logs each test it serves",
+         {"--json", "--output", "--out_json", "--out_json_file", "--forever", "--help", "-h"}},
+        {"the agent moves none of its threads or pages",
+         {"--numa_node", "--pin_cores", "--disable_numa"}},
+    };
+    for (const auto& [why, flags] : kAgents) {
+      if (std::find(flags.begin(), flags.end(), flag) != flags.end()) {
         return absl::InvalidArgumentError(
             absl::StrCat(flag, " is not for the agent's perftest responder (", Av(why), ")"));
       }

@@ -164,8 +164,15 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
     ASSERT_FALSE(t.exit) << test << ": " << t.output;
     EXPECT_EQ(TestName(t.config.perftest_options.params.test), test);
   }
-  ExpectUsage({"write_lat", "--perftest", "-D", "5"}, "--perftest");
-  ExpectUsage({"read_lat", "h", "--perftest", "-D", "5"}, "--perftest");
+  // -D for latency too: perftest's whole run, a quarter of it (whole seconds) either side.
+  for (const char* test : {"write_lat", "read_lat", "send_lat"}) {
+    CliParse d = Parse({test, "h", "--perftest", "-D", "5"});
+    ASSERT_FALSE(d.exit) << test << ": " << d.output;
+    EXPECT_EQ(d.config.perftest_options.params.duration, absl::Seconds(3)) << test;
+    EXPECT_EQ(d.config.perftest_options.params.margin, absl::Seconds(1)) << test;
+    EXPECT_EQ(d.config.perftest_options.params.iterations, 0u) << test;
+  }
+  ExpectUsage({"write_lat", "--perftest", "-D", "2", "--margin", "1"}, "leaves no window");
   EXPECT_FALSE(Parse({"write_lat", "h", "--perftest"}).exit);
   EXPECT_TRUE(Parse({"write_bw", "--perftest", "-R"}).config.perftest_options.params.rdma_cm);
   // -b: bidirectional write_bw and read_bw.
@@ -181,13 +188,28 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   EXPECT_TRUE(all.config.perftest_options.params.all_sizes);
   EXPECT_EQ(all.config.perftest_options.params.size, 8388608u);
   EXPECT_EQ(all.config.perftest_options.params.cq_mod, 100u);
+  const std::vector<uint64_t> sizes = SizesToRun(all.config.perftest_options.params);
+  ASSERT_EQ(sizes.size(), 23u);  // 2 B .. 8 MiB, as perftest's RUN_ALL
+  EXPECT_EQ(sizes.front(), 2u);
+  EXPECT_EQ(sizes[1], 4u);
+  EXPECT_EQ(sizes.back(), 8388608u);
+  EXPECT_EQ(SizesToRun(
+                Parse({"read_bw", "h", "--perftest", "-s", "4096"}).config.perftest_options.params),
+            std::vector<uint64_t>{4096});
   EXPECT_EQ(
       Parse({"write_bw", "--perftest", "-a", "-t", "64"}).config.perftest_options.params.cq_mod,
       64u);
   ExpectUsage({"write_bw", "h", "--perftest", "-a", "-D", "5"},
               "Duration mode currently doesn't support running on all sizes.");
-  ExpectUsage({"send_bw", "h", "--perftest", "-a"}, "-a (all sizes) is for write_bw and read_bw");
-  ExpectUsage({"write_bw", "h", "--perftest", "-a", "-b"}, "-a (all sizes) with -b");
+  ExpectUsage({"write_lat", "h", "--perftest", "-a"}, "-a (all sizes) is for the bandwidth tests");
+  ExpectUsage({"send_bw", "h", "--perftest", "-a", "-b"}, "-b (bidirectional) is for write_bw");
+  CliParse send_all = Parse({"send_bw", "h", "--perftest", "-a"});
+  ASSERT_FALSE(send_all.exit) << send_all.output;
+  EXPECT_TRUE(send_all.config.perftest_options.params.all_sizes);
+  CliParse both = Parse({"write_bw", "--perftest", "-a", "-b"});
+  ASSERT_FALSE(both.exit) << both.output;
+  EXPECT_TRUE(both.config.perftest_options.params.all_sizes);
+  EXPECT_TRUE(both.config.perftest_options.duplex);
   ExpectUsage({"write_bw", "h", "-a"}, "--all goes with --perftest");
   // NUMA placement as current perftest: the NIC's node by default, perftest's flags and words.
   EXPECT_EQ(Parse({"write_bw", "h", "--perftest"}).config.perftest_options.local.placement.mode,
@@ -277,19 +299,20 @@ TEST(ParseCli, PerftestOutputFlags) {
 TEST(ParseCli, PerftestGpuMemory) {
   CliParse r = Parse({"write_bw", "h", "--perftest", "--use_cuda", "1", "--use_cuda_dmabuf"});
   ASSERT_FALSE(r.exit) << r.output;
-  ASSERT_TRUE(r.config.perftest_options.gpu.has_value());
-  EXPECT_EQ(r.config.perftest_options.gpu->vendor, gpumem::GpuVendor::kCuda);
-  EXPECT_EQ(r.config.perftest_options.gpu->device, "1");
-  EXPECT_TRUE(r.config.perftest_options.gpu->dmabuf);
+  ASSERT_TRUE(r.config.perftest_options.local.gpu.has_value());
+  EXPECT_EQ(r.config.perftest_options.local.gpu->vendor, gpumem::GpuVendor::kCuda);
+  EXPECT_EQ(r.config.perftest_options.local.gpu->device, "1");
+  EXPECT_TRUE(r.config.perftest_options.local.gpu->dmabuf);
   CliParse bus = Parse({"read_bw", "--perftest", "--use_cuda_bus_id", "0000:3b:00.0"});
   ASSERT_FALSE(bus.exit) << bus.output;
-  EXPECT_EQ(bus.config.perftest_options.gpu->device, "0000:3b:00.0");
-  EXPECT_FALSE(bus.config.perftest_options.gpu->dmabuf);  // nvidia_peermem, as perftest
+  EXPECT_EQ(bus.config.perftest_options.local.gpu->device, "0000:3b:00.0");
+  EXPECT_FALSE(bus.config.perftest_options.local.gpu->dmabuf);  // nvidia_peermem, as perftest
   CliParse rocm = Parse({"send_bw", "h", "--perftest", "--use_rocm", "0", "--use_rocm_dmabuf"});
   ASSERT_FALSE(rocm.exit) << rocm.output;
-  EXPECT_EQ(rocm.config.perftest_options.gpu->vendor, gpumem::GpuVendor::kRocm);
-  EXPECT_TRUE(rocm.config.perftest_options.gpu->dmabuf);
-  EXPECT_FALSE(Parse({"write_bw", "h", "--perftest"}).config.perftest_options.gpu.has_value());
+  EXPECT_EQ(rocm.config.perftest_options.local.gpu->vendor, gpumem::GpuVendor::kRocm);
+  EXPECT_TRUE(rocm.config.perftest_options.local.gpu->dmabuf);
+  EXPECT_FALSE(
+      Parse({"write_bw", "h", "--perftest"}).config.perftest_options.local.gpu.has_value());
   ExpectUsage({"write_bw", "h", "--perftest", "--use_cuda_dmabuf"},
               "CUDA DMA-BUF cannot be used without CUDA");
   ExpectUsage({"write_bw", "h", "--perftest", "--use_rocm_dmabuf"},
@@ -297,7 +320,14 @@ TEST(ParseCli, PerftestGpuMemory) {
   ExpectUsage({"write_bw", "h", "--perftest", "--use_cuda", "0", "--use_rocm", "0"},
               "Can't use multiple memory types");
   ExpectUsage({"write_lat", "h", "--perftest", "--use_cuda", "0"}, "bandwidth tests");
-  ExpectUsage({"write_bw", "h", "--use_cuda", "0"}, "goes with --perftest");
+  // Our own protocol: the client's buffer (the responder's serves latency tests too).
+  CliParse own = Parse({"write_bw", "h", "--use_cuda_bus_id", "0000:3b:00.0"});
+  ASSERT_FALSE(own.exit) << own.output;
+  ASSERT_TRUE(own.config.client.local.gpu.has_value());
+  EXPECT_EQ(own.config.client.local.gpu->device, "0000:3b:00.0");
+  ExpectUsage({"write_bw", "--use_cuda", "0"}, "GPU memory without --perftest is for the client");
+  ExpectUsage({"write_bw", "h", "--use_cuda", "0", "--transport=tcp"},
+              "GPU memory needs the rdma transport");
 }
 
 TEST(ParseCli, HelpExitsZero) {
@@ -321,6 +351,9 @@ TEST(ParsePerftestResponder, ServerLines) {
   EXPECT_EQ(o->params.num_qps, 2u);
   EXPECT_FALSE(o->allow.has_value());
   EXPECT_EQ(o->local.placement.mode, Placement::Mode::kNone);
+  o = ParsePerftestResponder("send_lat -D 8");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->params.duration, absl::Seconds(4));
   o = ParsePerftestResponder("read_lat -R");
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->params.test, TestKind::kReadLat);
@@ -341,7 +374,7 @@ TEST(ParsePerftestResponder, ServerLines) {
       {"write_bw --numa_node=0", "moves none of its threads"},
       {"write_bw --disable_numa", "moves none of its threads"},
       {"write_bw -s nope", "-s"},
-      {"write_lat -D 5", "--perftest"},
+      {"write_lat -D 2 --margin 1", "leaves no window"},
       {"scan_bw", "scan_bw"},
       {"", "TEST"},
   };

@@ -58,6 +58,8 @@ class RdmaTest {
   virtual const std::string& device() const = 0;
   virtual int gid_index() const = 0;
   virtual uint8_t port() const = 0;
+  // Where the buffer is: "host memory", or the GPU's name (VerbsResources::memory).
+  virtual std::string memory() const = 0;
 };
 
 // The TCP half, over the control connection itself once both sides passed the barrier.

@@ -142,11 +142,11 @@ int RunPerftest(const CliConfig& c) {
   info.mtu_bytes = r->mtu_bytes;
   info.link_type = r->ethernet ? "Ethernet" : "IB";
   info.out_reads = r->out_reads;
-  if (o.gpu && o.gpu->vendor == gpumem::GpuVendor::kCuda) {
+  if (o.local.gpu && o.local.gpu->vendor == gpumem::GpuVendor::kCuda) {
     int index = 0;
-    info.cuda_device = absl::SimpleAtoi(o.gpu->device, &index) ? index : 0;
+    info.cuda_device = absl::SimpleAtoi(o.local.gpu->device, &index) ? index : 0;
   }
-  info.rocm = o.gpu && o.gpu->vendor == gpumem::GpuVendor::kRocm;
+  info.rocm = o.local.gpu && o.local.gpu->vendor == gpumem::GpuVendor::kRocm;
   info.rdma_cm = o.params.rdma_cm;
   info.duplex = o.duplex;
   if (o.params.tos >= 0) info.tos = o.params.tos;
@@ -155,7 +155,7 @@ int RunPerftest(const CliConfig& c) {
                        o.params.tos, ")\n"),
           stderr);
   }
-  if (o.gpu) Print(absl::StrCat("fabric-probe: the buffer is in ", r->memory, "\n"), stderr);
+  if (o.local.gpu) Print(absl::StrCat("fabric-probe: the buffer is in ", r->memory, "\n"), stderr);
   if (!r->placement.empty())
     Print(absl::StrCat("fabric-probe: ran on ", r->placement, "\n"), stderr);
   // perftest prints the table (or --output's one figure) and writes --out_json's file beside it.
@@ -166,10 +166,16 @@ int RunPerftest(const CliConfig& c) {
                                 perftest::LatLine(*r->lat, c.output), perftest::kResultLine)
                  : perftest::LatLine(*r->lat, c.output);
     json = perftest::LatJson(info, *r->lat, c.output);
+  } else if (r->lat_duration) {
+    const std::string line = perftest::LatDurationLine(*r->lat_duration, c.output);
+    table = full ? absl::StrCat(perftest::kResultLine, perftest::LatHeader(true), line,
+                                perftest::kResultLine)
+                 : line;
+    json = perftest::LatDurationJson(info, *r->lat_duration, c.output);
   } else if (r->bw) {
     std::string lines;
-    for (const perftest::BwReport& size : r->sizes) {  // -a
-      lines += perftest::BwLine(size, c.gbits, c.output);
+    for (const PerftestResult::Line& size : r->sizes) {  // -a
+      lines += perftest::BwLine(size.bw, c.gbits, c.output, size.own_average);
     }
     if (r->sizes.empty()) lines = perftest::BwLine(*r->bw, c.gbits, c.output, r->own_average);
     table = full ? absl::StrCat(perftest::kResultLine, perftest::BwHeader(c.gbits), lines,

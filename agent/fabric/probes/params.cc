@@ -114,6 +114,13 @@ ProbeParams DefaultParams(TestKind test) {
   return p;
 }
 
+std::vector<uint64_t> SizesToRun(const ProbeParams& p) {
+  if (!p.all_sizes) return {p.size};
+  std::vector<uint64_t> out;
+  for (uint64_t size = 2; size <= p.size; size *= 2) out.push_back(size);
+  return out;
+}
+
 uint32_t PerftestCqMod(const ProbeParams& p) {
   return std::min<uint32_t>(p.size > 8192 && !p.all_sizes ? 1 : 100, p.tx_depth);
 }

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "agent/fabric/gpumem/gpu_request.h"
 #include "agent/fabric/probes/numa.h"
 
 namespace fabric::probes {
@@ -98,6 +99,9 @@ ProbeParams DefaultParams(TestKind test);
 absl::Status ApplyPerftestRules(ProbeParams& p, bool cq_mod_given, bool margin_given);
 // perftest's default CQ moderation for `p` (the first of the rules above; not with all_sizes).
 uint32_t PerftestCqMod(const ProbeParams& p);
+// The message sizes a run measures, in order: `size` alone, or with all_sizes every power of
+// two from 2 B up to it (perftest's RUN_ALL).
+std::vector<uint64_t> SizesToRun(const ProbeParams& p);
 
 // Checks bounds and combinations; InvalidArgument names the offending parameter. Both the CLI
 // (usage errors) and the server (a peer's hello) call it.
@@ -132,6 +136,9 @@ struct Endpoint {
   std::string sysfs = "/sys";    // where the GID table is read (the agent runs with /host/sys)
   absl::Duration timeout = absl::Seconds(10);  // bound of every blocking step
   Placement placement;  // fabric-probe: perftest's NUMA placement once the device is known
+  // The buffer in GPU memory (--use_cuda, --use_rocm, the schedule's `memory`): bandwidth tests
+  // only, whose loops never touch the buffer from the CPU. Unset: host memory.
+  std::optional<gpumem::GpuRequest> gpu;
 };
 
 struct BandwidthResult {
@@ -154,6 +161,9 @@ struct ProbeResult {
   uint64_t iterations = 0;  // messages (bw) or round trips (lat) measured
   std::optional<BandwidthResult> bw;
   std::optional<LatencyResult> lat;
+  // Where this side's buffer was: "host memory", or the GPU's name ("CUDA GPU 0000:3b:00.0
+  // (dma-buf)"); empty over TCP.
+  std::string memory;
   // How time was taken, printed with the results so figures are never compared blindly.
   std::string clock = "CLOCK_MONOTONIC_RAW";
   // Releasing verbs resources failed (e.g. EIO after the device was removed); the figures above

@@ -54,11 +54,10 @@ absl::Duration RunBound(const ProbeParams& p, absl::Duration timeout) {
   // Bandwidth: 100 MB/s, or 10,000 messages a second (a software RoCE's small messages), for
   // each size that runs; latency: 10 ms a round trip.
   double seconds = 0;
-  for (uint64_t size = p.all_sizes ? 2 : p.size; size <= p.size; size *= 2) {
+  for (uint64_t size : SizesToRun(p)) {
     seconds += IsLatency(p.test)
                    ? messages * 0.01
                    : std::max(messages * static_cast<double>(size) / 1e8, messages * 1e-4);
-    if (!p.all_sizes) break;
   }
   return std::min(absl::Seconds(seconds), absl::Hours(1)) + timeout;
 }
@@ -283,12 +282,30 @@ absl::StatusOr<pt::LatFigures> LatFigures(const ProbeParams& p, std::span<const 
   return pt::ComputeLat(p.size, ticks, VerbOf(p.test) == Verb::kRead ? 1 : 2, 1e9);
 }
 
+// The latency figures of one side's run into `r`: per sample, or with -D the window's average
+// and rate (perftest's print_report_lat_duration).
+absl::Status SetLatFigures(const ProbeParams& p, const Measurement& m,
+                           std::span<const int64_t> posts, PerftestResult& r) {
+  const int rtt = VerbOf(p.test) == Verb::kRead ? 1 : 2;
+  if (p.duration_mode()) {
+    absl::StatusOr<pt::LatDurationFigures> f = pt::ComputeLatDuration(
+        p.size, m.messages, static_cast<uint64_t>(absl::ToInt64Nanoseconds(p.duration)), rtt, 1e9);
+    if (!f.ok()) return f.status();
+    r.lat_duration = *f;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<pt::LatFigures> f = LatFigures(p, posts);
+  if (!f.ok()) return f.status();
+  r.lat = *f;
+  return absl::OkStatus();
+}
+
 // write_lat and send_lat: the ping-pong, both sides measuring.
-absl::StatusOr<pt::LatFigures> PingPong(const PerftestServerOptions& o, VerbsResources& verbs,
-                                        bool server, const Canceller* cancel) {
+absl::Status PingPong(const PerftestServerOptions& o, VerbsResources& verbs, bool server,
+                      const Canceller* cancel, PerftestResult& r) {
   absl::StatusOr<Measurement> m = RunPerftestLat(verbs, server, o.local.timeout, cancel);
   if (!m.ok()) return m.status();
-  return LatFigures(o.params, m->posts);
+  return SetLatFigures(o.params, *m, m->posts, r);
 }
 
 // perftest's figures from our loop's stamps: each message's post, and each poll's time for the
@@ -339,22 +356,17 @@ class Session {
     r.out_reads = c_.out_reads;
     const bool server = !oob_.client();
     switch (o_.params.test) {
-      case TestKind::kWriteLat: {  // no closing swap: the socket just closes
-        absl::StatusOr<pt::LatFigures> lat = PingPong(o_, verbs_, server, cancel_);
-        if (!lat.ok()) return lat.status();
-        r.lat = *lat;
+      case TestKind::kWriteLat:  // no closing swap: the socket just closes
+        FABRIC_RETURN_IF_ERROR(PingPong(o_, verbs_, server, cancel_, r));
         oob_.Close();
         return r;
-      }
-      case TestKind::kSendLat: {  // both post receives before the sync
+      case TestKind::kSendLat:  // both post receives before the sync
         FABRIC_RETURN_IF_ERROR(verbs_.PostInitialRecvs());
         FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
-        absl::StatusOr<pt::LatFigures> lat = PingPong(o_, verbs_, server, cancel_);
-        if (!lat.ok()) return lat.status();
-        r.lat = *lat;
-        FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
+        FABRIC_RETURN_IF_ERROR(PingPong(o_, verbs_, server, cancel_, r));
+        // With -D each side stops on its own clock: the peer's last message may come after.
+        FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout + o_.params.margin));
         return r;
-      }
       case TestKind::kReadLat:  // the server closes at once and waits; only the client measures
         if (server) {
           FABRIC_RETURN_IF_ERROR(Close(RunBound(o_.params, o_.local.timeout)));
@@ -366,10 +378,8 @@ class Session {
           // Our loop stamps the last read's completion too; perftest's samples end at the last
           // post.
           const size_t n = std::min<size_t>(m->posts.size(), o_.params.iterations);
-          absl::StatusOr<pt::LatFigures> lat =
-              LatFigures(o_.params, std::span<const int64_t>(m->posts).first(n));
-          if (!lat.ok()) return lat.status();
-          r.lat = *lat;
+          FABRIC_RETURN_IF_ERROR(
+              SetLatFigures(o_.params, *m, std::span<const int64_t>(m->posts).first(n), r));
           FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
           return r;
         }
@@ -407,14 +417,12 @@ class Session {
   }
   absl::StatusOr<PerftestResult> ReportingClient(PerftestResult r) {
     // -a: every size in turn, nothing said between them; the last size's report crosses.
-    for (uint64_t size = o_.params.all_sizes ? 2 : o_.params.size; size <= o_.params.size;
-         size *= 2) {
+    for (uint64_t size : SizesToRun(o_.params)) {
       verbs_.set_size(size);
       absl::StatusOr<pt::BwReport> mine = Measure();
       if (!mine.ok()) return mine.status();
       r.bw = *mine;
-      if (o_.params.all_sizes) r.sizes.push_back(*mine);
-      if (!o_.params.all_sizes) break;
+      if (o_.params.all_sizes) r.sizes.push_back({*mine, std::nullopt});
     }
     FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
     FABRIC_RETURN_IF_ERROR(SwapReports(oob_, *r.bw).status());
@@ -422,29 +430,42 @@ class Session {
     return r;
   }
   // -b: both ends warm up, meet, move data and swap reports; each prints the sum.
+  // With -a both ends meet again after each size's run (perftest 4.6 and later).
   absl::StatusOr<PerftestResult> Bidirectional(PerftestResult r) {
-    FABRIC_RETURN_IF_ERROR(WarmUp());
-    FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
-    absl::StatusOr<pt::BwReport> mine = Timed();
-    if (!mine.ok()) return mine.status();
-    absl::StatusOr<pt::BwReport> theirs = SwapReports(oob_, *mine);
-    if (!theirs.ok()) return theirs.status();
-    r.own_average = mine->average;
-    r.bw = *mine;
-    r.bw->peak += theirs->peak;
-    r.bw->average += theirs->average;
-    r.bw->msg_rate += theirs->msg_rate;
+    for (uint64_t size : SizesToRun(o_.params)) {
+      verbs_.set_size(size);
+      FABRIC_RETURN_IF_ERROR(WarmUp());
+      FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
+      absl::StatusOr<pt::BwReport> mine = Timed();
+      if (!mine.ok()) return mine.status();
+      if (o_.params.all_sizes) FABRIC_RETURN_IF_ERROR(One(RunBound(o_.params, o_.local.timeout)));
+      absl::StatusOr<pt::BwReport> theirs = SwapReports(oob_, *mine);
+      if (!theirs.ok()) return theirs.status();
+      r.own_average = mine->average;
+      r.bw = *mine;
+      r.bw->peak += theirs->peak;
+      r.bw->average += theirs->average;
+      r.bw->msg_rate += theirs->msg_rate;
+      if (o_.params.all_sizes) r.sizes.push_back({*r.bw, r.own_average});
+    }
     FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
     return r;
   }
   // send_bw: the server posts its receives before the sync; each side reports its own figures
-  // and no report crosses.
+  // and no report crosses. -a: each size between two syncs, the receives posted once (each
+  // takes the largest size, and is posted again as it completes).
   absl::StatusOr<PerftestResult> SendBw(bool server, PerftestResult r) {
     if (server) FABRIC_RETURN_IF_ERROR(verbs_.PostInitialRecvs());
-    FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
-    absl::StatusOr<pt::BwReport> mine = server ? Receive() : Measure();
-    if (!mine.ok()) return mine.status();
-    r.bw = *mine;
+    for (uint64_t size : SizesToRun(o_.params)) {
+      verbs_.set_size(size);
+      FABRIC_RETURN_IF_ERROR(One(o_.local.timeout));
+      absl::StatusOr<pt::BwReport> mine = server ? Receive() : Measure();
+      if (!mine.ok()) return mine.status();
+      r.bw = *mine;
+      if (!o_.params.all_sizes) continue;
+      r.sizes.push_back({*mine, std::nullopt});
+      FABRIC_RETURN_IF_ERROR(One(RunBound(o_.params, o_.local.timeout)));
+    }
     FABRIC_RETURN_IF_ERROR(Close(o_.local.timeout));
     return r;
   }
@@ -497,13 +518,9 @@ absl::StatusOr<PerftestResult> RunSession(PerftestOob& oob, const PerftestServer
 }
 
 absl::Status Supported(const PerftestServerOptions& o) {
-  if (o.gpu && IsLatency(o.params.test)) {
+  if (o.local.gpu && IsLatency(o.params.test)) {
     return absl::UnimplementedError(
         "GPU memory is for the bandwidth tests: the latency tests poll their buffer from the CPU");
-  }
-  if (IsLatency(o.params.test) && o.params.duration_mode()) {
-    return absl::UnimplementedError(
-        "facing stock perftest, fabric-probe runs latency tests by iterations (-n) so far");
   }
   return ValidateParams(o.params);
 }
@@ -517,7 +534,8 @@ absl::Status UseCmDevice(const PerftestOob& oob, const PerftestServerOptions& o,
     return absl::FailedPreconditionError(absl::StrCat("rdma_cm connects ", oob.peer(), " through ",
                                                       verbs.device(), ", not ", o.local.device));
   }
-  return verbs.QueryDevice();
+  FABRIC_RETURN_IF_ERROR(verbs.QueryDevice());
+  return verbs.Place();
 }
 
 // The exchange outlives the test's verbs objects: with -R they live on the device rdma_cm opened
@@ -559,7 +577,6 @@ absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& 
   }
   std::unique_ptr<PerftestOob> oob;
   VerbsResources verbs(false, o.params, o.local);
-  if (o.gpu) verbs.set_gpu_memory(*o.gpu);
   absl::StatusOr<PerftestResult> served = [&]() -> absl::StatusOr<PerftestResult> {
     if (o.params.rdma_cm) {
       absl::StatusOr<std::unique_ptr<PerftestOob>> cm =
@@ -598,7 +615,6 @@ absl::StatusOr<PerftestResult> RunPerftestClient(const PerftestServerOptions& o,
   FABRIC_RETURN_IF_ERROR(Supported(o));
   std::unique_ptr<PerftestOob> oob;
   VerbsResources verbs(true, o.params, o.local);
-  if (o.gpu) verbs.set_gpu_memory(*o.gpu);
   absl::StatusOr<PerftestResult> run = [&]() -> absl::StatusOr<PerftestResult> {
     if (o.params.rdma_cm) {
       absl::StatusOr<std::unique_ptr<PerftestOob>> cm =
@@ -619,6 +635,12 @@ absl::StatusOr<PerftestResult> RunPerftestClient(const PerftestServerOptions& o,
 }
 
 absl::StatusOr<ProbeResult> RunPerftestProbe(const ProbeSpec& spec) {
+  // perftest's -D gives latency as an average alone, which a result's figures cannot carry: the
+  // schedule asks a perftest peer's latency by iterations (ValidateSchedule).
+  if (IsLatency(spec.params.test) && spec.params.duration_mode()) {
+    return absl::InvalidArgumentError(
+        "a perftest peer's latency tests run by iterations here (its -D gives an average only)");
+  }
   PerftestServerOptions o;
   o.params = spec.params;
   o.params.cq_mod = PerftestCqMod(o.params);
@@ -633,6 +655,7 @@ absl::StatusOr<ProbeResult> RunPerftestProbe(const ProbeSpec& spec) {
   out.device = r->device;
   out.ib_port = o.local.ib_port;
   out.gid_index = r->gid_index;
+  out.memory = r->memory;
   out.peer = spec.host;
   out.clock = "CLOCK_MONOTONIC_RAW, perftest's arithmetic";
   if (r->bw) {

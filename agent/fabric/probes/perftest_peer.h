@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/fabric/gpumem/gpu_memory.h"
 #include "agent/fabric/perftest/figures.h"
 #include "agent/fabric/perftest/wire.h"
 #include "agent/fabric/probes/access.h"
@@ -38,9 +37,7 @@ struct PerftestServerOptions {
   int mtu = 0;         // -m: bytes (256..4096; the port's active MTU when above it); 0: the port's
   bool warm_up = false;  // --perform_warm_up: a tx depth of messages per QP before timing
   bool duplex = false;   // -b: write_bw and read_bw both ways at once (6.06 does not send it)
-  // --use_cuda/--use_cuda_bus_id/--use_rocm (with --use_*_dmabuf): the buffer in GPU memory.
-  std::optional<gpumem::GpuRequest> gpu;
-  Endpoint local;
+  Endpoint local;        // with --use_cuda/--use_cuda_bus_id/--use_rocm: the buffer in GPU memory
   std::string bind;
   uint16_t port = 18515;
   std::optional<AllowList> allow;  // unset: this host's subnets
@@ -71,12 +68,17 @@ struct PerftestResult {
   // -R: the traffic class the kernel gave QP 0 (with -T, the type of service; queried, so a
   // provider that ignored it shows).
   std::optional<int> traffic_class;
-  std::optional<perftest::BwReport> bw;   // in the units of the side that measured
-  std::vector<perftest::BwReport> sizes;  // -a, the client: each size's report (bw: the last)
-  // -b: bw is the sum of both ends' reports; this end's own average decides perftest's extra
-  // digits.
+  // A bandwidth line: in the units of the side that measured; with -b the sum of both ends'
+  // reports, this end's own average deciding perftest's extra digits.
+  struct Line {
+    perftest::BwReport bw;
+    std::optional<double> own_average;
+  };
+  std::optional<perftest::BwReport> bw;  // the only or last line's
   std::optional<double> own_average;
+  std::vector<Line> sizes;  // -a: each size's line where this side prints one
   std::optional<perftest::LatFigures> lat;
+  std::optional<perftest::LatDurationFigures> lat_duration;  // -D: the window's average and rate
 };
 
 // Waits for one client (bounded by `cancel` only, as perftest's server waits), then runs the

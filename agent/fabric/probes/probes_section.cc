@@ -180,6 +180,11 @@ absl::Status ValidateSchedule(const v1::ProbeSchedule& s) {
   if (!(s.degraded_fraction() >= 0 && s.degraded_fraction() <= 1)) {
     return Bad("degradedFraction", "must be within 0..1");
   }
+  if (!s.memory().empty() && s.memory() != "host" && s.memory() != kMemoryGpuDmabuf &&
+      s.memory() != kMemoryGpuPeermem) {
+    return Bad("memory", absl::StrCat("\"", s.memory(), "\": host, ", Av(kMemoryGpuDmabuf), " or ",
+                                      Av(kMemoryGpuPeermem)));
+  }
   if (s.history() > kMaxHistory) return Bad("history", absl::StrCat("at most ", kMaxHistory));
   for (TestKind t : Tests(s)) {
     for (Transport tr : {Transport::kRdma, Transport::kTcp}) {

@@ -31,6 +31,10 @@ struct Peer {
 };
 absl::StatusOr<Peer> ParsePeer(std::string_view text, uint16_t default_port);
 
+// The schedule's `memory` values besides "host" (the default, also when empty).
+inline constexpr std::string_view kMemoryGpuDmabuf = "gpu-dmabuf";
+inline constexpr std::string_view kMemoryGpuPeermem = "gpu-peermem";
+
 // InvalidArgument naming the bad key ("probes.tests[1]: ...").
 absl::Status ValidateSchedule(const v1::ProbeSchedule& s);
 

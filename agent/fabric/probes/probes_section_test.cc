@@ -126,6 +126,11 @@ TEST(ProbesSection, Validation) {
        },
        "probes.degradedFraction"},
       {"history", [](v1::ProbeSchedule* s) { s->set_history(kMaxHistory + 1); }, "probes.history"},
+      {"memory host", [](v1::ProbeSchedule* s) { s->set_memory("host"); }, ""},
+      {"memory dma-buf", [](v1::ProbeSchedule* s) { s->set_memory("gpu-dmabuf"); }, ""},
+      {"memory peermem", [](v1::ProbeSchedule* s) { s->set_memory("gpu-peermem"); }, ""},
+      {"memory unknown", [](v1::ProbeSchedule* s) { s->set_memory("gpu"); },
+       "probes.memory: \"gpu\": host, gpu-dmabuf or gpu-peermem"},
   };
   for (const Case& c : cases) {
     v1::ProbeSchedule s;

@@ -274,6 +274,7 @@ absl::Status RdmaCm::CreateQp(QpObjects& slot, rdma_cm_id* id, std::string_view 
                                                         verbs_.device(), ", not ", local_.device));
     }
     FABRIC_RETURN_IF_ERROR(verbs_.QueryDevice());
+    FABRIC_RETURN_IF_ERROR(verbs_.Place());
     FABRIC_RETURN_IF_ERROR(verbs_.SetupMemory());
   }
   FABRIC_RETURN_IF_ERROR(verbs_.CreateQp(slot, id));

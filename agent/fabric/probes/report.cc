@@ -51,6 +51,7 @@ std::string FormatTable(const ProbeResult& r) {
     row("Inline", absl::StrCat(p.inline_size), "Post list", absl::StrCat(p.post_list));
   }
   row("Peer", r.peer, "Clock", r.clock);
+  if (!r.memory.empty()) absl::StrAppend(&out, absl::StrFormat(" %-15s: %s\n", "Memory", r.memory));
   if (p.duration_mode()) {
     row("Duration", absl::StrCat(absl::FormatDuration(p.duration)), "Warm-up margin",
         absl::FormatDuration(p.margin));
@@ -106,6 +107,7 @@ std::string FormatJson(const ProbeResult& r) {
     j["p999_us"] = r.lat->p999_us;
   }
   j["clock"] = r.clock;
+  if (!r.memory.empty()) j["memory"] = r.memory;
   if (!r.teardown_error.empty()) j["teardown_error"] = r.teardown_error;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -25,6 +25,7 @@ v1::ProbeResult ResultProto(const ProbeResult& r) {
   if (r.gid_index >= 0 && r.params.transport == Transport::kRdma) out.set_gid_index(r.gid_index);
   out.set_iterations(r.iterations);
   out.set_clock(r.clock);
+  out.set_memory(r.memory);
   out.set_teardown_error(r.teardown_error);
   if (r.bw) {
     if (r.bw->peak_gbps) out.set_bw_peak_gbps(*r.bw->peak_gbps);
@@ -70,6 +71,7 @@ ProbeResult ResultFromProto(const v1::ProbeResult& r) {
   out.peer = r.peer_address();
   out.iterations = r.iterations();
   out.clock = r.clock();
+  out.memory = r.memory();
   out.teardown_error = r.teardown_error();
   if (r.has_bw_avg_gbps()) {
     BandwidthResult bw;

@@ -9,11 +9,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "agent/common/strings.h"
 #include "agent/fabric/probes/probe.h"
 #include "agent/fabric/probes/probes_section.h"
 #include "agent/fabric/probes/wire.h"
 #include "agent/inventory/query/host_query.h"
+#include "agent/policy/select/pairing.h"
 
 namespace fabric::probes {
 
@@ -48,6 +50,51 @@ std::vector<ProbeSource> ProbeSources(const v1::Host& host, const v1::SelectionP
       out.push_back({bp.device->name(), bp.port->number()});
   }
   return out;
+}
+
+std::optional<gpumem::GpuRequest> ScheduledGpu(const v1::Host& host,
+                                               const v1::SelectionPolicy& policy,
+                                               const v1::ProbeSchedule& s,
+                                               const std::string& device, TestKind test,
+                                               Transport transport, std::string* why) {
+  why->clear();
+  const bool dmabuf = s.memory() == kMemoryGpuDmabuf;
+  if (!dmabuf && s.memory() != kMemoryGpuPeermem) return std::nullopt;
+  if (IsLatency(test)) return std::nullopt;
+  if (transport != Transport::kRdma || device.empty()) {
+    *why = "no RDMA device: the test runs over TCP";
+    return std::nullopt;
+  }
+  const v1::GpuPairing pairing = PairingOf(host, policy);
+  for (const v1::GpuPair& pair : pairing.pairs()) {
+    if (pair.rdma_device() != device) continue;
+    const v1::Accelerator* gpu = nullptr;
+    for (const v1::Accelerator& a : host.accelerators()) {
+      if (a.pci_address() == pair.gpu()) gpu = &a;
+    }
+    if (gpu == nullptr) break;
+    gpumem::GpuRequest r;
+    if (gpu->vendor() == v1::ACCELERATOR_VENDOR_NVIDIA) {
+      r.vendor = gpumem::GpuVendor::kCuda;
+    } else if (gpu->vendor() == v1::ACCELERATOR_VENDOR_AMD) {
+      r.vendor = gpumem::GpuVendor::kRocm;
+    } else {
+      *why = absl::StrCat(device, "'s GPU ", pair.gpu(), " (", gpu->vendor_name(),
+                          ") has no GPU memory path here (CUDA and ROCm only)");
+      return std::nullopt;
+    }
+    // The PCI address, not an index: CUDA_VISIBLE_DEVICES or a container's view cannot make it
+    // name another GPU.
+    r.device = pair.gpu();
+    r.dmabuf = dmabuf;
+    // A failure is explained from the host's /proc and /sys: the DaemonSet's /host/sys gives
+    // /host.
+    const std::string root(absl::StripSuffix(host.sysfs_root(), "/sys"));
+    r.host_root = root.empty() ? "/" : root;
+    return r;
+  }
+  *why = absl::StrCat("no GPU is paired with ", device);
+  return std::nullopt;
 }
 
 std::string RemoteDevice(const v1::ProbeSchedule& s, const std::string& local_device) {

@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/fabric/gpumem/gpu_request.h"
 #include "agent/fabric/probes/params.h"
 #include "agent/fabric/probes/probes_section.h"
 #include "agent/fabric/probes/result_proto.h"
@@ -40,6 +42,18 @@ std::vector<ProbeSource> ProbeSources(const v1::Host& host, const v1::SelectionP
 
 // The peer's device to ask for: "same" (default) gives `local_device`, "" or "any" nothing.
 std::string RemoteDevice(const v1::ProbeSchedule& s, const std::string& local_device);
+
+// The local buffer of one scheduled test from `device` (the schedule's `memory`): the memory of
+// the GPU paired with the device (PairingOf: the first such GPU in PCI order), NVIDIA's through
+// CUDA or AMD's through ROCm, for RDMA bandwidth tests when GPU memory is asked. Otherwise
+// nullopt, host memory, and `*why` says why when GPU memory was asked ("no GPU is paired with
+// mlx5_4"); empty when host memory was asked or the test is a latency test (they poll their
+// buffer from the CPU, in host memory by design).
+std::optional<gpumem::GpuRequest> ScheduledGpu(const v1::Host& host,
+                                               const v1::SelectionPolicy& policy,
+                                               const v1::ProbeSchedule& s,
+                                               const std::string& device, TestKind test,
+                                               Transport transport, std::string* why);
 
 // Fills port_rate_gbps, fraction_of_rate and degraded for an RDMA bandwidth result, from the
 // local port in `host`; a `degraded_fraction` of 0 never marks a port degraded.

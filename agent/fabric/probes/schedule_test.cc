@@ -4,8 +4,12 @@
 
 #include <functional>
 #include <limits>
+#include <set>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "agent/policy/select/pairing.h"
 #include "tests/hosts/discovered.h"
 
 namespace fabric::probes {
@@ -65,6 +69,75 @@ TEST(Schedule, SourcesLeaveOutVfs) {
       }
     }
   }
+}
+
+// The schedule's GPU memory: each NIC's paired GPU (PairingOf), by PCI address, of its vendor;
+// host memory, and why, where there is none.
+TEST(Schedule, GpuMemoryIsThePairedGpus) {
+  for (const char* name : {"dgx-h100-ib", "amd-mi300x-bnxt"}) {
+    SCOPED_TRACE(name);
+    const v1::Host& host = DiscoveredExampleHost(name);
+    const v1::SelectionPolicy policy;
+    v1::ProbeSchedule s;
+    s.set_memory("gpu-dmabuf");
+    const v1::GpuPairing pairing = PairingOf(host, policy);
+    ASSERT_GT(pairing.pairs_size(), 0);
+    std::set<std::string> checked;
+    for (const v1::GpuPair& pair : pairing.pairs()) {
+      if (!checked.insert(pair.rdma_device()).second) continue;  // the first GPU in PCI order
+      std::string why = "stale";
+      std::optional<gpumem::GpuRequest> r = ScheduledGpu(
+          host, policy, s, pair.rdma_device(), TestKind::kWriteBw, Transport::kRdma, &why);
+      ASSERT_TRUE(r.has_value()) << pair.rdma_device();
+      EXPECT_EQ(why, "");
+      EXPECT_EQ(r->device, pair.gpu());
+      EXPECT_EQ(r->vendor, std::string(name) == "dgx-h100-ib" ? gpumem::GpuVendor::kCuda
+                                                              : gpumem::GpuVendor::kRocm);
+      EXPECT_TRUE(r->dmabuf);
+      EXPECT_EQ(r->host_root,
+                std::string(absl::StripSuffix(host.sysfs_root(), "/sys")));  // its /proc too
+    }
+    const std::string device = pairing.pairs(0).rdma_device();
+    std::string why;
+    s.set_memory("gpu-peermem");
+    std::optional<gpumem::GpuRequest> peer =
+        ScheduledGpu(host, policy, s, device, TestKind::kReadBw, Transport::kRdma, &why);
+    ASSERT_TRUE(peer.has_value());
+    EXPECT_FALSE(peer->dmabuf);
+    // Latency tests poll their buffer from the CPU: host memory, nothing to explain.
+    EXPECT_FALSE(
+        ScheduledGpu(host, policy, s, device, TestKind::kWriteLat, Transport::kRdma, &why));
+    EXPECT_EQ(why, "");
+    EXPECT_FALSE(ScheduledGpu(host, policy, s, "", TestKind::kWriteBw, Transport::kTcp, &why));
+    EXPECT_EQ(why, "no RDMA device: the test runs over TCP");
+    // Host memory asked (explicitly or by default): nothing paired is looked at.
+    for (const char* memory : {"host", ""}) {
+      s.set_memory(memory);
+      EXPECT_FALSE(
+          ScheduledGpu(host, policy, s, device, TestKind::kWriteBw, Transport::kRdma, &why));
+      EXPECT_EQ(why, "");
+    }
+  }
+  // A NIC no GPU is paired with: roce-9port's front-end mlx5_0, or a name not on the host.
+  const v1::Host& amd = DiscoveredExampleHost("amd-mi300x-bnxt");
+  v1::ProbeSchedule s;
+  s.set_memory("gpu-dmabuf");
+  std::string why;
+  EXPECT_FALSE(ScheduledGpu(amd, {}, s, "mlx5_99", TestKind::kWriteBw, Transport::kRdma, &why));
+  EXPECT_EQ(why, "no GPU is paired with mlx5_99");
+  // A GPU of another vendor paired with the NIC: no memory path here.
+  v1::Host other = amd;
+  for (v1::Accelerator& a : *other.mutable_accelerators()) {
+    a.set_vendor(v1::ACCELERATOR_VENDOR_INTEL);
+    a.set_vendor_name("Intel");
+  }
+  const v1::GpuPairing pairing = PairingOf(amd, {});
+  ASSERT_GT(pairing.pairs_size(), 0);
+  *other.mutable_pairing() = pairing;
+  EXPECT_FALSE(ScheduledGpu(other, {}, s, pairing.pairs(0).rdma_device(), TestKind::kWriteBw,
+                            Transport::kRdma, &why));
+  EXPECT_EQ(why, absl::StrCat(pairing.pairs(0).rdma_device(), "'s GPU ", pairing.pairs(0).gpu(),
+                              " (Intel) has no GPU memory path here (CUDA and ROCm only)"));
 }
 
 TEST(Schedule, RemoteDevice) {

@@ -25,12 +25,20 @@ class Spin {
     next_watch_ = deadline_ - timeout_ns_ + kWatchEveryNs;
   }
   void Progress() { progressed_ = true; }
+  // A run that ends at a time (perftest's duration mode, from its own clock): the spin expires
+  // then too, and ended() says that this, not a stall, ended it.
+  void EndAt(int64_t ns) { end_ns_ = ns; }
+  bool ended() const { return ended_; }
   bool Tick() {
     if ((++ticks_ & 63) != 0) return false;
     return Check();
   }
   absl::Status Why(std::string_view what) const {
     if (cancel_ != nullptr && cancel_->cancelled()) return absl::CancelledError("stopped");
+    if (ended_) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the run's time was over while waiting for ", Av(what)));
+    }
     if (peer_spoke_) {
       return absl::UnavailableError(absl::StrCat(
           "the peer closed the control connection or reported a failure while this side waited "
@@ -63,6 +71,10 @@ class Spin {
           break;
       }
     }
+    if (now >= end_ns_) {
+      ended_ = true;
+      return true;
+    }
     if (progressed_) {
       progressed_ = false;
       deadline_ = now + timeout_ns_;
@@ -76,6 +88,8 @@ class Spin {
   const Canceller* cancel_;
   const Channel* watch_;
   uint64_t ticks_ = 0;
+  int64_t end_ns_ = INT64_MAX;
+  bool ended_ = false;
   bool progressed_ = false;
   bool peer_spoke_ = false;
 };

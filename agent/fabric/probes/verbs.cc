@@ -44,6 +44,7 @@ class RdmaTestImpl final : public RdmaTest {
   const std::string& device() const override { return verbs_.device(); }
   int gid_index() const override { return verbs_.gid_index(); }
   uint8_t port() const override { return verbs_.port(); }
+  std::string memory() const override { return verbs_.memory(); }
 
  private:
   Role role_;

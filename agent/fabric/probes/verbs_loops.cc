@@ -451,9 +451,12 @@ absl::Status Loops::ReceiveSends(const Channel* done, Measurement* m) {
 // side RDMA-writes message k with (k mod 256) in its last byte and waits for the peer's message k
 // in its own buffer before sending k + 1; the server sends first. send: the same with sends, each
 // awaited as a receive completion (reposted at once); the client sends first. A sample is the
-// time between two of this side's posts.
+// time between two of this side's posts. Duration mode (perftest's catch_alarm, from this side's
+// own start): a margin, the window, a margin; `messages` counts the completions in the window,
+// and either side stops on its own clock, leaving the peer to time out its last wait the same.
 absl::StatusOr<Measurement> Loops::RunPerftestLat(bool server) {
-  const uint64_t iters = p_.iterations;
+  const bool dur = p_.duration_mode();
+  const uint64_t iters = dur ? UINT64_MAX : p_.iterations;
   const bool send = VerbOf(p_.test) == Verb::kSend;
   const bool first = send ? !server : server;  // sends before it has received anything
   volatile uint8_t* poll = v_.inbox(0) + p_.size - 1;
@@ -461,34 +464,53 @@ absl::StatusOr<Measurement> Loops::RunPerftestLat(bool server) {
   ibv_sge sge = v_.Sge(v_.outbox(0));
   ibv_send_wr wr = v_.WorkRequest(0, sge, IBV_SEND_SIGNALED);
   Spin spin(timeout_, cancel_, watch_);
+  const Window window = DurationWindow();
+  const int64_t stop = window.end + absl::ToInt64Nanoseconds(p_.margin);
+  if (dur) spin.EndAt(stop);
+  // A wait the run's end cut short ends the run; any other failure is the test's.
+  auto ended = [&](const absl::Status& s) { return !s.ok() && dur && spin.ended(); };
   Measurement m;
-  m.posts.reserve(iters);
+  if (!dur) m.posts.reserve(iters);
   uint64_t scnt = 0, ccnt = 0, rcnt = 0;
   while (scnt < iters || ccnt < iters || rcnt < iters) {
     if (rcnt < iters && !(scnt < 1 && first)) {
       ++rcnt;
+      absl::Status got;
       if (send) {
-        FABRIC_RETURN_IF_ERROR(WaitRecv(spin, absl::StrCat("the peer's message ", rcnt)));
+        got = WaitRecv(spin, absl::StrCat("the peer's message ", rcnt));
       } else {
         while (*poll != static_cast<uint8_t>(rcnt)) {
-          if (spin.Tick()) return spin.Why(absl::StrCat("the peer's message ", rcnt));
+          if (spin.Tick()) break;
         }
-        spin.Progress();
+        if (*poll == static_cast<uint8_t>(rcnt)) {
+          spin.Progress();
+        } else {
+          got = spin.Why(absl::StrCat("the peer's message ", rcnt));
+        }
       }
+      if (ended(got)) break;
+      FABRIC_RETURN_IF_ERROR(got);
     }
     if (scnt < iters) {
-      m.posts.push_back(NowNs());
+      if (!dur) m.posts.push_back(NowNs());
       *post = static_cast<uint8_t>(++scnt);
       FABRIC_RETURN_IF_ERROR(v_.PostSend(0, &wr));
     }
+    if (dur && NowNs() >= stop) break;
     if (ccnt < iters) {
       ibv_wc wc;
-      FABRIC_RETURN_IF_ERROR(
-          WaitCompletion(scq_, spin, absl::StrCat("message ", ccnt + 1, "'s completion"), &wc));
+      absl::Status done =
+          WaitCompletion(scq_, spin, absl::StrCat("message ", ccnt + 1, "'s completion"), &wc);
+      if (ended(done)) break;
+      FABRIC_RETURN_IF_ERROR(done);
       ++ccnt;
+      if (dur) {
+        const int64_t now = NowNs();
+        if (now >= window.warm_end && now < window.end) ++m.messages;
+      }
     }
   }
-  m.messages = iters;
+  if (!dur) m.messages = iters;
   return m;
 }
 

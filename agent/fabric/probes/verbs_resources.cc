@@ -56,6 +56,7 @@ absl::Status VerbsResources::OpenDevice() {
   }
   objects_->context = Context(ctx_, "ibv_close_device", errors_);
   FABRIC_RETURN_IF_ERROR(QueryDevice());
+  FABRIC_RETURN_IF_ERROR(Place());
   if (port_attr_.state != IBV_PORT_ACTIVE) {
     return absl::FailedPreconditionError(absl::StrCat(
         device_, " port ", port_, " is ", ibv_port_state_str(port_attr_.state), ", not ACTIVE"));
@@ -101,15 +102,16 @@ absl::Status VerbsResources::QueryDevice() {
   if (int rc = ibv_query_port(ctx_, port_, &port_attr_); rc != 0) {
     return absl::InternalError(absl::StrCat("ibv_query_port ", port_, ": ", ErrnoText(rc)));
   }
-  // The device is known, the buffer not yet allocated: where perftest places itself.
-  if (local_.placement.mode != Placement::Mode::kNone && !placed_) {
-    placed_ = true;
-    std::unique_ptr<NumaOs> os = MakeNumaOs();
-    absl::StatusOr<std::string> where =
-        Place(local_.placement, HostFsImpl(local_.sysfs), device_, *os);
-    if (!where.ok()) return where.status();
-    placement_ = *std::move(where);
-  }
+  return absl::OkStatus();
+}
+
+absl::Status VerbsResources::Place() {
+  if (local_.placement.mode == Placement::Mode::kNone) return absl::OkStatus();
+  std::unique_ptr<NumaOs> os = MakeNumaOs();
+  absl::StatusOr<std::string> where =
+      probes::Place(local_.placement, HostFsImpl(local_.sysfs), device_, *os);
+  if (!where.ok()) return where.status();
+  placement_ = *std::move(where);
   return absl::OkStatus();
 }
 
@@ -126,9 +128,9 @@ absl::Status VerbsResources::SetupMemory() {
 
   const size_t bytes = stride_ * regions_ * p_.num_qps;
   constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  if (gpu_request_) {
+  if (local_.gpu) {
     absl::StatusOr<std::unique_ptr<gpumem::RegisteredGpuMemory>> gpu =
-        gpumem::AllocateRegistered(pd, *gpu_request_, bytes, kAccess);
+        gpumem::AllocateRegistered(pd, *local_.gpu, bytes, kAccess);
     if (!gpu.ok()) return gpu.status();
     objects_->gpu = *std::move(gpu);
     base_ = reinterpret_cast<uint8_t*>(objects_->gpu->address());
@@ -293,7 +295,9 @@ absl::Status VerbsResources::DropLastQp() {
 }
 
 absl::Status VerbsResources::PostRecv(uint32_t q) {
-  ibv_sge sge = Sge(inbox(q));
+  // The whole region, not this run's size: with -a a receive posted for one size takes the next
+  // size's message.
+  ibv_sge sge{reinterpret_cast<uintptr_t>(inbox(q)), static_cast<uint32_t>(stride_), mr_->lkey};
   ibv_recv_wr wr{};
   wr.wr_id = q;
   wr.sg_list = &sge;

@@ -82,6 +82,10 @@ class VerbsResources {
   // With rdma_cm: the device and port rdma_cm chose (held by its ids, not opened here).
   void UseDevice(ibv_context* ctx, uint8_t port);
   absl::Status QueryDevice();
+  // The device is known, the buffer not yet allocated: where perftest places itself (the
+  // endpoint's Placement; nothing without one). OpenDevice calls it; with rdma_cm, the caller
+  // after QueryDevice.
+  absl::Status Place();
   // Each region of the buffer at least `bytes` (before SetupMemory): perftest peers write
   // small messages at successive cache lines within their page-sized cycle buffer.
   void set_min_region(uint64_t bytes) {
@@ -89,9 +93,6 @@ class VerbsResources {
   }
   // -a: the message size of the next run (at most the size the buffer was set up for).
   void set_size(uint64_t size) { p_.size = size; }
-  // The buffer in GPU memory (before SetupMemory): bandwidth tests only, whose loops never touch
-  // the buffer from the CPU.
-  void set_gpu_memory(gpumem::GpuRequest r) { gpu_request_ = std::move(r); }
   // The PD, the buffer (one inbox, and for latency tests one outbox, per QP), the MR, the CQs.
   absl::Status SetupMemory();
   // Creates the next QP into `slot`: on rdma_cm's `id`, or with ibv_create_qp when it is null.
@@ -137,9 +138,7 @@ class VerbsResources {
   // Where the buffer is: "host memory", or the GPU's name.
   std::string memory() const {
     if (!objects_->gpu) return "host memory";
-    return absl::StrCat(gpu_request_->vendor == gpumem::GpuVendor::kCuda ? "CUDA" : "ROCm", " GPU ",
-                        objects_->gpu->device_name(),
-                        gpu_request_->dmabuf ? " (dma-buf)" : " (peer memory)");
+    return gpumem::Describe(*local_.gpu, objects_->gpu->device_name());
   }
   ibv_cq* send_cq() const { return objects_->send_cq.get(); }
   ibv_cq* recv_cq() const { return objects_->recv_cq.get(); }
@@ -164,7 +163,6 @@ class VerbsResources {
   Endpoint local_;
 
   std::string device_;
-  bool placed_ = false;
   std::string placement_;  // what Place did, for the user
   uint8_t port_ = 1;
   int gid_index_ = -1;
@@ -174,7 +172,6 @@ class VerbsResources {
   ibv_port_attr port_attr_{};
   ibv_gid gid_{};
 
-  std::optional<gpumem::GpuRequest> gpu_request_;
   uint8_t* base_ = nullptr;  // the buffer: host memory, or a GPU's (never dereferenced then)
   ibv_mr* mr_ = nullptr;
   size_t stride_ = 0;
