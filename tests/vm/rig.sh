@@ -20,6 +20,8 @@ readonly MODULES=(crc32_generic virtio_pci virtio_net 9pnet_virtio 9p veth 8021q
                   rdma_rxe ib_uverbs rdma_ucm ib_umad)
 readonly QEMU=qemu-system-x86_64
 readonly GUEST_MEM="${FABRIC_VM_MEM:-1024M}"
+# One vCPU in the suite; FABRIC_VM_SMP=2 to see what a busy-polling pair does on two.
+readonly GUEST_CPUS="${FABRIC_VM_SMP:-1}"
 
 log() { echo "rig: $*" >&2; }
 die() { echo "rig: error: $*" >&2; exit 2; }
@@ -381,7 +383,7 @@ start_vm() {
   local vmdir="$OUT/vm$idx"
   mkdir -p "$vmdir"
   local args=(
-    -accel tcg -cpu max -smp 1 -m "$GUEST_MEM"
+    -accel tcg -cpu max -smp "$GUEST_CPUS" -m "$GUEST_MEM"
     -nodefaults -no-reboot -display none -monitor none -nic none
     -serial "file:$vmdir/console.log"
     -kernel "$KERNEL" -initrd "$KDIR/initramfs.cpio.gz"

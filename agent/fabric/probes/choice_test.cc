@@ -10,6 +10,42 @@
 namespace fabric::probes {
 namespace {
 
+// The one rule the CLI, RunProbe and the perftest peer share: GPU memory for RDMA bandwidth
+// tests only.
+TEST(CheckGpuMemory, OnlyRdmaBandwidthTestsTakeAGpuBuffer) {
+  struct Case {
+    TestKind test;
+    Transport transport;
+    bool gpu;
+    std::string error;  // empty: OK
+  };
+  const Case cases[] = {
+      {TestKind::kWriteBw, Transport::kRdma, true, ""},
+      {TestKind::kReadBw, Transport::kRdma, true, ""},
+      {TestKind::kSendBw, Transport::kRdma, true, ""},
+      {TestKind::kWriteLat, Transport::kRdma, true, "the latency tests poll their buffer"},
+      {TestKind::kReadLat, Transport::kRdma, true, "the latency tests poll their buffer"},
+      {TestKind::kWriteBw, Transport::kTcp, true, "GPU memory needs the rdma transport"},
+      // Host memory is always fine.
+      {TestKind::kWriteLat, Transport::kTcp, false, ""},
+  };
+  for (const Case& c : cases) {
+    ProbeParams p;
+    p.test = c.test;
+    p.transport = c.transport;
+    Endpoint local;
+    if (c.gpu) local.gpu = gpumem::GpuRequest{};
+    SCOPED_TRACE(std::string(TestName(c.test)) + (c.gpu ? " gpu" : " host"));
+    absl::Status s = CheckGpuMemory(p, local);
+    if (c.error.empty()) {
+      EXPECT_TRUE(s.ok()) << s;
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_NE(s.message().find(c.error), absl::string_view::npos) << s;
+    }
+  }
+}
+
 TEST(ChooseTransport, FallsBackToTcpOnlyWhenNothingAskedForRdma) {
   struct Case {
     std::string asked;

@@ -202,8 +202,9 @@ CliParse ParseCli(const std::vector<std::string>& args) {
                              "perftest's -a");
   bool duplex = false;
   auto* o_duplex = app.add_flag("-b,--bidirectional", duplex,
-                                "--perftest, write_bw and read_bw: both ends move data at once and "
-                                "each prints the sum of both, as perftest's -b");
+                                "--perftest, bandwidth tests: both ends move data at once and "
+                                "each prints the sum of both (send_bw with -D: its own sends "
+                                "and receives), as perftest's -b");
   bool cpu_freq = false;
   auto* o_cpu_freq = app.add_flag("-F,--CPU-freq", cpu_freq,
                                   "--perftest: accepted for perftest's command lines; no effect "
@@ -388,20 +389,19 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     return Usage("--use_cuda and --use_cuda_bus_id name the same GPU: give one");
   }
   if (use_cuda || o_rocm->count() > 0) {
-    if (IsLatency(test)) {
-      return Usage(
-          "GPU memory is for the bandwidth tests (the latency tests poll their buffer from the "
-          "CPU)");
-    }
     // The responder's buffer serves whatever test a client asks for, latency ones too.
-    if (!perftest && c.server) return Usage("GPU memory without --perftest is for the client");
-    if (p.transport == Transport::kTcp) return Usage("GPU memory needs the rdma transport");
+    if (!perftest && c.server && !IsLatency(test)) {
+      return Usage("GPU memory without --perftest is for the client");
+    }
     gpumem::GpuRequest g;
     g.vendor = use_cuda ? gpumem::GpuVendor::kCuda : gpumem::GpuVendor::kRocm;
     g.device = o_cuda_bus->count() > 0 ? cuda_bus_id : use_cuda ? cuda : rocm;
     g.dmabuf = use_cuda ? cuda_dmabuf : rocm_dmabuf;
     if (g.device.empty()) return Usage("--use_cuda/--use_rocm need a GPU");
     local.gpu = std::move(g);
+    if (absl::Status gpu_ok = CheckGpuMemory(p, local); !gpu_ok.ok()) {
+      return Usage(std::string(gpu_ok.message()));
+    }
   }
   local.device = device;
   local.ib_port = static_cast<uint8_t>(ib_port);
@@ -435,8 +435,8 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     o.mtu = mtu;
     o.warm_up = warm_up;
     o.duplex = duplex;
-    if (duplex && test != TestKind::kWriteBw && test != TestKind::kReadBw) {
-      return Usage("-b (bidirectional) is for write_bw and read_bw so far");
+    if (duplex && IsLatency(test)) {
+      return Usage("-b (bidirectional) is for the bandwidth tests, as perftest's");
     }
   }
   CliParse r;

@@ -175,12 +175,13 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   ExpectUsage({"write_lat", "--perftest", "-D", "2", "--margin", "1"}, "leaves no window");
   EXPECT_FALSE(Parse({"write_lat", "h", "--perftest"}).exit);
   EXPECT_TRUE(Parse({"write_bw", "--perftest", "-R"}).config.perftest_options.params.rdma_cm);
-  // -b: bidirectional write_bw and read_bw.
+  // -b: bidirectional bandwidth tests (send_bw too), not latency.
   EXPECT_TRUE(Parse({"write_bw", "h", "--perftest", "-b"}).config.perftest_options.duplex);
   EXPECT_TRUE(Parse({"read_bw", "--perftest", "--bidirectional"}).config.perftest_options.duplex);
   EXPECT_FALSE(Parse({"write_bw", "h", "--perftest"}).config.perftest_options.duplex);
-  ExpectUsage({"send_bw", "h", "--perftest", "-b"}, "-b (bidirectional) is for write_bw");
-  ExpectUsage({"write_lat", "h", "--perftest", "-b"}, "-b (bidirectional) is for write_bw");
+  EXPECT_TRUE(Parse({"send_bw", "h", "--perftest", "-b"}).config.perftest_options.duplex);
+  ExpectUsage({"write_lat", "h", "--perftest", "-b"}, "-b (bidirectional) is for the bandwidth");
+  ExpectUsage({"send_lat", "--perftest", "-b"}, "-b (bidirectional) is for the bandwidth");
   ExpectUsage({"write_bw", "h", "-b"}, "--bidirectional goes with --perftest");
   // -a: every size up to perftest's MAX_SIZE, its CQ moderation kept (not 1 above 8 KiB).
   CliParse all = Parse({"read_bw", "h", "--perftest", "-a", "-R"});
@@ -202,7 +203,9 @@ TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   ExpectUsage({"write_bw", "h", "--perftest", "-a", "-D", "5"},
               "Duration mode currently doesn't support running on all sizes.");
   ExpectUsage({"write_lat", "h", "--perftest", "-a"}, "-a (all sizes) is for the bandwidth tests");
-  ExpectUsage({"send_bw", "h", "--perftest", "-a", "-b"}, "-b (bidirectional) is for write_bw");
+  CliParse send_both = Parse({"send_bw", "h", "--perftest", "-a", "-b"});
+  ASSERT_FALSE(send_both.exit) << send_both.output;
+  EXPECT_TRUE(send_both.config.perftest_options.duplex);
   CliParse send_all = Parse({"send_bw", "h", "--perftest", "-a"});
   ASSERT_FALSE(send_all.exit) << send_all.output;
   EXPECT_TRUE(send_all.config.perftest_options.params.all_sizes);

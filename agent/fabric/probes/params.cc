@@ -139,6 +139,18 @@ absl::Status ApplyPerftestRules(ProbeParams& p, bool cq_mod_given, bool margin_g
   return absl::OkStatus();
 }
 
+absl::Status CheckGpuMemory(const ProbeParams& p, const Endpoint& local) {
+  if (!local.gpu) return absl::OkStatus();
+  if (IsLatency(p.test)) {
+    return absl::InvalidArgumentError(
+        "GPU memory is for the bandwidth tests (the latency tests poll their buffer from the CPU)");
+  }
+  if (p.transport == Transport::kTcp) {
+    return absl::InvalidArgumentError("GPU memory needs the rdma transport");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateParams(const ProbeParams& p) {
   if (TestName(p.test) == "unknown") return absl::InvalidArgumentError("unknown test");
   if (p.transport != Transport::kRdma && p.transport != Transport::kTcp) {

@@ -141,6 +141,10 @@ struct Endpoint {
   std::optional<gpumem::GpuRequest> gpu;
 };
 
+// GPU memory (`local.gpu`) is for the RDMA bandwidth tests: the latency tests poll their buffer
+// from the CPU, and the TCP transport moves host memory. InvalidArgument saying which, else OK.
+absl::Status CheckGpuMemory(const ProbeParams& p, const Endpoint& local);
+
 struct BandwidthResult {
   std::optional<double> peak_gbps;  // absent for TCP (socket buffers make it meaningless)
   double avg_gbps = 0;

@@ -36,7 +36,7 @@ struct PerftestServerOptions {
   bool gbits = false;  // --report_gbits (negotiated with 6.28+)
   int mtu = 0;         // -m: bytes (256..4096; the port's active MTU when above it); 0: the port's
   bool warm_up = false;  // --perform_warm_up: a tx depth of messages per QP before timing
-  bool duplex = false;   // -b: write_bw and read_bw both ways at once (6.06 does not send it)
+  bool duplex = false;   // -b: the bandwidth test both ways at once (6.06 does not send it)
   Endpoint local;        // with --use_cuda/--use_cuda_bus_id/--use_rocm: the buffer in GPU memory
   std::string bind;
   uint16_t port = 18515;

@@ -175,11 +175,7 @@ absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec) {
   const ProbeParams& p = spec.params;
   FABRIC_RETURN_IF_ERROR(ValidateParams(p));
   if (spec.host.empty()) return absl::InvalidArgumentError("no server host given");
-  if (spec.local.gpu && (IsLatency(p.test) || p.transport == Transport::kTcp)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GPU memory is for the RDMA bandwidth tests, not ", Av(TestName(p.test)),
-        p.transport == Transport::kTcp ? " over TCP" : " (the latency tests poll their buffer)"));
-  }
+  FABRIC_RETURN_IF_ERROR(CheckGpuMemory(p, spec.local));
   wire::Hello hello{p, spec.remote_device};
   std::string secret;
   if (!spec.secret_file.empty()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "agent/common/status.h"
 #include "agent/common/strings.h"
 #include "agent/fabric/probes/clock.h"
+#include "agent/fabric/probes/send_window.h"
 #include "agent/fabric/probes/spin.h"
 
 namespace fabric::probes {
@@ -17,8 +19,6 @@ namespace {
 
 constexpr int kPollBatch = 16;
 constexpr uint8_t kStopMark = 0xff;
-constexpr int kQpShift = 40;  // wr_id = qp index << 40 | message sequence number
-constexpr uint64_t kSeqMask = (uint64_t{1} << kQpShift) - 1;
 
 // The ping-pong marker of message k in the last byte: 1..127, never the stop mark, never the
 // previous message's value.
@@ -62,6 +62,7 @@ class Loops {
 
   absl::StatusOr<Measurement> RunClient();
   absl::StatusOr<Measurement> RunPerftestLat(bool server);
+  absl::StatusOr<Measurement> RunBi(bool server);
   absl::Status WarmUp();
   absl::Status RunServer(Channel& ch);
   // send_bw's receiver: until the client's Done on `done` (duration mode, or a client that gave
@@ -80,6 +81,7 @@ class Loops {
     return {warm_end, warm_end + absl::ToInt64Nanoseconds(p_.duration)};
   }
   absl::StatusOr<Measurement> RunBw();
+  absl::Status CountSends(std::span<const ibv_wc> wcs, SendWindow& sends) const;
   template <typename RoundTrip>
   absl::StatusOr<Measurement> TimeRoundTrips(RoundTrip round_trip);
   template <typename AwaitReply>
@@ -170,20 +172,9 @@ absl::Status Loops::RunServer(Channel& ch) {
 }
 
 absl::StatusOr<Measurement> Loops::RunBw() {
-  const uint32_t nq = p_.num_qps;
   const bool dur = p_.duration_mode();
-  const uint64_t iters = p_.iterations;
-
-  std::vector<ibv_sge> sges(nq);
-  std::vector<std::vector<ibv_send_wr>> wrs(nq, std::vector<ibv_send_wr>(p_.post_list));
-  for (uint32_t q = 0; q < nq; ++q) {
-    sges[q] = v_.Sge(v_.outbox(q));
-    for (ibv_send_wr& wr : wrs[q]) wr = v_.WorkRequest(q, sges[q]);
-  }
-  std::vector<uint64_t> posted(nq, 0), completed(nq, 0), last_signaled(nq, 0);
-  uint64_t total_completed = 0;
-  const uint64_t total = dur ? 0 : iters * nq;
-
+  const uint64_t total = dur ? 0 : p_.iterations * p_.num_qps;
+  SendWindow sends(v_);
   Measurement m;
   Spin spin(timeout_, cancel_, watch_);
   ibv_wc wc[kPollBatch];
@@ -196,75 +187,130 @@ absl::StatusOr<Measurement> Loops::RunBw() {
   if (!dur) m.first_ns = NowNs();
 
   for (;;) {
-    for (uint32_t q = 0; q < nq; ++q) {
-      for (;;) {
-        const uint64_t room = p_.tx_depth - (posted[q] - completed[q]);
-        uint64_t chunk = p_.post_list;
-        if (!dur) chunk = std::min(chunk, iters - posted[q]);
-        // Stopping: one last signaled message, so its completion covers the unsignaled tail.
-        if (stopping) chunk = last_signaled[q] < posted[q] ? 1 : 0;
-        if (chunk == 0 || room < chunk) break;
-        for (uint64_t j = 0; j < chunk; ++j) {
-          const uint64_t seq = posted[q] + j + 1;
-          ibv_send_wr& wr = wrs[q][j];
-          wr.wr_id = (uint64_t{q} << kQpShift) | seq;
-          const bool signal = stopping || seq % p_.cq_mod == 0 || (!dur && seq == iters);
-          wr.send_flags = (wr.send_flags & ~IBV_SEND_SIGNALED) | (signal ? IBV_SEND_SIGNALED : 0);
-          if (signal) last_signaled[q] = seq;
-          wr.next = j + 1 < chunk ? &wrs[q][j + 1] : nullptr;
-        }
-        if (stamp) m.post_ns.insert(m.post_ns.end(), chunk, NowNs());
-        FABRIC_RETURN_IF_ERROR(v_.PostSend(q, wrs[q].data()));
-        posted[q] += chunk;
-        if (stopping) break;
-      }
+    for (uint32_t q = 0; q < p_.num_qps; ++q) {
+      FABRIC_RETURN_IF_ERROR(sends.Fill(q, stamp ? &m.post_ns : nullptr));
     }
     const int n = ibv_poll_cq(scq_, kPollBatch, wc);
     if (n > 0) {
-      for (int i = 0; i < n; ++i) {
-        if (wc[i].status != IBV_WC_SUCCESS) {
-          return absl::UnavailableError(WcError(
-              wc[i], absl::StrCat(Av(TestName(p_.test)), " after ", total_completed, " messages")));
-        }
-        const auto q = static_cast<uint32_t>(wc[i].wr_id >> kQpShift);
-        const uint64_t seq = wc[i].wr_id & kSeqMask;
-        total_completed += seq - completed[q];
-        completed[q] = seq;
-      }
+      FABRIC_RETURN_IF_ERROR(CountSends(std::span<const ibv_wc>(wc, n), sends));
       const int64_t now = NowNs();
       spin.Progress();
       if (!dur) {
-        m.marks.push_back({now, total_completed});
+        m.marks.push_back({now, sends.completed()});
         m.last_ns = now;
-        if (total_completed == total) break;
+        if (sends.completed() == total) break;
       } else if (!in_window && !stopping) {
         if (now >= warm_end) {
           in_window = true;
-          window_base = total_completed;
+          window_base = sends.completed();
           m.first_ns = now;
         }
       } else if (in_window) {
-        m.messages = total_completed - window_base;
+        m.messages = sends.completed() - window_base;
         m.marks.push_back({now, m.messages});
         m.last_ns = now;
         if (now >= end) {
           in_window = false;
           stopping = true;
+          // One last signalled message on each QP, so that its completion covers the tail.
+          sends.Stop();
         }
       }
     } else if (n < 0) {
       return absl::UnavailableError("ibv_poll_cq failed (device removed?)");
     } else if (spin.Tick()) {
-      return spin.Why(absl::StrCat("completions after ", total_completed, " messages"));
+      return spin.Why(absl::StrCat("completions after ", sends.completed(), " messages"));
     }
-    if (stopping) {
-      bool drained = true;
-      for (uint32_t q = 0; q < nq; ++q) drained = drained && completed[q] == posted[q];
-      if (drained) break;
-    }
+    if (stopping && sends.Drained()) break;
   }
   if (!dur) m.messages = total;
   return m;
+}
+
+// perftest's run_iter_bi (send_bw -b): each side sends as RunBw does and receives as many
+// messages from the peer, reposting each receive; the server sends only after its first receive.
+// By iterations the figures come from the sends, as RunBw's. Duration mode, each side on its own
+// clock (the client's from its start, the server's from its first receive): a margin, the window,
+// a margin, sending throughout; `messages` counts the window's receives and completed sends
+// (perftest adds both to its iterations) and the run stops at the last margin's end without
+// waiting for what is in flight (perftest then destroys the QPs, whose peer may have stopped).
+absl::StatusOr<Measurement> Loops::RunBi(bool server) {
+  const bool dur = p_.duration_mode();
+  const uint64_t total = dur ? 0 : p_.iterations * p_.num_qps;
+  SendWindow sends(v_);
+  Measurement m;
+  // The server's first receive may come a peer's set-up later.
+  Spin spin(timeout_ + (server ? p_.margin : absl::ZeroDuration()), cancel_, watch_);
+  ibv_wc wc[kPollBatch];
+  bool holding = server;
+  std::optional<Window> window;
+  if (dur && !server) window = DurationWindow();
+  auto sampling = [&](int64_t now) {
+    return window && now >= window->warm_end && now < window->end;
+  };
+  uint64_t received = 0;
+  const bool stamp = stamp_posts_ && !dur;
+  if (stamp) m.post_ns.reserve(total);
+  if (!dur) m.first_ns = NowNs();
+  for (;;) {
+    for (uint32_t q = 0; q < p_.num_qps && !holding; ++q) {
+      FABRIC_RETURN_IF_ERROR(sends.Fill(q, stamp ? &m.post_ns : nullptr));
+    }
+    const int nr = ibv_poll_cq(rcq_, kPollBatch, wc);
+    if (nr > 0) {
+      for (int i = 0; i < nr; ++i) {
+        if (wc[i].status != IBV_WC_SUCCESS) {
+          return absl::UnavailableError(
+              WcError(wc[i], absl::StrCat("receive after ", received, " messages")));
+        }
+        FABRIC_RETURN_IF_ERROR(v_.PostRecv(static_cast<uint32_t>(wc[i].wr_id)));
+      }
+      if (holding && dur) window = DurationWindow();
+      holding = false;
+      received += static_cast<uint64_t>(nr);
+      if (dur && sampling(NowNs())) m.messages += static_cast<uint64_t>(nr);
+      spin.Progress();
+    }
+    const uint64_t before = sends.completed();
+    const int ns = nr < 0 ? 0 : ibv_poll_cq(scq_, kPollBatch, wc);
+    if (ns > 0) {
+      FABRIC_RETURN_IF_ERROR(CountSends(std::span<const ibv_wc>(wc, ns), sends));
+      const int64_t now = NowNs();
+      spin.Progress();
+      if (!dur) {
+        m.marks.push_back({now, sends.completed()});
+      } else if (sampling(now)) {
+        m.messages += sends.completed() - before;
+      }
+    }
+    if (nr < 0 || ns < 0) return absl::UnavailableError("ibv_poll_cq failed (device removed?)");
+    if (!dur && sends.completed() == total && received >= total) break;
+    if (dur && window && NowNs() >= window->end + absl::ToInt64Nanoseconds(p_.margin)) break;
+    if (nr == 0 && ns == 0 && spin.Tick()) {
+      return spin.Why(
+          absl::StrCat("the run after ", sends.completed(), " sends and ", received, " receives"));
+    }
+  }
+  if (dur) {
+    m.first_ns = window->warm_end;
+    m.last_ns = window->end;
+  } else {
+    m.messages = total;
+    m.last_ns = NowNs();  // perftest's end without a peak: the loop's
+  }
+  return m;
+}
+
+// Send completions into `sends`; the first failed one is the test's error.
+absl::Status Loops::CountSends(std::span<const ibv_wc> wcs, SendWindow& sends) const {
+  for (const ibv_wc& wc : wcs) {
+    if (wc.status != IBV_WC_SUCCESS) {
+      return absl::UnavailableError(WcError(
+          wc, absl::StrCat(Av(TestName(p_.test)), " after ", sends.completed(), " messages")));
+    }
+    sends.Complete(wc.wr_id);
+  }
+  return absl::OkStatus();
 }
 
 // perftest's latency loop on QP 0: `round_trip(k)` posts message k and waits for what ends it,
@@ -402,7 +448,6 @@ absl::Status Loops::ReceiveSends(const Channel* done, Measurement* m) {
   // Without a control channel (perftest's client), a duration run is timed from the first
   // message: a margin, the window, a margin (perftest's catch_alarm).
   std::optional<Window> window;
-  uint64_t window_base = 0;
   for (;;) {
     const int n = ibv_poll_cq(rcq_, kPollBatch, wc);
     if (n > 0) {
@@ -424,12 +469,7 @@ absl::Status Loops::ReceiveSends(const Channel* done, Measurement* m) {
       idle = 0;
       if (!dur && received >= expected) break;
       if (window && now >= window->warm_end && now < window->end) {
-        if (window_base == 0) {
-          window_base = received;
-          m->first_ns = now;
-        }
-        m->messages = received - window_base;
-        m->last_ns = now;
+        m->messages += static_cast<uint64_t>(n);
       }
       if (window && now >= window->end + absl::ToInt64Nanoseconds(p_.margin)) break;
       continue;
@@ -442,6 +482,11 @@ absl::Status Loops::ReceiveSends(const Channel* done, Measurement* m) {
     if (spin.Tick()) return spin.Why(absl::StrCat("receives after ", received, " messages"));
   }
   if (!dur) m->messages = received;
+  // perftest times the window itself (its alarm's states), not the receives in it.
+  if (window) {
+    m->first_ns = window->warm_end;
+    m->last_ns = window->end;
+  }
   return absl::OkStatus();
 }
 
@@ -464,7 +509,7 @@ absl::StatusOr<Measurement> Loops::RunPerftestLat(bool server) {
   ibv_sge sge = v_.Sge(v_.outbox(0));
   ibv_send_wr wr = v_.WorkRequest(0, sge, IBV_SEND_SIGNALED);
   Spin spin(timeout_, cancel_, watch_);
-  const Window window = DurationWindow();
+  const Window window = dur ? DurationWindow() : Window{};
   const int64_t stop = window.end + absl::ToInt64Nanoseconds(p_.margin);
   if (dur) spin.EndAt(stop);
   // A wait the run's end cut short ends the run; any other failure is the test's.
@@ -542,6 +587,11 @@ absl::StatusOr<Measurement> RunPerftestSendBwServer(VerbsResources& verbs, absl:
   Measurement m;
   FABRIC_RETURN_IF_ERROR(Loops(verbs, timeout, cancel, nullptr).ReceiveSends(nullptr, &m));
   return m;
+}
+
+absl::StatusOr<Measurement> RunPerftestBi(VerbsResources& verbs, bool server,
+                                          absl::Duration timeout, const Canceller* cancel) {
+  return Loops(verbs, timeout, cancel, nullptr, /*stamp_posts=*/true).RunBi(server);
 }
 
 absl::StatusOr<Measurement> RunVerbsClient(VerbsResources& verbs, absl::Duration timeout,

@@ -28,6 +28,11 @@ absl::Status PerftestWarmUp(VerbsResources& verbs, absl::Duration timeout, const
 // first receive to the last (Measurement::first_ns, last_ns, messages).
 absl::StatusOr<Measurement> RunPerftestSendBwServer(VerbsResources& verbs, absl::Duration timeout,
                                                     const Canceller* cancel);
+// Stock perftest's send_bw -b (run_iter_bi), either side: sends and receives at once, the
+// server's sends after its first receive. By iterations the stamps are the sends' (as
+// RunVerbsClient's with stamp_posts); with -D `messages` counts the window's sends and receives.
+absl::StatusOr<Measurement> RunPerftestBi(VerbsResources& verbs, bool server,
+                                          absl::Duration timeout, const Canceller* cancel);
 // The server's part until its loop ends (write_bw, read_bw and read_lat leave its CPU out); the
 // client's Done on `ch` ends send_bw's receive loop.
 absl::Status RunVerbsServer(VerbsResources& verbs, absl::Duration timeout, const Canceller* cancel,

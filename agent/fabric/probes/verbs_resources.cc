@@ -23,9 +23,11 @@ VerbsResources::VerbsResources(bool client, const ProbeParams& p, const Endpoint
   regions_ = latency() ? 2 : 1;
   stride_ = (p_.size + 63) / 64 * 64;
   if (VerbOf(p_.test) == Verb::kSend) {
-    rx_depth_ = latency() ? 2
-                          : static_cast<uint32_t>(std::min<uint64_t>(
-                                kRxDepthSendBw, std::max<uint64_t>(p_.iterations, 16)));
+    // perftest's: no more receives than the run's messages on a QP (by iterations).
+    rx_depth_ = latency()            ? 2
+                : p_.duration_mode() ? kRxDepthSendBw
+                                     : static_cast<uint32_t>(std::min<uint64_t>(
+                                           kRxDepthSendBw, std::max<uint64_t>(p_.iterations, 16)));
   }
 }
 
@@ -297,7 +299,7 @@ absl::Status VerbsResources::DropLastQp() {
 absl::Status VerbsResources::PostRecv(uint32_t q) {
   // The whole region, not this run's size: with -a a receive posted for one size takes the next
   // size's message.
-  ibv_sge sge{reinterpret_cast<uintptr_t>(inbox(q)), static_cast<uint32_t>(stride_), mr_->lkey};
+  ibv_sge sge = Sge(inbox(q), stride_);
   ibv_recv_wr wr{};
   wr.wr_id = q;
   wr.sg_list = &sge;
@@ -338,6 +340,10 @@ absl::Status VerbsResources::PostInitialRecvs() {
   if (VerbOf(p_.test) != Verb::kSend) return absl::OkStatus();
   // send_bw: only the server receives; send_lat: both sides.
   if (!latency() && client_) return absl::OkStatus();
+  return PostRecvs();
+}
+
+absl::Status VerbsResources::PostRecvs() {
   for (uint32_t q = 0; q < qps_.size(); ++q) {
     for (uint32_t i = 0; i < rx_depth_; ++i) FABRIC_RETURN_IF_ERROR(PostRecv(q));
   }

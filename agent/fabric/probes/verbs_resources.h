@@ -104,10 +104,15 @@ class VerbsResources {
   absl::Status ToRts(ibv_qp* qp, uint32_t psn);
 
   absl::Status PostRecv(uint32_t q);
+  // The receives a test posts before its sync: send_bw's server's, send_lat's both sides'.
   absl::Status PostInitialRecvs();
+  // The receive depth on every QP (send_bw -b: both sides).
+  absl::Status PostRecvs();
   // A scatter/gather entry of one message at `at` in the registered buffer.
-  ibv_sge Sge(uint8_t* at) const {
-    return {reinterpret_cast<uintptr_t>(at), static_cast<uint32_t>(p_.size), mr_->lkey};
+  ibv_sge Sge(uint8_t* at) const { return Sge(at, p_.size); }
+  // One of `length` bytes at `at`.
+  ibv_sge Sge(uint8_t* at, uint64_t length) const {
+    return {reinterpret_cast<uintptr_t>(at), static_cast<uint32_t>(length), mr_->lkey};
   }
   // A work request of the test's verb with the one entry `sge` (which must outlive it), aimed at
   // the peer's inbox(q), inlined where the size allows, with `flags` (IBV_SEND_SIGNALED) added.
