@@ -75,6 +75,8 @@ class Loops {
   struct Window {
     int64_t warm_end;
     int64_t end;
+    // `now` is in the measured window.
+    bool Samples(int64_t now) const { return now >= warm_end && now < end; }
   };
   Window DurationWindow() const {
     const int64_t warm_end = NowNs() + absl::ToInt64Nanoseconds(p_.margin);
@@ -82,6 +84,7 @@ class Loops {
   }
   absl::StatusOr<Measurement> RunBw();
   absl::Status CountSends(std::span<const ibv_wc> wcs, SendWindow& sends) const;
+  absl::Status Repost(std::span<const ibv_wc> wcs, uint64_t received);
   template <typename RoundTrip>
   absl::StatusOr<Measurement> TimeRoundTrips(RoundTrip round_trip);
   template <typename AwaitReply>
@@ -245,9 +248,7 @@ absl::StatusOr<Measurement> Loops::RunBi(bool server) {
   bool holding = server;
   std::optional<Window> window;
   if (dur && !server) window = DurationWindow();
-  auto sampling = [&](int64_t now) {
-    return window && now >= window->warm_end && now < window->end;
-  };
+  auto sampling = [&](int64_t now) { return window && window->Samples(now); };
   uint64_t received = 0;
   const bool stamp = stamp_posts_ && !dur;
   if (stamp) m.post_ns.reserve(total);
@@ -258,13 +259,7 @@ absl::StatusOr<Measurement> Loops::RunBi(bool server) {
     }
     const int nr = ibv_poll_cq(rcq_, kPollBatch, wc);
     if (nr > 0) {
-      for (int i = 0; i < nr; ++i) {
-        if (wc[i].status != IBV_WC_SUCCESS) {
-          return absl::UnavailableError(
-              WcError(wc[i], absl::StrCat("receive after ", received, " messages")));
-        }
-        FABRIC_RETURN_IF_ERROR(v_.PostRecv(static_cast<uint32_t>(wc[i].wr_id)));
-      }
+      FABRIC_RETURN_IF_ERROR(Repost(std::span<const ibv_wc>(wc, nr), received));
       if (holding && dur) window = DurationWindow();
       holding = false;
       received += static_cast<uint64_t>(nr);
@@ -309,6 +304,19 @@ absl::Status Loops::CountSends(std::span<const ibv_wc> wcs, SendWindow& sends) c
           wc, absl::StrCat(Av(TestName(p_.test)), " after ", sends.completed(), " messages")));
     }
     sends.Complete(wc.wr_id);
+  }
+  return absl::OkStatus();
+}
+
+// Receive completions, each receive posted again on its QP (wr_id); the first failed one is the
+// test's error, `received` the count before them.
+absl::Status Loops::Repost(std::span<const ibv_wc> wcs, uint64_t received) {
+  for (const ibv_wc& wc : wcs) {
+    if (wc.status != IBV_WC_SUCCESS) {
+      return absl::UnavailableError(
+          WcError(wc, absl::StrCat("receive after ", received, " messages")));
+    }
+    FABRIC_RETURN_IF_ERROR(v_.PostRecv(static_cast<uint32_t>(wc.wr_id)));
   }
   return absl::OkStatus();
 }
@@ -452,13 +460,7 @@ absl::Status Loops::ReceiveSends(const Channel* done, Measurement* m) {
     const int n = ibv_poll_cq(rcq_, kPollBatch, wc);
     if (n > 0) {
       const int64_t now = NowNs();
-      for (int i = 0; i < n; ++i) {
-        if (wc[i].status != IBV_WC_SUCCESS) {
-          return absl::UnavailableError(
-              WcError(wc[i], absl::StrCat("receive after ", received, " messages")));
-        }
-        FABRIC_RETURN_IF_ERROR(v_.PostRecv(static_cast<uint32_t>(wc[i].wr_id)));
-      }
+      FABRIC_RETURN_IF_ERROR(Repost(std::span<const ibv_wc>(wc, n), received));
       if (received == 0) {
         m->first_ns = now;
         if (dur && done == nullptr) window = DurationWindow();
@@ -468,9 +470,7 @@ absl::Status Loops::ReceiveSends(const Channel* done, Measurement* m) {
       spin.Progress();
       idle = 0;
       if (!dur && received >= expected) break;
-      if (window && now >= window->warm_end && now < window->end) {
-        m->messages += static_cast<uint64_t>(n);
-      }
+      if (window && window->Samples(now)) m->messages += static_cast<uint64_t>(n);
       if (window && now >= window->end + absl::ToInt64Nanoseconds(p_.margin)) break;
       continue;
     }
@@ -551,7 +551,7 @@ absl::StatusOr<Measurement> Loops::RunPerftestLat(bool server) {
       ++ccnt;
       if (dur) {
         const int64_t now = NowNs();
-        if (now >= window.warm_end && now < window.end) ++m.messages;
+        if (window.Samples(now)) ++m.messages;
       }
     }
   }
