@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs what is needed, builds and runs every test: the format check, a -Werror build (unit
-# tests first, then the rest, then line coverage), an ASan+UBSan build and bounded libFuzzer
-# runs. .ci/run calls this; CI runs it as root.
-#   FABRIC_TEST_STAGES="werror asan format fuzz" selects stages (default: all).
+# Installs what is needed, builds and runs every test: the format check, a -Werror build with GCC
+# (unit tests first, then the rest, then line coverage) and a clang ASan+UBSan build that also
+# holds the libFuzzer targets (unit tests, the VM and Slurm rigs, then bounded fuzzing). Two
+# builds, each system test in one of them: docs/TESTING.md says which and why, and the budget.
+# .ci/run calls this; CI runs it as root.
+#   FABRIC_TEST_STAGES="format werror asan fuzz" selects stages (default: all; fuzz needs the
+#   asan build, and builds it if asan is not selected).
 #   FABRIC_FUZZ_SECONDS (default 20) bounds each fuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,9 +15,26 @@ failed=()
 
 scripts/install-deps.sh
 
-stage() { echo; echo "===== $1 ===== (${SECONDS}s)"; }
-finish() {
+# Each stage's name and wall time, printed again at the end (docs/TESTING.md keeps the budget).
+times=()
+current=""
+current_start=$SECONDS
+end_stage() {
+  if [[ -n $current ]]; then times+=("$(printf '%6ds  %s' $((SECONDS - current_start)) "$current")"); fi
+  current=""
+}
+stage() {
+  end_stage
+  current=$1
+  current_start=$SECONDS
   echo
+  echo "===== $1 ===== (${SECONDS}s)"
+}
+finish() {
+  end_stage
+  echo
+  echo "stage times:"
+  printf '%s\n' "${times[@]}"
   if ((${#failed[@]})); then
     echo "FAILED: ${failed[*]}"
     exit 1
@@ -33,39 +53,63 @@ if has format; then
   fi
 fi
 
-# ccache (when present) keeps a rebuild of unchanged sources cheap. The ASan and fuzz builds name
-# sources relative to the checkout (CCACHE_BASEDIR) and map the checkout's path out of debug info
-# and __FILE__ (-ffile-prefix-map): without the map ccache hashes the working directory of every
-# -g compile, and a clone in another folder (CI's) would hit nothing. The coverage build keeps
-# absolute paths, which gcov needs to find the sources from its notes.
+# ccache (when present) keeps a rebuild of unchanged sources cheap. The ASan build names sources
+# relative to the checkout (CCACHE_BASEDIR) and maps the checkout's path out of debug info and
+# __FILE__ (-ffile-prefix-map): without the map ccache hashes the working directory of every -g
+# compile. The coverage build keeps absolute paths, which gcov needs to find the sources from its
+# notes. The sloppiness lets ccache cache files compiled behind a precompiled header (clang's,
+# built without timestamps: cmake/FabricHelpers.cmake).
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+  # Depend mode: the compiler's own dependency list (-MD) instead of a second preprocessing pass
+  # on every miss (a second per file of a cold build).
+  export CCACHE_DEPEND=1
 fi
+# Ninja: a leaner scheduler than make, and .ninja_log gives each file's compile time.
+generator=(-G Ninja)
 
 # Line tables only (-g1): stack traces keep files and lines, and the builds skip most of the debug
-# info they would write and link (a quarter of the compile time of a gRPC-heavy test).
-o2=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+# info they would write and link. -O1 for both: the -Werror build's warnings that need data flow
+# (-Wmaybe-uninitialized and kin) run from -O1, coverage is truer to the source than at -O2, and
+# ASan advises it (exact reports); -O2 cost a fifth more compile time and found nothing more.
 relocatable="-ffile-prefix-map=$PWD=."
-o2r=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG $relocatable"
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG $relocatable")
-# ASan's advice: -O1 keeps its reports exact, and it builds faster.
-o1=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG $relocatable"
+o1=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
+o1r=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG $relocatable"
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG $relocatable")
 
+# Which build runs which tests: every test in exactly one build, except the unit tests and the
+# corpus replays, which both run (minutes, and the first thing a broken change meets).
+#  - ASan: the rigs that boot or start real things once (vm: the Soft-RoCE VM, the agent in the
+#    guest checked for memory errors; slurm: the SPANK plugin and fabricctl in a real cluster) and
+#    the tests that feed our servers hostile input (api, load: the gRPC API and its hostile
+#    clients), where a memory error is what we look for.
+#  - -Werror (GCC, coverage): everything else (system, e2e, golden, ops, bench): their lines count
+#    in the coverage figure. Golden outputs compare bytes, and the podman tests need the static
+#    fabric-env, which only this build links.
+# Without the asan stage its tests run in the -Werror build, and the other way round.
 unit_labels='^(unit|fuzz)$'
-# Golden outputs (tests/cli) compare bytes: the -Werror build runs them, the ASan build skips them.
-rest_labels=$unit_labels
-# The VM rig boots qemu for each test (4-5 minutes together): it runs once, in the ASan build,
-# where the agent inside the guest is also checked for memory errors. So does the Slurm rig
-# (slurm/spank), where the fabricctl each task runs is checked too.
-if has asan; then rest_labels='^(unit|fuzz|vm|slurm)$'; fi
-run_build() {  # name, label regex of the tests this build leaves out, extra cmake args...
-  local name=$1 skip=$2 dir=build-$1
-  shift 2
+asan_only='^(unit|fuzz|vm|slurm|api|load)$'
+werror_tests=(-LE "$asan_only")  # everything the ASan build does not run, unlabelled tests too
+asan_tests=(-L "$asan_only")
+if ! has asan; then werror_tests=(-LE "$unit_labels"); fi
+if ! has werror; then asan_tests=(-LE '^(unit|fuzz|golden)$'); fi
+
+# A build tree from before the switch to Ninja is configured anew.
+fresh_tree() {  # dir
+  if [[ -f $1/CMakeCache.txt ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$1/CMakeCache.txt"; then
+    rm -rf "$1"
+  fi
+}
+
+build_unit() {  # name, extra cmake args...: configure, build and run the unit tests
+  local name=$1 dir=build-$1
+  shift
+  fresh_tree "$dir"
   stage "build $name: unit tests first"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABRIC_WERROR=ON "${launcher[@]}" "$@" \
-    >/dev/null
+  cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABRIC_WERROR=ON \
+    "${launcher[@]}" "$@" >/dev/null
   # The fast stage: unit tests and corpus replays, minutes in; a broken change stops here.
   if ! cmake --build "$dir" -j"$jobs" --target fabric_unit_tests; then
     failed+=("build-$name-unit"); finish
@@ -74,10 +118,15 @@ run_build() {  # name, label regex of the tests this build leaves out, extra cma
   if ! (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 300 -L "$unit_labels"); then
     failed+=("unit-$name"); finish
   fi
+}
+build_rest() {  # name, ctest's selection of this build's tests...
+  local name=$1 dir=build-$1
+  shift
   stage "build $name"
-  if ! cmake --build "$dir" -j"$jobs"; then failed+=("build-$name"); return; fi
+  if ! cmake --build "$dir" -j"$jobs"; then failed+=("build-$name"); return 1; fi
   stage "test $name"
-  if ! (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900 -LE "$skip"); then
+  # Each test's time in the log: what docs/TESTING.md's budget is made of.
+  if ! (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900 "$@"); then
     failed+=("test-$name")
   fi
 }
@@ -97,37 +146,52 @@ coverage() {  # build dir
   fi
 }
 
+# The clang build: ASan+UBSan, precompiled headers, and the fuzz targets with libFuzzer.
+asan_args=(-DFABRIC_SANITIZE=ON -DFABRIC_FUZZ=ON "${o1r[@]}")
+
 if has werror; then
-  run_build werror "$rest_labels" -DFABRIC_COVERAGE=ON "${o2[@]}"
+  build_unit werror -DFABRIC_COVERAGE=ON -DFABRIC_UNITY=ON "${o1[@]}"
+  build_rest werror "${werror_tests[@]}" || true
   coverage build-werror
 fi
 if has asan; then
-  CCACHE_BASEDIR=$PWD ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_build asan '^(unit|fuzz|golden)$' -DFABRIC_SANITIZE=ON "${o1[@]}"
+  export CCACHE_BASEDIR=$PWD ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  CC=clang CXX=clang++ build_unit asan "${asan_args[@]}"
+  build_rest asan "${asan_tests[@]}" || true
 fi
 if has fuzz; then
+  dir=build-asan
+  if ! has asan; then
+    stage "build fuzz targets (asan build)"
+    fresh_tree "$dir"
+    if ! { CCACHE_BASEDIR=$PWD CC=clang CXX=clang++ cmake -S . -B "$dir" "${generator[@]}" \
+             -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABRIC_WERROR=ON "${launcher[@]}" \
+             "${asan_args[@]}" >/dev/null &&
+           CCACHE_BASEDIR=$PWD cmake --build "$dir" -j"$jobs" --target fabric_fuzzers; }; then
+      failed+=(build-fuzz); finish
+    fi
+  fi
   stage "fuzz (libFuzzer, ${FABRIC_FUZZ_SECONDS:-20}s per target)"
-  dir=build-fuzz
-  if CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DFABRIC_FUZZ=ON -DFABRIC_TESTS=OFF -DFABRIC_WERROR=ON "${launcher[@]}" "${o2r[@]}" \
-        >/dev/null &&
-      CCACHE_BASEDIR=$PWD cmake --build "$dir" -j"$jobs" --target fabric_fuzzers; then
-    # One libFuzzer process per core: each is single-threaded, so $jobs of them at once give
-    # every target its full time in a fraction of the wall clock.
-    fuzz_one() {  # target corpus
-      local work name
-      work=$(mktemp -d)
-      name=$(basename "$1")
-      # Undefined behaviour fails the run, as a crash does (UBSan only reports by default).
-      if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-          "$dir/$1" -max_total_time="${FABRIC_FUZZ_SECONDS:-20}" -timeout=10 \
-            -artifact_prefix="$dir/crash-$name-" "$work" "$2" >"$dir/$name.fuzz.log" 2>&1; then
-        touch "$dir/$name.fuzz.failed"
-      fi
-      rm -rf "$work"
-    }
-    rm -f "$dir"/*.fuzz.failed
+  # One libFuzzer process per core: each is single-threaded, so $jobs of them at once give
+  # every target its full time in a fraction of the wall clock.
+  fuzz_one() {  # target corpus
+    local work name
+    work=$(mktemp -d)
+    name=$(basename "$1")
+    # Undefined behaviour fails the run, as a crash does (UBSan only reports by default).
+    if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        "$dir/$1" -max_total_time="${FABRIC_FUZZ_SECONDS:-20}" -timeout=10 \
+          -artifact_prefix="$dir/crash-$name-" "$work" "$2" >"$dir/$name.fuzz.log" 2>&1; then
+      touch "$dir/$name.fuzz.failed"
+    fi
+    rm -rf "$work"
+  }
+  rm -f "$dir"/*.fuzz.failed
+  if [[ ! -s $dir/fuzzers.txt ]]; then
+    echo "no fuzz targets in $dir/fuzzers.txt"
+    failed+=(fuzz)
+  else
     while read -r target corpus; do
       while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
       fuzz_one "$target" "$corpus" &
@@ -141,8 +205,6 @@ if has fuzz; then
         failed+=("fuzz-$name")
       fi
     done < "$dir/fuzzers.txt"
-  else
-    failed+=(build-fuzz)
   fi
 fi
 

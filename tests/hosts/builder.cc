@@ -53,7 +53,7 @@ std::optional<int> HexAt(std::string_view s, size_t pos, size_t len, bool lower_
   return v;
 }
 
-struct Bdf {
+struct BdfParts {
   int domain = 0;
   int bus = 0;
   int dev = 0;
@@ -61,14 +61,14 @@ struct Bdf {
 };
 
 // "0000:1b:00.0", lower case, as sysfs names functions.
-std::optional<Bdf> ParseBdf(std::string_view s) {
+std::optional<BdfParts> ParseBdf(std::string_view s) {
   if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return std::nullopt;
   auto domain = HexAt(s, 0, 4, true);
   auto bus = HexAt(s, 5, 2, true);
   auto dev = HexAt(s, 8, 2, true);
   auto fn = HexAt(s, 11, 1, true);
   if (!domain || !bus || !dev || !fn || *dev > 0x1f || *fn > 7) return std::nullopt;
-  return Bdf{*domain, *bus, *dev, *fn};
+  return BdfParts{*domain, *bus, *dev, *fn};
 }
 
 // "pci0000:15" -> {domain, bus}.
@@ -337,7 +337,7 @@ absl::StatusOr<Index> BuildIndex(const HostSpec& spec) {
     }
   }
   for (const PciFunctionSpec& f : spec.pci) {
-    const Bdf b = *ParseBdf(f.bdf);
+    const BdfParts b = *ParseBdf(f.bdf);
     if (auto rc = ix.rc.find(f.parent); rc != ix.rc.end()) {
       const auto [domain, bus] = *ParseRootComplexName(f.parent);
       if (b.domain != domain || b.bus != bus) {

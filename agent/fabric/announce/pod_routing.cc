@@ -10,12 +10,13 @@
 #include "agent/common/status.h"
 
 namespace fabric::announce {
+
+size_t AddressBytes(int family) { return family == AF_INET ? 4 : 16; }
+
 namespace {
 
-size_t Len(int family) { return family == AF_INET ? 4 : 16; }
-
 bool SameIp(int family, const in6_addr& a, const in6_addr& b) {
-  return std::memcmp(&a, &b, Len(family)) == 0;
+  return std::memcmp(&a, &b, AddressBytes(family)) == 0;
 }
 
 // `addr` with the bits past `prefix_len` cleared.
@@ -23,7 +24,7 @@ in6_addr Masked(int family, const in6_addr& addr, int prefix_len) {
   in6_addr out{};
   auto* o = reinterpret_cast<uint8_t*>(&out);
   const auto* in = reinterpret_cast<const uint8_t*>(&addr);
-  const int bits = static_cast<int>(Len(family)) * 8;
+  const int bits = static_cast<int>(AddressBytes(family)) * 8;
   for (int i = 0; i < bits && i < prefix_len; ++i) {
     if (in[i / 8] & (0x80 >> (i % 8))) o[i / 8] |= static_cast<uint8_t>(0x80 >> (i % 8));
   }
@@ -55,7 +56,8 @@ std::string RouteText(const RouteEntry& r) {
 bool HasRule(const std::vector<RuleEntry>& rules, uint32_t table, const Address& a) {
   return std::any_of(rules.begin(), rules.end(), [&](const RuleEntry& r) {
     return r.protocol == kRoutingProtocol && r.table == table && r.family == a.family &&
-           r.src_len == static_cast<int>(Len(a.family)) * 8 && SameIp(a.family, r.src, a.addr);
+           r.src_len == static_cast<int>(AddressBytes(a.family)) * 8 &&
+           SameIp(a.family, r.src, a.addr);
   });
 }
 
@@ -241,7 +243,7 @@ absl::StatusOr<uint32_t> ApplySourceRouting(RoutingOs& os, const RoutingConfig& 
     RuleEntry r;
     r.family = a.family;
     r.src = a.addr;
-    r.src_len = static_cast<int>(Len(a.family)) * 8;
+    r.src_len = static_cast<int>(AddressBytes(a.family)) * 8;
     r.table = table;
     r.priority = config.rule_priority;
     r.protocol = kRoutingProtocol;

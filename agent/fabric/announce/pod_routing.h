@@ -11,6 +11,7 @@
 // RoutingOs seam are here; RoutingOsImpl (libnl, /proc/sys) is the real one.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -23,6 +24,9 @@
 #include "agent/fabric/announce/announce.h"
 
 namespace fabric::announce {
+
+// The bytes of an address of `family` (AF_INET: 4, AF_INET6: 16).
+size_t AddressBytes(int family);
 
 // rtm_protocol / FRA_PROTOCOL of every rule and route we add ("fabric" in rt_protos terms;
 // 245 is unassigned in iproute2's list).

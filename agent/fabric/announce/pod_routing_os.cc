@@ -26,8 +26,6 @@
 namespace fabric::announce {
 namespace {
 
-size_t Len(int family) { return family == AF_INET ? 4 : 16; }
-
 absl::Status NlError(int err, const std::string& what) {
   std::string msg = absl::StrCat(what, ": ", nl_geterror(err));
   switch (-err) {
@@ -50,14 +48,14 @@ struct AddrDeleter {
 using AddrPtr = std::unique_ptr<nl_addr, AddrDeleter>;
 
 AddrPtr Build(int family, const in6_addr& addr, int prefix_len) {
-  AddrPtr a(nl_addr_build(family, &addr, Len(family)));
+  AddrPtr a(nl_addr_build(family, &addr, AddressBytes(family)));
   if (a) nl_addr_set_prefixlen(a.get(), prefix_len);
   return a;
 }
 
 bool Read(nl_addr* a, int family, in6_addr* out) {
-  if (a == nullptr || nl_addr_get_len(a) != Len(family)) return false;
-  std::memcpy(out, nl_addr_get_binary_addr(a), Len(family));
+  if (a == nullptr || nl_addr_get_len(a) != AddressBytes(family)) return false;
+  std::memcpy(out, nl_addr_get_binary_addr(a), AddressBytes(family));
   return true;
 }
 
@@ -202,7 +200,8 @@ std::unique_ptr<rtnl_route, RouteDeleter> MakeRoute(const RouteEntry& e, bool fo
                                       ? RT_SCOPE_LINK
                                       : RT_SCOPE_UNIVERSE);
     if (e.has_src) {
-      AddrPtr src = Build(e.route.family, e.src, static_cast<int>(Len(e.route.family)) * 8);
+      AddrPtr src =
+          Build(e.route.family, e.src, static_cast<int>(AddressBytes(e.route.family)) * 8);
       if (src) rtnl_route_set_pref_src(r.get(), src.get());
     }
   }
@@ -210,8 +209,8 @@ std::unique_ptr<rtnl_route, RouteDeleter> MakeRoute(const RouteEntry& e, bool fo
   if (nh != nullptr) {
     rtnl_route_nh_set_ifindex(nh, e.oif);
     if (e.route.has_gateway) {
-      AddrPtr gw =
-          Build(e.route.family, e.route.gateway, static_cast<int>(Len(e.route.family)) * 8);
+      AddrPtr gw = Build(e.route.family, e.route.gateway,
+                         static_cast<int>(AddressBytes(e.route.family)) * 8);
       if (gw) rtnl_route_nh_set_gateway(nh, gw.get());
     }
     rtnl_route_add_nexthop(r.get(), nh);  // owned by the route from here

@@ -20,7 +20,7 @@ constexpr unsigned long long kGetProcAddressDefault = 0;
 using GetProcAddressV1 = CUresult (*)(const char*, void**, int, unsigned long long);
 using GetProcAddressV2 = CUresult (*)(const char*, void**, int, unsigned long long, int*);
 
-struct Entries {
+struct CudaEntries {
   CUresult (*init)(unsigned int) = nullptr;
   CUresult (*driver_get_version)(int*) = nullptr;
   CUresult (*device_get_count)(int*) = nullptr;
@@ -39,7 +39,7 @@ struct Entries {
 
 class CudaApiImpl final : public CudaApi {
  public:
-  CudaApiImpl(void* handle, const Entries& e) : handle_(handle), e_(e) {}
+  CudaApiImpl(void* handle, const CudaEntries& e) : handle_(handle), e_(e) {}
   ~CudaApiImpl() override {
     if (handle_ != nullptr) dlclose(handle_);
   }
@@ -87,7 +87,7 @@ class CudaApiImpl final : public CudaApi {
 
  private:
   void* handle_;
-  Entries e_;
+  CudaEntries e_;
 };
 
 // Resolves entry points through whichever cuGetProcAddress the driver exports.
@@ -118,7 +118,7 @@ class Resolver {
   GetProcAddressV2 v2_;
 };
 
-absl::Status ResolveAll(Resolver& r, bool dmabuf, Entries& e) {
+absl::Status ResolveAll(Resolver& r, bool dmabuf, CudaEntries& e) {
   // Versions as perftest's cuda_loader.c uses them: the first CUDA with each call's current ABI.
   for (absl::Status s : {
            r.Get("cuInit", 2000, &e.init),
@@ -175,7 +175,7 @@ absl::StatusOr<std::unique_ptr<CudaApi>> LoadCuda(const std::string& library, bo
         library, " has no cuGetProcAddress: not a CUDA driver, or one older than 11.3"));
   }
   Resolver resolver(library, v1, v2);
-  Entries e;
+  CudaEntries e;
   // The version first: an old driver gets its own reason, not a missing entry point.
   if (absl::Status s = resolver.Get("cuDriverGetVersion", 2020, &e.driver_get_version); !s.ok()) {
     return s;

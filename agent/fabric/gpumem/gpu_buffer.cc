@@ -14,17 +14,17 @@
 #include "agent/fabric/gpumem/registration_failure.h"
 
 namespace fabric::gpumem {
+
+bool ParseGpuIndex(std::string_view s, int* index) {
+  if (s.empty()) return false;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *index);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
 namespace {
 
 absl::Status CudaFailed(CudaApi& cuda, const std::string& what, CUresult rc) {
   return absl::InternalError(absl::StrCat(what, " failed: ", CudaErrorText(cuda, rc)));
-}
-
-// A CUDA index is all digits; anything else is taken as a PCI bus id.
-bool ParseIndex(std::string_view s, int* index) {
-  if (s.empty()) return false;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *index);
-  return ec == std::errc() && end == s.data() + s.size();
 }
 
 absl::StatusOr<CUdevice> FindDevice(CudaApi& cuda, const std::string& name) {
@@ -34,7 +34,7 @@ absl::StatusOr<CUdevice> FindDevice(CudaApi& cuda, const std::string& name) {
   }
   CUdevice device = 0;
   int index = 0;
-  if (ParseIndex(name, &index)) {
+  if (ParseGpuIndex(name, &index)) {
     if (index >= count || cuda.DeviceGet(&device, index) != kCudaSuccess) {
       return absl::NotFoundError(
           absl::StrCat("no GPU with CUDA index ", name, " (", count, " CUDA devices here)"));

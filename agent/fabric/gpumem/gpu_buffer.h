@@ -19,6 +19,10 @@
 
 namespace fabric::gpumem {
 
+// A GPU named by index is all digits (CUDA's and HIP's ordinal); anything else is taken as a PCI
+// bus id. Sets `index` and returns true for an index.
+bool ParseGpuIndex(std::string_view s, int* index);
+
 // cuMemAlloc's allocations are rounded up to this, as perftest does, so a whole GPU page is
 // exported.
 inline constexpr size_t kGpuAllocGranularity = 64 * 1024;

@@ -15,7 +15,7 @@ namespace {
 constexpr hsa_status_t kHsaStatusErrorNotInitialized = 0x100B;
 
 // The signatures, from hip/hip_runtime_api.h and hsa/hsa_ext_amd.h (ROCm 6).
-struct Entries {
+struct RocmEntries {
   hipError_t (*init)(unsigned int) = nullptr;
   hipError_t (*get_device_count)(int*) = nullptr;
   hipError_t (*device_get_by_pci_bus_id)(int*, const char*) = nullptr;
@@ -37,7 +37,8 @@ absl::Status DlcloseStatus(void* handle, const std::string& library) {
 
 class RocmApiImpl final : public RocmApi {
  public:
-  RocmApiImpl(void* hip, std::string hip_name, void* hsa, std::string hsa_name, const Entries& e)
+  RocmApiImpl(void* hip, std::string hip_name, void* hsa, std::string hsa_name,
+              const RocmEntries& e)
       : hip_(hip),
         hsa_(hsa),
         hip_name_(std::move(hip_name)),
@@ -79,7 +80,7 @@ class RocmApiImpl final : public RocmApi {
   void* hip_;
   void* hsa_;
   std::string hip_name_, hsa_name_;
-  Entries e_;
+  RocmEntries e_;
 };
 
 template <typename Fn>
@@ -142,7 +143,7 @@ absl::StatusOr<std::unique_ptr<RocmApi>> LoadRocm(const std::string& hip_library
   if (!hip.ok()) return hip.status();
   void* h = hip->first.get();
   const std::string& hip_name = hip->second;
-  Entries e;
+  RocmEntries e;
   for (absl::Status s : {
            Resolve(h, hip_name, "hipInit", &e.init),
            Resolve(h, hip_name, "hipGetDeviceCount", &e.get_device_count),

@@ -15,20 +15,13 @@ absl::Status HipFailed(RocmApi& rocm, const std::string& what, hipError_t rc) {
   return absl::InternalError(absl::StrCat(what, " failed: ", HipErrorText(rocm, rc)));
 }
 
-// A HIP index is all digits; anything else is taken as a PCI bus id.
-bool ParseIndex(std::string_view s, int* index) {
-  if (s.empty()) return false;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *index);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
 absl::StatusOr<int> FindDevice(RocmApi& rocm, const std::string& name) {
   int count = 0;
   if (const hipError_t rc = rocm.GetDeviceCount(&count); rc != kHipSuccess) {
     return HipFailed(rocm, "hipGetDeviceCount", rc);
   }
   int index = 0;
-  if (ParseIndex(name, &index)) {
+  if (ParseGpuIndex(name, &index)) {
     if (index >= count) {
       return absl::NotFoundError(
           absl::StrCat("no GPU with HIP index ", name, " (", count, " HIP devices here)"));

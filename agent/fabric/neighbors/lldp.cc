@@ -24,7 +24,6 @@ constexpr uint8_t kFamily802 = 6;
 constexpr char kOui8021[] = {0x00, static_cast<char>(0x80), static_cast<char>(0xc2)};
 constexpr uint8_t kOui8021PortVlan = 1;
 
-uint8_t U8(std::string_view b, size_t at) { return static_cast<uint8_t>(b[at]); }
 uint16_t U16(std::string_view b, size_t at) {
   return static_cast<uint16_t>(U8(b, at) << 8 | U8(b, at + 1));
 }

@@ -29,7 +29,6 @@ constexpr size_t kOffDrDlid = 34;
 constexpr uint16_t kStatusDirection = 0x8000;
 constexpr size_t kNodeInfoSize = 40;
 
-uint8_t U8(std::string_view b, size_t at) { return static_cast<uint8_t>(b[at]); }
 uint64_t Be(std::string_view b, size_t at, size_t n) {
   uint64_t v = 0;
   for (size_t i = 0; i < n; ++i) v = v << 8 | U8(b, at + i);

@@ -22,4 +22,7 @@ std::string HexBytes(std::string_view raw, size_t cap);
 // FNV-1a 64 (the published offset basis and prime): a stable hash for label values.
 uint64_t Fnv1a64(std::string_view bytes);
 
+// The byte at `at` of a frame or MAD (the caller has checked the length).
+inline uint8_t U8(std::string_view b, size_t at) { return static_cast<uint8_t>(b[at]); }
+
 }  // namespace fabric::neighbors

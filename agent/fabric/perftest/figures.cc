@@ -14,22 +14,20 @@ constexpr double kMbytes = 0x100000;    // MB/sec: 2^20 bytes
 constexpr double kGbits = 125000000.0;  // Gb/sec: 10^9 bits
 constexpr size_t kLatTail = 2;          // LAT_MEASURE_TAIL: the largest samples dropped
 
-absl::Status Invalid(std::string_view what) {
-  return absl::InvalidArgumentError(std::string(what));
-}
-
 }  // namespace
 
 absl::StatusOr<BwReport> ComputeBw(const BwRun& run) {
-  if (run.hz <= 0) return Invalid("bandwidth: no clock rate");
-  if (run.messages == 0) return Invalid("bandwidth: no message completed");
-  if (run.cq_mod == 0 || run.post_list == 0) return Invalid("bandwidth: zero moderation");
+  if (run.hz <= 0) return absl::InvalidArgumentError("bandwidth: no clock rate");
+  if (run.messages == 0) return absl::InvalidArgumentError("bandwidth: no message completed");
+  if (run.cq_mod == 0 || run.post_list == 0)
+    return absl::InvalidArgumentError("bandwidth: zero moderation");
   const uint64_t n = run.messages;
   const size_t last = run.peak ? n - 1 : 0;
   if (run.posted.empty() || run.completed.size() <= last || (run.peak && run.posted.size() < n)) {
-    return Invalid("bandwidth: fewer timestamps than messages");
+    return absl::InvalidArgumentError("bandwidth: fewer timestamps than messages");
   }
-  if (run.completed[last] <= run.posted[0]) return Invalid("bandwidth: an empty window");
+  if (run.completed[last] <= run.posted[0])
+    return absl::InvalidArgumentError("bandwidth: an empty window");
   const double ff = run.gbits ? kGbits : kMbytes;
   const double ticks = static_cast<double>(run.completed[last] - run.posted[0]);
   BwReport r;
@@ -58,15 +56,16 @@ absl::StatusOr<BwReport> ComputeBw(const BwRun& run) {
 
 absl::StatusOr<LatFigures> ComputeLat(uint64_t size, const std::vector<uint64_t>& posted,
                                       int rtt_factor, double hz) {
-  if (hz <= 0 || rtt_factor < 1) return Invalid("latency: no clock rate");
+  if (hz <= 0 || rtt_factor < 1) return absl::InvalidArgumentError("latency: no clock rate");
   if (posted.size() < kLatTail + 2) {
-    return Invalid(absl::StrCat("latency: ", posted.size(), " iterations, at least ", kLatTail + 2,
-                                " needed"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "latency: ", posted.size(), " iterations, at least ", kLatTail + 2, " needed"));
   }
   std::vector<uint64_t> delta;
   delta.reserve(posted.size() - 1);
   for (size_t i = 0; i + 1 < posted.size(); ++i) {
-    if (posted[i + 1] < posted[i]) return Invalid("latency: post times go backwards");
+    if (posted[i + 1] < posted[i])
+      return absl::InvalidArgumentError("latency: post times go backwards");
     delta.push_back(posted[i + 1] - posted[i]);
   }
   std::sort(delta.begin(), delta.end());
@@ -97,8 +96,9 @@ absl::StatusOr<LatFigures> ComputeLat(uint64_t size, const std::vector<uint64_t>
 absl::StatusOr<LatDurationFigures> ComputeLatDuration(uint64_t size, uint64_t iters,
                                                       uint64_t window_ticks, int rtt_factor,
                                                       double hz) {
-  if (hz <= 0 || rtt_factor < 1) return Invalid("latency: no clock rate");
-  if (iters == 0 || window_ticks == 0) return Invalid("latency: nothing completed in the window");
+  if (hz <= 0 || rtt_factor < 1) return absl::InvalidArgumentError("latency: no clock rate");
+  if (iters == 0 || window_ticks == 0)
+    return absl::InvalidArgumentError("latency: nothing completed in the window");
   const double mhz = hz / 1e6;
   LatDurationFigures f;
   f.size = size;

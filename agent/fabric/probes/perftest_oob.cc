@@ -165,7 +165,10 @@ absl::Status CmOobImpl::Resources() {
   }
   std::memset(mem, 0, 2 * kCmMessageMax);
   buf_ = Buffer(static_cast<uint8_t*>(mem), "free buffer", errors_);
-  ibv_mr* mr = ibv_reg_mr(pd, mem, 2 * kCmMessageMax, IBV_ACCESS_LOCAL_WRITE);
+  // An int, not the enum: verbs.h's ibv_reg_mr macro ors it with another enum type (clang's
+  // -Wdeprecated-enum-enum-conversion in C++20).
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE;
+  ibv_mr* mr = ibv_reg_mr(pd, mem, 2 * kCmMessageMax, kAccess);
   if (mr == nullptr) return absl::InternalError(absl::StrCat("ibv_reg_mr: ", ErrnoText(errno)));
   mr_ = Mr(mr, "ibv_dereg_mr", errors_);
   for (Cq* slot : {&send_cq_, &recv_cq_}) {
