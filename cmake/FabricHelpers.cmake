@@ -84,12 +84,13 @@ function(fabric_use_pch target kind)
   endif()
 endfunction()
 
-# Unity builds of the product libraries: a library's files compiled as one, so their common
-# headers are parsed once (GCC has no usable precompiled header: above). Off by default: the
-# generated file names the sources by absolute path, so ccache hits only in the same checkout;
-# scripts/test.sh turns it on for the -Werror build, whose coverage notes are tied to the
-# checkout anyway. Files that share a name in an anonymous namespace cannot be merged: keep
-# such helpers' names distinct (or in one home).
+# Unity builds of the product libraries and binaries: a library's files compiled as one, so
+# their common headers are parsed and their shared templates instantiated once (GCC has no
+# usable precompiled header: above). Off by default: the generated file names the sources by
+# absolute path, so ccache hits only in the same checkout; scripts/test.sh turns it on for both
+# CI builds, which miss in a fresh clone anyway (coverage notes and the .pch name absolute
+# paths). Files that share a name in an anonymous namespace cannot be merged: keep such
+# helpers' names distinct, or better in one home.
 option(FABRIC_UNITY "Compile each product library's and binary's sources as one file" OFF)
 function(fabric_unity target)
   if(FABRIC_UNITY)

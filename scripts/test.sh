@@ -147,10 +147,12 @@ coverage() {  # build dir
 }
 
 # The clang build: ASan+UBSan, precompiled headers, and the fuzz targets with libFuzzer.
-asan_args=(-DFABRIC_SANITIZE=ON -DFABRIC_FUZZ=ON "${o1r[@]}")
+# Unity as well: behind the precompiled header a fresh clone misses in ccache anyway (below).
+asan_args=(-DFABRIC_SANITIZE=ON -DFABRIC_FUZZ=ON -DFABRIC_UNITY=ON "${o1r[@]}")
 
 if has werror; then
-  build_unit werror -DFABRIC_COVERAGE=ON -DFABRIC_UNITY=ON "${o1[@]}"
+  # /usr: the packages' paths (the unit's ExecStart=, the SPANK plugin's fabricctl).
+  build_unit werror -DFABRIC_COVERAGE=ON -DFABRIC_UNITY=ON -DCMAKE_INSTALL_PREFIX=/usr "${o1[@]}"
   build_rest werror "${werror_tests[@]}" || true
   coverage build-werror
 fi
