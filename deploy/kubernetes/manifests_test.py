@@ -14,7 +14,8 @@ Run with Debian's /usr/bin/python3 (python3-yaml); exits 77 (ctest SKIP_RETURN_C
   * the probes run `fabricctl health` with flags `fabricctl health --help` lists, against the
     agent's socket;
   * the container is not privileged and adds no capability besides NET_RAW, NET_ADMIN, IPC_LOCK;
-  * the image the Dockerfile's last stage builds has the binaries where the manifest runs them;
+  * the image the Dockerfile's last stage builds has the binaries where the manifest runs them
+    (its COPYs, and the fabric-agent package it installs: the built .deb's paths, from --debs);
   * the init container install-cni (same image, not privileged, no capability) copies fabric-cni
     from where the Dockerfile installs it to a temporary name in the host's /opt/cni/bin, then
     renames it to fabric-cni there (set -e: a failed copy is never renamed into place);
@@ -29,7 +30,7 @@ Run with Debian's /usr/bin/python3 (python3-yaml); exits 77 (ctest SKIP_RETURN_C
 
 usage: manifests_test.py --dir=deploy/kubernetes --fabricctl=PATH --mkhost=PATH
                          [--agent=PATH] [--unit=systemd/fabric-agent.service]
-                         [--dockerfile=deploy/Dockerfile] [--cni=PATH]
+                         [--dockerfile=deploy/Dockerfile] [--debs=BUILD/debs] [--cni=PATH]
                          [--examples=examples/cni] [--cni-readme=cni-hook/README.md]
 (--examples and --cni-readme default to the repository's, found from this file's path.)
 """
@@ -37,11 +38,13 @@ usage: manifests_test.py --dir=deploy/kubernetes --fabricctl=PATH --mkhost=PATH
 import argparse
 import json
 import glob
+import io
 import os
 import re
 import shlex
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 try:
@@ -322,6 +325,36 @@ def dockerfile_installs(text):
     return installed
 
 
+def dockerfile_installs_package(text):
+    """Whether the Dockerfile's last stage installs the fabric-agent .deb an earlier stage built:
+    it COPYs fabric-agent_*.deb --from= a stage that runs cpack (the fabric_debs target), and
+    `apt-get install`s that file."""
+    text = re.sub(r"\\\n", " ", text)
+    lines = [ln.strip() for ln in text.splitlines()
+             if ln.strip() and not ln.lstrip().startswith("#")]
+    stages = [i for i, ln in enumerate(lines) if ln.split()[0].upper() == "FROM"]
+    if len(stages) < 2:
+        return False
+    last, earlier = lines[stages[-1]:], " ".join(lines[:stages[-1]])
+    deb = re.compile(r"(^|/)fabric-agent_\*\.deb$")
+    copied = any(ln.split()[0].upper() == "COPY" and "--from=" in ln
+                 and any(deb.search(w) for w in ln.split()[1:-1]) for ln in last)
+    installed = any(ln.split()[0].upper() == "RUN" and "apt-get install" in ln
+                    and any(deb.search(w) for w in ln.split()) for ln in last)
+    built = "fabric_debs" in earlier or re.search(r"\bcpack\b", earlier) is not None
+    return copied and installed and built
+
+
+def deb_files(debs):
+    """The paths the built fabric-agent package installs (DIR/fabric-agent_*.deb), or None."""
+    found = sorted(glob.glob(os.path.join(debs, "fabric-agent_*.deb"))) if debs else []
+    if len(found) != 1:
+        return None
+    out = subprocess.run(["dpkg-deb", "--fsys-tarfile", found[0]], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
+        return {os.path.normpath("/" + m.name) for m in tar.getmembers() if not m.isdir()}
+
+
 def shell_commands(script):
     """argv of each simple command of a plain script (lines, `;` and `&&`); None if unparsable."""
     cmds = []
@@ -427,7 +460,7 @@ def check_install_cni(pod, agent, volumes, installed):
               f"install-cni: copies to a temporary name {tmp} in {dirs[host_dir]}, not to {final}")
         if installed is None:
             print("SKIPPED PART: install-cni's sources not checked against the Dockerfile (no "
-                  "--dockerfile)")
+                  "--dockerfile, or no built package to read the image's paths from)")
         else:
             check(src in installed and os.path.basename(src) == name,
                   f"install-cni: copies {src}, where deploy/Dockerfile installs {name} "
@@ -595,10 +628,22 @@ def check_daemonset(objects, images, args):
                 {"--fail-on": "critical"})
 
     # The image the Dockerfile builds has both binaries where the manifest runs them.
+    # The image installs the fabric-agent package (what the host service installs too): its
+    # paths are the built .deb's (--debs), checked where one was built.
     installed = None
     if args.dockerfile and os.path.exists(args.dockerfile):
         with open(args.dockerfile, encoding="utf-8") as fh:
-            installed = dockerfile_installs(fh.read())
+            text = fh.read()
+        installed = dockerfile_installs(text)
+        if dockerfile_installs_package(text):
+            files = deb_files(args.debs)
+            if files is None:
+                print(f"SKIPPED PART: no fabric-agent_*.deb in '{args.debs}' (cmake --build BUILD "
+                      "--target fabric_debs): the image's paths not checked")
+                installed = None
+            else:
+                installed.update({f: f for f in files})
+    if installed is not None:
         for path in (agent_path, fabricctl_path):
             check(path in installed, f"deploy/Dockerfile installs {path}")
 
@@ -845,6 +890,7 @@ def main():
     p.add_argument("--agent", default="")
     p.add_argument("--unit", default="")
     p.add_argument("--dockerfile", default="")
+    p.add_argument("--debs", default="")
     p.add_argument("--cni", default="")
     p.add_argument("--examples", default=os.path.join(REPO, "examples", "cni"))
     p.add_argument("--cni-readme", default=os.path.join(REPO, "cni-hook", "README.md"))
