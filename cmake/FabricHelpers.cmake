@@ -233,13 +233,16 @@ function(fabric_cli_docs binary section)
     endif()
     list(APPEND commands COMMAND ${run} ${asks} > ${${kind}})
   endforeach()
-  add_custom_command(OUTPUT ${bash} ${zsh} ${man}
+  # The installed page is compressed, as Debian's policy has it (-n: no name or time inside, so
+  # the same page gives the same bytes).
+  add_custom_command(OUTPUT ${bash} ${zsh} ${man} ${man}.gz
     COMMAND ${CMAKE_COMMAND} -E make_directory ${out}
     ${commands}
+    COMMAND gzip -9nkf ${man}
     DEPENDS ${binary}
     COMMENT "${binary}: completion scripts and man page")
-  add_custom_target(${binary}_docs ALL DEPENDS ${bash} ${zsh} ${man})
-  install(FILES ${bash} DESTINATION share/bash-completion/completions)
-  install(FILES ${zsh} DESTINATION share/zsh/vendor-completions)
-  install(FILES ${man} DESTINATION share/man/man${section})
+  add_custom_target(${binary}_docs ALL DEPENDS ${bash} ${zsh} ${man} ${man}.gz)
+  install(FILES ${bash} DESTINATION share/bash-completion/completions COMPONENT agent)
+  install(FILES ${zsh} DESTINATION share/zsh/vendor-completions COMPONENT agent)
+  install(FILES ${man}.gz DESTINATION share/man/man${section} COMPONENT agent)
 endfunction()

@@ -39,6 +39,9 @@ test_packages=(
   python3 python3-grpcio python3-protobuf python3-yaml python3-prometheus-client iproute2 systemd
   # LLDP neighbour system test: lldpd is the switch (the test starts its own; the service may be off)
   lldpd
+  # the Debian packages (CPack's DEB generator reads the binaries with file), their install
+  # test (a bare Debian 12 root) and their check
+  file mmdebstrap lintian
   # Soft-RoCE VM rig (tests/vm)
   qemu-system-x86 busybox-static cpio kmod
   # the SPANK plugin (slurm/spank.h) and its system test: a real one-node Slurm cluster

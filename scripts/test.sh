@@ -124,6 +124,11 @@ build_rest() {  # name, ctest's selection of this build's tests...
   shift
   stage "build $name"
   if ! cmake --build "$dir" -j"$jobs"; then failed+=("build-$name"); return 1; fi
+  # The Debian packages, for their install test (label package, this build's).
+  if [[ $name == werror ]] && ! cmake --build "$dir" --target fabric_debs >"$dir/debs.log" 2>&1; then
+    tail -n 30 "$dir/debs.log"
+    failed+=("debs-$name")
+  fi
   stage "test $name"
   # Each test's time in the log: what docs/TESTING.md's budget is made of.
   if ! (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900 "$@"); then
