@@ -44,11 +44,13 @@ execute_process(COMMAND gzip -9nf ${deb_out}/changelog RESULT_VARIABLE deb_gzip)
 if(NOT deb_gzip EQUAL 0)
   message(FATAL_ERROR "cmake/Packaging.cmake: gzip failed on ${deb_out}/changelog")
 endif()
+# The package's own files: in the packages (cpack installs by component), not in a plain
+# `cmake --install`.
 install(FILES ${deb_src}/copyright ${deb_out}/changelog.gz DESTINATION share/doc/fabric-agent
-  COMPONENT agent)
+  COMPONENT agent EXCLUDE_FROM_ALL)
 # fabric-env and fabric-cni are static on purpose: the tag lintian gives them, overridden.
 install(FILES ${deb_src}/fabric-agent.lintian-overrides DESTINATION share/lintian/overrides
-  RENAME fabric-agent COMPONENT agent)
+  RENAME fabric-agent COMPONENT agent EXCLUDE_FROM_ALL)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME fabric-agent)
@@ -99,7 +101,7 @@ set(CPACK_DEBIAN_AGENT_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 if(TARGET fabric_spank)
   install(FILES ${deb_src}/copyright ${deb_out}/changelog.gz
-    DESTINATION share/doc/fabric-agent-spank COMPONENT spank)
+    DESTINATION share/doc/fabric-agent-spank COMPONENT spank EXCLUDE_FROM_ALL)
   install(FILES ${PROJECT_SOURCE_DIR}/slurm/spank/README.md
     DESTINATION share/doc/fabric-agent-spank COMPONENT spank)
   set(CPACK_DEBIAN_SPANK_PACKAGE_NAME fabric-agent-spank)
@@ -130,17 +132,28 @@ endif()
 include(CPack)
 
 # The debs, from scratch each time (a stale package of a component that is gone would linger).
-if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
-  set(deb_commands
-    COMMAND ${CMAKE_COMMAND} -E rm -rf ${PROJECT_BINARY_DIR}/debs
-    COMMAND ${CMAKE_CPACK_COMMAND} --config ${PROJECT_BINARY_DIR}/CPackConfig.cmake)
-else()
-  set(deb_commands
-    COMMAND ${CMAKE_COMMAND} -E echo "fabric_debs: configure with -DCMAKE_INSTALL_PREFIX=/usr "
-      "(this build installs to ${CMAKE_INSTALL_PREFIX}; the packages are Debian's /usr)"
-    COMMAND ${CMAKE_COMMAND} -E false)
+# CPack's shlibdeps step runs file(1) and dpkg-shlibdeps (dpkg-dev). Where the packages cannot be
+# made, the target says why at once, before building anything.
+find_program(FABRIC_FILE_PROGRAM file)
+find_program(FABRIC_DPKG_SHLIBDEPS dpkg-shlibdeps)
+set(deb_refusal "")
+if(NOT FABRIC_FILE_PROGRAM OR NOT FABRIC_DPKG_SHLIBDEPS)
+  string(CONCAT deb_refusal "fabric_debs: needs file and dpkg-shlibdeps "
+    "(apt-get install file dpkg-dev, then reconfigure)")
+elseif(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  string(CONCAT deb_refusal "fabric_debs: configure with -DCMAKE_INSTALL_PREFIX=/usr (this build "
+    "installs to ${CMAKE_INSTALL_PREFIX}; the packages are Debian's /usr)")
 endif()
-add_custom_target(fabric_debs ${deb_commands}
+if(deb_refusal)
+  add_custom_target(fabric_debs
+    COMMAND ${CMAKE_COMMAND} -E echo "${deb_refusal}"
+    COMMAND ${CMAKE_COMMAND} -E false
+    VERBATIM)
+  return()
+endif()
+add_custom_target(fabric_debs
+  COMMAND ${CMAKE_COMMAND} -E rm -rf ${PROJECT_BINARY_DIR}/debs
+  COMMAND ${CMAKE_CPACK_COMMAND} --config ${PROJECT_BINARY_DIR}/CPackConfig.cmake
   WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
   COMMENT "Debian packages in ${PROJECT_BINARY_DIR}/debs"
   VERBATIM)

@@ -14,9 +14,10 @@
 #   - remove stops it and keeps state and configuration; purge drops both (the user stays);
 #   - fabric-agent-spank, when built: in Slurm's plugin directory, naming /usr/bin's binaries.
 #   usage: package_test.sh --debs=DIR --mkhost=PATH [--cache=DIR] [--prefix=PREFIX] [--keep]
-# --keep leaves the root (its path is printed) for a look after a failure. --cache keeps the bare root (a tarball) and apt's downloads between runs. Exit 77 (skipped)
-# when not root, when the build does not install to /usr (no packages), or without mmdebstrap or
-# a reachable mirror; a missing .deb is a failure.
+# --keep leaves the root (its path is printed) for a look after a failure. --cache keeps the
+# bare root (a tarball) and apt's downloads between runs. Exit 77 (skipped) when not root, when
+# the build does not install to /usr (no packages), or without mmdebstrap or a reachable mirror;
+# a missing .deb is a failure.
 set -euo pipefail
 
 debs="" mkhost="" cache=/var/tmp/fabric-package-test prefix=/usr keep=0
@@ -165,7 +166,7 @@ check "fabricctl --version runs" in_root fabricctl --version
 check "fabric-probe --help runs" in_root fabric-probe --help
 for b in /usr/bin/fabric-env /usr/lib/cni/fabric-cni; do
   check "$b is static (it runs in other containers and on the node)" \
-    sh -c "file -b '$root$b' | grep -q 'statically linked'"
+    sh -c "chroot '$root' ldd '$b' 2>&1 | grep -q 'not a dynamic executable'"
 done
 check "fabric-cni --version runs" in_root /usr/lib/cni/fabric-cni --version
 "$mkhost" roce-9port "$root/tmp/host" >/dev/null
@@ -176,7 +177,8 @@ check "fabricctl inventory --sysfs on the example host roce-9port lists its mlx5
 unit=$root/lib/systemd/system/fabric-agent.service
 check "the unit is /lib/systemd/system/fabric-agent.service" test -f "$unit"
 check "the unit runs /usr/bin/fabric-agent, installed" \
-  sh -c "grep -q '^ExecStart=/usr/bin/fabric-agent ' '$unit' && test -x '$root/usr/bin/fabric-agent'"
+  sh -c "grep -q '^ExecStart=/usr/bin/fabric-agent ' '$unit' &&
+         test -x '$root/usr/bin/fabric-agent'"
 check "the unit's EnvironmentFile= /etc/default/fabric-agent is installed" \
   sh -c "grep -q '^EnvironmentFile=-/etc/default/fabric-agent$' '$unit' &&
          test -f '$root/etc/default/fabric-agent'"
@@ -212,7 +214,8 @@ for b in fabric-agent fabricctl fabric-probe fabric-env fabric-cni; do
     -a -s "$root/usr/share/zsh/vendor-completions/_$b"
 done
 check "copyright and changelog in /usr/share/doc/fabric-agent" \
-  test -s "$root/usr/share/doc/fabric-agent/copyright" -a -s "$root/usr/share/doc/fabric-agent/changelog.gz"
+  test -s "$root/usr/share/doc/fabric-agent/copyright" \
+    -a -s "$root/usr/share/doc/fabric-agent/changelog.gz"
 check "conffiles: /etc/default/fabric-agent and /etc/fabric-agent/config.json" \
   sh -c "chroot '$root' dpkg-query -W -f='\${Conffiles}' fabric-agent > '$root/tmp/conffiles' &&
          grep -q ' /etc/default/fabric-agent ' '$root/tmp/conffiles' &&
@@ -291,12 +294,13 @@ check "the operator's disable took (no multi-user.target.wants link)" \
 check "upgrade to $version+upgrade1" \
   in_root sh -c "cd /tmp/debs && apt-get install -y -q ./fabric-agent-upgrade.deb"
 check "upgrade: the version is $version+upgrade1" \
-  sh -c "test \"\$(chroot '$root' dpkg-query -W -f='\${Version}' fabric-agent)\" = '$version+upgrade1'"
-check "upgrade: the edited conffile kept" grep -q 'edited by the operator' "$root/etc/default/fabric-agent"
+  test "$(chroot "$root" dpkg-query -W -f="\${Version}" fabric-agent)" = "$version+upgrade1"
+check "upgrade: the edited conffile kept" \
+  grep -q 'edited by the operator' "$root/etc/default/fabric-agent"
 check "upgrade: the state kept" test -f "$root/var/lib/fabric-agent/kept"
 check "upgrade: the operator's disable kept" \
   test ! -e "$root/etc/systemd/system/multi-user.target.wants/fabric-agent.service"
-check "upgrade: try-restart only (a running agent restarts, a stopped one stays): $(paste -sd, "$calls")" \
+check "upgrade: try-restart only (restarts a running agent): $(paste -sd, "$calls")" \
   sh -c "grep -qx 'try-restart fabric-agent.service' '$calls' &&
          ! grep -E '(^| )(start|restart|stop)( |$)' '$calls'"
 phase "upgrade checked"
