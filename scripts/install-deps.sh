@@ -7,6 +7,8 @@ set -euo pipefail
 # What building the binaries and running the agent need (the quick start: --build).
 build_packages=(
   build-essential cmake ninja-build pkg-config
+  # CPack's DEB generator reads the binaries with file (cmake --build BUILD --target fabric_debs)
+  file
   # clang with precompiled headers compiles our gRPC-heavy files in about half GCC's time (the
   # quick start and the ASan build); lld links three times faster than ld.bfd; ccache
   clang lld ccache
@@ -39,9 +41,8 @@ test_packages=(
   python3 python3-grpcio python3-protobuf python3-yaml python3-prometheus-client iproute2 systemd
   # LLDP neighbour system test: lldpd is the switch (the test starts its own; the service may be off)
   lldpd
-  # the Debian packages (CPack's DEB generator reads the binaries with file), their install
-  # test (a bare Debian 12 root) and their check
-  file mmdebstrap lintian
+  # the Debian packages' install test (a bare Debian 12 root) and their check
+  mmdebstrap lintian
   # Soft-RoCE VM rig (tests/vm)
   qemu-system-x86 busybox-static cpio kmod
   # the SPANK plugin (slurm/spank.h) and its system test: a real one-node Slurm cluster
