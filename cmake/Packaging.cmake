@@ -7,8 +7,8 @@
 # plugin has the binaries' installed paths compiled in.
 #
 # Install components: `agent` (every install rule of agent/, cni-hook/, systemd/ and the
-# fabric_cli_docs pages, which fall to the default component the top-level CMakeLists.txt sets)
-# and `spank` (slurm/spank). Nothing else installs: tests, benchmarks, fuzzers and fabric-mkhost
+# fabric_cli_docs pages names it) and `spank` (slurm/spank). A rule without a component lands in
+# CMake's "Unspecified", which the check below refuses. Nothing else installs: tests, benchmarks, fuzzers and fabric-mkhost
 # have no install rule, so they cannot reach a package. A new component fails here rather than
 # silently missing from, or landing in, a package.
 get_cmake_property(fabric_install_components COMPONENTS)
