@@ -21,21 +21,14 @@ phase() {  # name: the phase that just ended
 scripts/install-deps.sh --build
 phase "install packages"
 
-# clang with precompiled headers, -O1, Ninja, the three binaries this script runs and nothing
-# else (no tests): about a third of a default build's time (docs/BENCHMARKS.md). A build tree
-# configured otherwise (an older quick start, make) is configured anew.
-if [[ -f $build/CMakeCache.txt ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$build/CMakeCache.txt"; then
-  rm -rf "$build"
-fi
-launcher=()
-if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-  export CCACHE_DEPEND=1
-fi
+# clang with precompiled headers, -O1, Ninja and ccache (scripts/build-env.sh), the three
+# binaries this script runs and nothing else (no tests): 211 s on a bare 2-core machine against
+# GCC -O3's 9 minutes (docs/BENCHMARKS.md).
+source scripts/build-env.sh
+fresh_tree "$build"
 echo "== building fabric-agent, fabricctl and fabric-mkhost in $build (log: $build/quickstart-build.log)"
 mkdir -p "$build"
-if ! { CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+if ! { CC=clang CXX=clang++ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
          "-DCMAKE_C_FLAGS_RELEASE=-O1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" \
          -DFABRIC_TESTS=OFF "${launcher[@]}" &&
        cmake --build "$build" -j"$(nproc)" --target fabric-agent fabricctl fabric-mkhost; } \

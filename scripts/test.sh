@@ -53,22 +53,12 @@ if has format; then
   fi
 fi
 
-# ccache (when present) keeps a rebuild of unchanged sources cheap. The ASan build names sources
-# relative to the checkout (CCACHE_BASEDIR) and maps the checkout's path out of debug info and
-# __FILE__ (-ffile-prefix-map): without the map ccache hashes the working directory of every -g
-# compile. The coverage build keeps absolute paths, which gcov needs to find the sources from its
-# notes. The sloppiness lets ccache cache files compiled behind a precompiled header (clang's,
-# built without timestamps: cmake/FabricHelpers.cmake).
-launcher=()
-if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-  # Depend mode: the compiler's own dependency list (-MD) instead of a second preprocessing pass
-  # on every miss (a second per file of a cold build).
-  export CCACHE_DEPEND=1
-fi
-# Ninja: a leaner scheduler than make, and .ninja_log gives each file's compile time.
-generator=(-G Ninja)
+# ccache and Ninja, as the quick start has them (launcher, generator, fresh_tree). The ASan build
+# names sources relative to the checkout (CCACHE_BASEDIR) and maps the checkout's path out of
+# debug info and __FILE__ (-ffile-prefix-map): without the map ccache hashes the working
+# directory of every -g compile. The coverage build keeps absolute paths, which gcov needs to
+# find the sources from its notes.
+source scripts/build-env.sh
 
 # Line tables only (-g1): stack traces keep files and lines, and the builds skip most of the debug
 # info they would write and link. -O1 for both: the -Werror build's warnings that need data flow
@@ -96,20 +86,19 @@ asan_tests=(-L "$asan_only")
 if ! has asan; then werror_tests=(-LE "$unit_labels"); fi
 if ! has werror; then asan_tests=(-LE '^(unit|fuzz|golden)$'); fi
 
-# A build tree from before the switch to Ninja is configured anew.
-fresh_tree() {  # dir
-  if [[ -f $1/CMakeCache.txt ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$1/CMakeCache.txt"; then
-    rm -rf "$1"
-  fi
+configure() {  # dir, extra cmake args...
+  local dir=$1
+  shift
+  fresh_tree "$dir"
+  cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABRIC_WERROR=ON \
+    "${launcher[@]}" "$@" >/dev/null
 }
 
 build_unit() {  # name, extra cmake args...: configure, build and run the unit tests
   local name=$1 dir=build-$1
   shift
-  fresh_tree "$dir"
   stage "build $name: unit tests first"
-  cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABRIC_WERROR=ON \
-    "${launcher[@]}" "$@" >/dev/null
+  configure "$dir" "$@"
   # The fast stage: unit tests and corpus replays, minutes in; a broken change stops here.
   if ! cmake --build "$dir" -j"$jobs" --target fabric_unit_tests; then
     failed+=("build-$name-unit"); finish
@@ -171,10 +160,7 @@ if has fuzz; then
   dir=build-asan
   if ! has asan; then
     stage "build fuzz targets (asan build)"
-    fresh_tree "$dir"
-    if ! { CCACHE_BASEDIR=$PWD CC=clang CXX=clang++ cmake -S . -B "$dir" "${generator[@]}" \
-             -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABRIC_WERROR=ON "${launcher[@]}" \
-             "${asan_args[@]}" >/dev/null &&
+    if ! { CCACHE_BASEDIR=$PWD CC=clang CXX=clang++ configure "$dir" "${asan_args[@]}" &&
            CCACHE_BASEDIR=$PWD cmake --build "$dir" -j"$jobs" --target fabric_fuzzers; }; then
       failed+=(build-fuzz); finish
     fi
