@@ -24,7 +24,9 @@ endif()
 
 # Line coverage of the -Werror build (scripts/test.sh prints gcovr's figure for the product code).
 if(FABRIC_COVERAGE)
-  add_compile_options(--coverage)
+  # --coverage's two flags spelled out: the driver appends --coverage's after every other flag,
+  # so the tests' -fno-* (below) could not turn it off.
+  add_compile_options(-fprofile-arcs -ftest-coverage)
   add_link_options(--coverage)
 endif()
 
@@ -42,6 +44,16 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   option(FABRIC_PCH "Precompiled headers for the heavy library headers" ON)
 else()
   option(FABRIC_PCH "Precompiled headers for the heavy library headers" OFF)
+endif()
+
+# The tests' own files at -O0 and, in the coverage build, without coverage notes: what they
+# test (the libraries) keeps the build's level, the figure counts product code only, and a test
+# file compiles in a third less time with GCC and half with clang's ASan (select_test.cc: GCC
+# 8.7 s -> 6.0 s, clang ASan 11.1 s -> 5.3 s), a fifth of a cold CI run. Last on the command
+# line, so -O0 wins over the build type's level.
+set(FABRIC_TEST_FLAGS -O0)
+if(FABRIC_COVERAGE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  list(APPEND FABRIC_TEST_FLAGS -fno-profile-arcs -fno-test-coverage)
 endif()
 
 # Every file with -pthread (most get it from Threads::Threads anyway): clang refuses a
@@ -66,6 +78,8 @@ function(fabric_precompiled_headers)
     target_link_libraries(fabric_pch_${kind} PRIVATE fabric_grpc)
     if(kind STREQUAL "test")
       target_link_libraries(fabric_pch_${kind} PRIVATE GTest::gmock)
+      # clang refuses a header built at another optimisation level (__OPTIMIZE__).
+      target_compile_options(fabric_pch_${kind} PRIVATE ${FABRIC_TEST_FLAGS})
     endif()
     # Named relative to the source root, so the generated wrapper is the same in every clone.
     target_precompile_headers(fabric_pch_${kind} PRIVATE "\"cmake/pch/${kind}.h\"")
@@ -138,6 +152,7 @@ function(fabric_test name)
   target_compile_options(${name} PRIVATE ${FABRIC_WARNINGS})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
+  target_compile_options(${name} PRIVATE ${FABRIC_TEST_FLAGS})
   fabric_use_pch(${name} test)
   target_compile_definitions(${name} PRIVATE
     FABRIC_SOURCE_DIR="${PROJECT_SOURCE_DIR}" FABRIC_BINARY_DIR="${PROJECT_BINARY_DIR}")
