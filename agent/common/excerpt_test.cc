@@ -38,5 +38,29 @@ TEST(Excerpt, BoundedForHugeInput) {
   EXPECT_LE(Excerpt(std::string(1000, '\x01')).size(), 4u * 64 + 32);
 }
 
+// Outside text for a terminal: whole, unquoted, no control byte left (ESC, CR, BEL, C1 as UTF-8).
+TEST(TerminalText, Table) {
+  struct Case {
+    std::string in;
+    std::string want;
+  };
+  const Case cases[] = {
+      {"", ""},
+      {"mlx5_0:1", "mlx5_0:1"},
+      {"a\"b\\c", "a\"b\\c"},
+      {"\x1b[2J\x1b]0;pwned\x07", "\\x1b[2J\\x1b]0;pwned\\x07"},
+      {"over\rwrite", "over\\x0dwrite"},
+      {"tab\there\nnl", "tab\\there\\nnl"},
+      {"\xc2\x9b"
+       "31m",
+       "\\xc2\\x9b"
+       "31m"},
+      {std::string("nul\0x", 5), "nul\\x00x"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(TerminalText(c.in), c.want) << c.want;
+  }
+}
+
 }  // namespace
 }  // namespace fabric
