@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds and runs every test: the format check, a -Werror build with GCC
 # (unit tests first, then the rest, then line coverage) and a clang ASan+UBSan build that also
-# holds the libFuzzer targets (unit tests beside the VM and Slurm rigs, then bounded fuzzing). Two
+# holds the libFuzzer targets (unit tests, the VM and Slurm rigs and bounded fuzzing, side by side). Two
 # builds, each system test in one of them: docs/TESTING.md says which and why, and the budget.
 # .ci/run calls this; CI runs it as root.
-#   FABRIC_TEST_STAGES="format werror asan fuzz" selects stages (default: all; fuzz needs the
-#   asan build, and builds it if asan is not selected).
+#   FABRIC_TEST_STAGES="format werror asan fuzz" selects stages (default: all; fuzz runs in the
+#   asan build's tests, or builds that build's fuzz targets alone if asan is not selected).
 #   FABRIC_FUZZ_SECONDS (default 20) bounds each fuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,9 +82,16 @@ o1r=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG $relocatable"
 unit_labels='^(unit|fuzz)$'
 asan_only='^(unit|fuzz|vm|slurm|api|load)$'
 werror_tests=(-LE "$asan_only")  # everything the ASan build does not run, unlabelled tests too
-asan_tests=(-L "$asan_only")
+# The bounded fuzzing (label fuzzrun, tests/fuzz/run.sh: one single-threaded libFuzzer per
+# core) rides in the ASan build's ctest run, beside the VM's tests, when both stages are chosen.
+asan_run=$asan_only
+if has fuzz; then asan_run='^(unit|fuzz|fuzzrun|vm|slurm|api|load)$'; fi
+asan_tests=(-L "$asan_run")
 if ! has asan; then werror_tests=(-LE "$unit_labels"); fi
-if ! has werror; then asan_tests=(-LE '^golden$'); fi
+if ! has werror; then
+  asan_tests=(-LE '^(golden|fuzzrun)$')
+  if has fuzz; then asan_tests=(-LE '^golden$'); fi
+fi
 
 configure() {  # dir, extra cmake args...
   local dir=$1
@@ -160,49 +167,15 @@ if has asan; then
   CC=clang CXX=clang++ configure build-asan "${asan_args[@]}"
   build_rest asan "${asan_tests[@]}" || true
 fi
-if has fuzz; then
+if has fuzz && ! has asan; then
   dir=build-asan
-  if ! has asan; then
-    stage "build fuzz targets (asan build)"
-    if ! { CCACHE_BASEDIR=$PWD CC=clang CXX=clang++ configure "$dir" "${asan_args[@]}" &&
-           CCACHE_BASEDIR=$PWD cmake --build "$dir" -j"$jobs" --target fabric_fuzzers; }; then
-      failed+=(build-fuzz); finish
-    fi
+  stage "build fuzz targets (asan build)"
+  if ! { CCACHE_BASEDIR=$PWD CC=clang CXX=clang++ configure "$dir" "${asan_args[@]}" &&
+         CCACHE_BASEDIR=$PWD cmake --build "$dir" -j"$jobs" --target fabric_fuzzers; }; then
+    failed+=(build-fuzz); finish
   fi
   stage "fuzz (libFuzzer, ${FABRIC_FUZZ_SECONDS:-20}s per target)"
-  # One libFuzzer process per core: each is single-threaded, so $jobs of them at once give
-  # every target its full time in a fraction of the wall clock.
-  fuzz_one() {  # target corpus
-    local work name
-    work=$(mktemp -d)
-    name=$(basename "$1")
-    # Undefined behaviour fails the run, as a crash does (UBSan only reports by default).
-    if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        "$dir/$1" -max_total_time="${FABRIC_FUZZ_SECONDS:-20}" -timeout=10 \
-          -artifact_prefix="$dir/crash-$name-" "$work" "$2" >"$dir/$name.fuzz.log" 2>&1; then
-      touch "$dir/$name.fuzz.failed"
-    fi
-    rm -rf "$work"
-  }
-  rm -f "$dir"/*.fuzz.failed
-  if [[ ! -s $dir/fuzzers.txt ]]; then
-    echo "no fuzz targets in $dir/fuzzers.txt"
-    failed+=(fuzz)
-  else
-    while read -r target corpus; do
-      while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
-      fuzz_one "$target" "$corpus" &
-    done < "$dir/fuzzers.txt"
-    wait
-    while read -r target corpus; do
-      name=$(basename "$target")
-      echo "-- $name: $(grep -E '^(Done|#[0-9]+ *DONE)' "$dir/$name.fuzz.log" | tail -n 1)"
-      if [ -e "$dir/$name.fuzz.failed" ]; then
-        tail -n 60 "$dir/$name.fuzz.log"
-        failed+=("fuzz-$name")
-      fi
-    done < "$dir/fuzzers.txt"
-  fi
+  if ! (cd "$dir" && ctest --output-on-failure -j"$jobs" -L '^fuzzrun$'); then failed+=(fuzz); fi
 fi
 
 finish
