@@ -79,7 +79,13 @@ UcxTransports ParseUcxTls(std::string_view value) {
   }
   const bool exclude = absl::ConsumePrefix(&v, "^");
   std::vector<std::string> rdma_named;
+  size_t count = 0;
   for (absl::string_view raw : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+    if (++count > kUcxMaxEntries) {
+      t.problems.push_back(
+          absl::StrCat("more than ", kUcxMaxEntries, " entries: the rest is not read"));
+      break;
+    }
     absl::string_view name = raw;
     const bool aux = absl::ConsumeSuffix(&name, ":aux");
     if (!In(Sv(name), kUcxRdma) && !In(Sv(name), kUcxOther)) {
@@ -87,7 +93,9 @@ UcxTransports ParseUcxTls(std::string_view value) {
           absl::StrCat("UCX_TLS names ", Excerpt(Sv(raw)), ", a transport UCX does not know"));
       continue;
     }
-    if (In(Sv(name), kUcxRdma) && !aux) rdma_named.push_back(std::string(name));
+    if (In(Sv(name), kUcxRdma) && !aux && !In(Sv(name), rdma_named)) {
+      rdma_named.push_back(std::string(name));
+    }
   }
   if (exclude) {
     // Everything but the listed: RDMA stays unless "ib" or every RDMA family is excluded.
@@ -145,8 +153,14 @@ DeviceList ParseUcxDevices(std::string_view value) {
     l.all = true;
     return l;
   }
+  size_t count = 0;
   for (absl::string_view raw : absl::StrSplit(Av(value), ',')) {
     if (raw.empty()) continue;
+    if (++count > kUcxMaxEntries) {
+      l.problems.push_back(
+          absl::StrCat("more than ", kUcxMaxEntries, " entries: the rest is not read"));
+      break;
+    }
     if (raw == "all") {
       l.all = true;
       continue;
@@ -157,12 +171,47 @@ DeviceList ParseUcxDevices(std::string_view value) {
   return l;
 }
 
+absl::Status CheckListBounds(const std::map<std::string, std::string>& env) {
+  for (const char* var : {"UCX_NET_DEVICES", "UCX_TLS"}) {
+    auto it = env.find(var);
+    if (it == env.end()) continue;
+    // Entries as the parsers count them: non-empty pieces between commas.
+    size_t entries = 0;
+    bool in_entry = false;
+    for (char ch : it->second) {
+      if (ch == ',') {
+        in_entry = false;
+      } else if (!in_entry) {
+        in_entry = true;
+        ++entries;
+      }
+    }
+    if (entries > kUcxMaxEntries) {
+      return absl::InvalidArgumentError(absl::StrCat(var, " has ", entries,
+                                                     " entries; the doctor judges at most ",
+                                                     kUcxMaxEntries, " (no host has more ports)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool EntrySelects(const DeviceList& list, const ListEntry& e, std::string_view device, int port) {
+  const bool name = list.exact ? device == e.name : absl::StartsWith(Av(device), e.name);
+  return name && (e.port == -1 || e.port == port);
+}
+
+std::string EntryText(const ListEntry& e) {
+  const std::string name = PlainName(e.name) && e.name.size() <= kNcclMaxNameBytes
+                               ? e.name
+                               : Excerpt(e.name, kNcclMaxNameBytes);
+  return e.port < 0 ? name : absl::StrCat(name, ":", e.port);
+}
+
 bool Selects(const DeviceList& list, std::string_view device, int port) {
   if (list.all) return true;
   bool matched = false;
   for (const ListEntry& e : list.entries) {
-    const bool name = list.exact ? device == e.name : absl::StartsWith(Av(device), e.name);
-    if (name && (e.port == -1 || e.port == port)) {
+    if (EntrySelects(list, e, device, port)) {
       matched = true;
       break;
     }

@@ -11,15 +11,22 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "absl/status/status.h"
 
 namespace fabric::doctor {
 
 inline constexpr size_t kNcclMaxEntries = 32;    // NCCL's MAX_IB_DEVS (NCCL_IB_HCA).
 inline constexpr size_t kNcclMaxIfs = 16;        // NCCL's MAX_IFS (NCCL_SOCKET_IFNAME).
 inline constexpr size_t kNcclMaxNameBytes = 63;  // netIf.prefix[64].
+// UCX reads any number of UCX_NET_DEVICES and UCX_TLS entries, but a host has a few dozen ports
+// and UCX a few dozen transports: a longer list is a mistake (or a request meant to keep the
+// judge busy), refused before the work (CheckListBounds).
+inline constexpr size_t kUcxMaxEntries = 256;
 
 struct ListEntry {
   std::string name;
@@ -36,11 +43,23 @@ struct DeviceList {
   std::vector<std::string> problems;
 };
 
+// Both stop at their bound (NCCL's: what NCCL ignores is named in problems; UCX's: the rest is
+// not read), so their work is linear in the value and bounded.
 DeviceList ParseNcclList(std::string_view value, size_t max_entries = kNcclMaxEntries);
 DeviceList ParseUcxDevices(std::string_view value);
 
+// The variables of `env` whose lists the doctor refuses to judge: more than kUcxMaxEntries
+// entries in UCX_NET_DEVICES or UCX_TLS. InvalidArgument naming the variable, its count and the
+// bound; counted without building the list.
+absl::Status CheckListBounds(const std::map<std::string, std::string>& env);
+
 // Whether the consumer that produced `list` uses `device` port `port`.
 bool Selects(const DeviceList& list, std::string_view device, int port);
+// Whether entry `e` of `list` (read with the list's exact/prefix rule) names `device` port `port`.
+bool EntrySelects(const DeviceList& list, const ListEntry& e, std::string_view device, int port);
+// An entry as a message shows it: "mlx5_0:1", or escaped and cut (Excerpt) when its name is not a
+// plain device name.
+std::string EntryText(const ListEntry& e);
 
 // Entries of a prefix list (no '=') that take more than the device of their own name, among
 // `devices`: {"mlx5_1 also takes mlx5_10, mlx5_11"}. An exact or UCX list has none.
@@ -62,6 +81,7 @@ std::vector<DevicePort> UsedOnlyBy(const DeviceList& a, const DeviceList& b,
 // UCX_TLS: whether the transports it allows carry data over RDMA (rc, ud, dc in their verbs and
 // mlx5 forms, "ib", "all", or an exclusion list that leaves one of them), and the names UCX does
 // not know. An entry with ":aux" only helps wire-up: it carries no data.
+// At most kUcxMaxEntries entries are read.
 struct UcxTransports {
   bool rdma = false;
   std::string why;  // One sentence: which entry gives or loses RDMA.

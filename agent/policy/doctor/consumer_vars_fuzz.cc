@@ -1,5 +1,7 @@
 // NCCL_IB_HCA, UCX_NET_DEVICES, UCX_TLS and NCCL's GID variables are the user's bytes: every parse
-// answers, never crashes, and what it reports is bounded by what NCCL keeps.
+// answers, never crashes, and what it reports is bounded by what NCCL keeps (and the doctor
+// reads of UCX's lists: CheckListBounds refuses exactly the lists the parser stops short of).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -15,6 +17,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const DeviceList nccl = ParseNcclList(text);
   if (nccl.entries.size() > kNcclMaxEntries) abort();
   const DeviceList ucx = ParseUcxDevices(text);
+  if (ucx.entries.size() > kUcxMaxEntries) abort();
+  // The bound refused before the work counts what the parser would read past it.
+  const bool refused = !CheckListBounds({{"UCX_NET_DEVICES", std::string(text)}}).ok();
+  const bool stopped = std::any_of(ucx.problems.begin(), ucx.problems.end(),
+                                   [](const auto& p) { return p.rfind("more than", 0) == 0; });
+  if (refused != stopped) abort();
+  for (const ListEntry& e : ucx.entries) {
+    for (char c : EntryText(e)) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) abort();
+    }
+  }
   (void)Selects(nccl, "mlx5_1", 1);
   (void)Selects(ucx, "mlx5_1", 1);
   const UcxTransports tls = ParseUcxTls(text);

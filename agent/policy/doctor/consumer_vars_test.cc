@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,64 @@ TEST(ConsumerVarsTest, ThousandsOfEntriesAndLongNamesStayBounded) {
   ASSERT_FALSE(l.problems.empty());
   EXPECT_THAT(l.problems[0], HasSubstr("longer than 63 bytes"));
   EXPECT_LT(l.problems[0].size(), 200u) << "the message quotes a bounded part";
+}
+
+// UCX reads any number of entries; the doctor judges at most kUcxMaxEntries of UCX_NET_DEVICES
+// and UCX_TLS, and refuses more before any work (a 16,000-entry list once kept the agent busy
+// for 35 s after its client gave up).
+TEST(ConsumerVarsTest, UcxListsAreBoundedAndRefusedPastTheBound) {
+  auto list = [](size_t n, const char* entry) {
+    std::vector<std::string> e(n, entry);
+    return absl::StrJoin(e, ",");
+  };
+  struct Case {
+    const char* what;
+    std::map<std::string, std::string> env;
+    const char* refusal;  // Empty: accepted.
+  };
+  const Case cases[] = {
+      {"nothing set", {}, ""},
+      {"at the bound", {{"UCX_NET_DEVICES", list(kUcxMaxEntries, "mlx5_0:1")}}, ""},
+      {"empty entries do not count",
+       {{"UCX_NET_DEVICES", list(kUcxMaxEntries, "mlx5_0:1") + std::string(5000, ',')}},
+       ""},
+      {"one past",
+       {{"UCX_NET_DEVICES", list(kUcxMaxEntries + 1, "mlx5_0:1")}},
+       "UCX_NET_DEVICES has 257 entries; the doctor judges at most 256"},
+      {"the reported case",
+       {{"UCX_NET_DEVICES", list(16000, "mlx5_0:1")}},
+       "UCX_NET_DEVICES has 16000 entries"},
+      {"UCX_TLS too", {{"UCX_TLS", list(kUcxMaxEntries + 1, "rc")}}, "UCX_TLS has 257 entries"},
+      {"NCCL's lists are NCCL's to cap (it ignores the rest, a problem says so)",
+       {{"NCCL_IB_HCA", list(16000, "mlx5_0")}, {"NCCL_SOCKET_IFNAME", list(16000, "eth")}},
+       ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const absl::Status s = CheckListBounds(c.env);
+    if (std::string(c.refusal).empty()) {
+      EXPECT_TRUE(s.ok()) << s;
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(std::string(s.message()), HasSubstr(c.refusal));
+    }
+  }
+  // The parsers stop at the bound themselves, whoever calls them.
+  const DeviceList u = ParseUcxDevices(list(16000, "mlx5_0:1"));
+  EXPECT_EQ(u.entries.size(), kUcxMaxEntries);
+  EXPECT_THAT(u.problems, ElementsAre(HasSubstr("more than 256 entries")));
+  const UcxTransports t = ParseUcxTls(list(16000, "rc"));
+  EXPECT_TRUE(t.rdma);
+  EXPECT_EQ(t.why, "UCX_TLS allows rc") << "a name repeated is named once";
+  EXPECT_THAT(t.problems, ElementsAre(HasSubstr("more than 256 entries")));
+  EXPECT_THAT(ParseUcxTls(list(16000, "bogus")).problems, ::testing::SizeIs(kUcxMaxEntries + 1));
+}
+
+TEST(ConsumerVarsTest, EntryTextEscapesAndCuts) {
+  EXPECT_EQ(EntryText({"mlx5_0", 1}), "mlx5_0:1");
+  EXPECT_EQ(EntryText({"mlx5_0", -1}), "mlx5_0");
+  EXPECT_EQ(EntryText({"\x1b[2Jx", 1}), "\"\\x1b[2Jx\":1");
+  EXPECT_LT(EntryText({std::string(100000, 'x'), -1}).size(), 100u);
 }
 
 TEST(ConsumerVarsTest, UcxNamesAreExact) {

@@ -150,18 +150,18 @@ void JudgeList(Ctx& c, const char* var, const DeviceList& list, bool nccl_syntax
   if (list.exclude || list.all) return;
   std::vector<std::string> unknown;
   size_t matched = 0;
+  // Each entry against each port, the entry never copied: linear in the list (bounded by its
+  // parser), not quadratic.
   for (const ListEntry& e : list.entries) {
     bool any = false;
     for (const v1::RdmaDevice& d : host.rdma_devices()) {
-      DeviceList one = list;
-      one.entries = {e};
       for (const v1::Port& p : d.ports())
-        any |= Selects(one, d.name(), static_cast<int>(p.number()));
+        any |= EntrySelects(list, e, d.name(), static_cast<int>(p.number()));
     }
     if (any) {
       ++matched;
     } else {
-      unknown.push_back(e.port < 0 ? e.name : absl::StrCat(e.name, ":", e.port));
+      unknown.push_back(EntryText(e));
     }
   }
   if (!unknown.empty()) {
@@ -186,8 +186,9 @@ void JudgeList(Ctx& c, const char* var, const DeviceList& list, bool nccl_syntax
         Add(c, "devices", "hca_prefix", v1::SEVERITY_WARNING, var,
             absl::StrCat(var, " without '=' matches by prefix: it takes more devices than named"));
     for (const std::string& s : surprises) k->add_evidence(s);
-    k->set_fix(absl::StrCat("start the value with '=' to match exactly: ", var,
-                            "==", list.entries.empty() ? "" : list.entries.front().name, "..."));
+    k->set_fix(absl::StrCat(
+        "start the value with '=' to match exactly: ", var,
+        "==", list.entries.empty() ? "" : EntryText({list.entries.front().name}), "..."));
   }
 }
 

@@ -125,7 +125,7 @@ void JudgeSocketIfname(Ctx& c, const std::string& value) {
   }
   if (!up.empty()) {
     Add(c, "fallbacks", "socket_ifname", v1::SEVERITY_OK, "NCCL_SOCKET_IFNAME",
-        absl::StrCat("NCCL_SOCKET_IFNAME=", value, " selects ", absl::StrJoin(up, ", ")));
+        absl::StrCat("NCCL_SOCKET_IFNAME=", Excerpt(value), " selects ", absl::StrJoin(up, ", ")));
     return;
   }
   v1::DoctorCheck* k =
