@@ -11,6 +11,7 @@
 #include "agent/common/strings.h"
 #include "agent/policy/select/env.h"
 #include "agent/policy/select/gpu_names.h"
+#include "agent/policy/select/select.h"
 
 namespace fabric::ctl {
 namespace {
@@ -39,6 +40,10 @@ absl::StatusOr<std::vector<std::string>> GpuNames(const std::string& gpus) {
     list.emplace_back(g);
   }
   if (list.empty()) return absl::InvalidArgumentError("--gpus is empty");
+  if (list.size() > kMaxGpusPerRequest) {
+    return absl::InvalidArgumentError(absl::StrCat("--gpus names ", list.size(), " GPUs; at most ",
+                                                   kMaxGpusPerRequest, " per request"));
+  }
   return list;
 }
 
@@ -140,6 +145,13 @@ absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_vie
     }
   }
   req.set_include_rejected(false);
+  // Refused here, before the agent or discovery is asked: the selection's own bound
+  // (RESOURCE_EXHAUSTED from the agent, which fabricctl reads as "not serving") is a bad
+  // request, the same exit code whoever answers.
+  if (count && *count > kMaxGpusPerRequest) {
+    return absl::InvalidArgumentError(absl::StrCat("the job names ", *count, " GPUs; at most ",
+                                                   kMaxGpusPerRequest, " per request"));
+  }
 
   if (rank == "none" || rank.empty()) return out;
   if (rank != "auto") {
@@ -162,10 +174,11 @@ absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_vie
       return absl::InvalidArgumentError(
           absl::StrCat(var, "=\"", Excerpt(v, 40), "\" is not a local rank"));
     }
+    // The selection refuses a position past the scope it finds; one past a scope known here
+    // is the same error, not a note.
     if (count && local >= *count) {
-      out.notes.push_back(absl::StrCat(var, "=", local, " is beyond the job's ", *count,
-                                       " GPUs here: no per-GPU pins"));
-      return out;
+      return absl::InvalidArgumentError(absl::StrCat(var, "=", local, ": rank position ", local,
+                                                     " is outside the job's ", *count, " GPUs"));
     }
     req.set_rank_position(local);
     out.provenance.push_back(

@@ -40,11 +40,13 @@ struct JobRequest {
 
 // `gpus`: "job", "visible", "all" or GPU names (GpuNames). `rank`: "auto", "none" or a GPU name.
 // `consumers` as jobenv::ParseConsumers (checked by whoever renders). InvalidArgument for a
-// malformed GPU list or local-rank variable.
+// malformed GPU list or local-rank variable, a local rank past a scope known here, and more than
+// kMaxGpusPerRequest GPUs.
 absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_view rank,
                                           std::string_view consumers, const GetEnv& getenv);
 
-// --gpus as a comma-separated list of names; InvalidArgument when it names none.
+// --gpus as a comma-separated list of names; InvalidArgument when it names none or more than
+// kMaxGpusPerRequest.
 absl::StatusOr<std::vector<std::string>> GpuNames(const std::string& gpus);
 
 // --gpus as a SelectNics request: "all", "visible" (this process's NVIDIA_/CUDA_/ROCR_/

@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (r.ok() && r->req.rank_case() == fabric::v1::SelectNicsRequest::kRankPosition &&
       r->req.gpus_size() > 0 &&
       r->req.rank_position() >= static_cast<uint32_t>(r->req.gpus_size())) {
-    std::abort();  // A position beyond a known scope is a note, not a request.
+    std::abort();  // A position beyond a known scope is refused, never asked.
   }
   return 0;
 }

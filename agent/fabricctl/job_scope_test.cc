@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -73,13 +74,6 @@ TEST(JobScopeTest, WhereTheScopeAndRankComeFrom) {
        false,
        "",
        1},
-      {"a rank beyond the scope pins nothing",
-       {{"CUDA_VISIBLE_DEVICES", "0,1"}, {"LOCAL_RANK", "2"}},
-       {},
-       true,
-       false,
-       "",
-       -1},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -123,6 +117,53 @@ TEST(JobScopeTest, BadInputIsRefused) {
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->req.has_visible());
   EXPECT_FALSE(empty->req.all());
+}
+
+// A local rank past the scope and a scope past the selection's bound are bad requests
+// (InvalidArgument: fabricctl's and fabric-env's exit 2) however the scope was found: known here
+// (visible devices, Slurm, named GPUs) they are refused before anyone is asked.
+TEST(JobScopeTest, OutOfBoundScopeAndRankAreRefused) {
+  std::string gpus65;
+  for (int i = 0; i < 65; ++i) absl::StrAppend(&gpus65, i == 0 ? "" : ",", i);
+  struct Case {
+    const char* what;
+    std::string gpus;
+    std::map<std::string, std::string> env;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"rank past the visible GPUs",
+       "job",
+       {{"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}, {"LOCAL_RANK", "8"}},
+       "LOCAL_RANK=8: rank position 8 is outside the job's 8 GPUs"},
+      {"rank past Slurm's GPUs",
+       "job",
+       {{"SLURM_STEP_GPUS", "0,1"}, {"SLURM_LOCALID", "2"}},
+       "SLURM_LOCALID=2: rank position 2 is outside the job's 2 GPUs"},
+      {"rank past named GPUs", "0,1", {{"LOCAL_RANK", "2"}}, "outside the job's 2 GPUs"},
+      {"65 named GPUs", gpus65, {}, "--gpus names 65 GPUs; at most 64 per request"},
+      {"65 visible GPUs",
+       "job",
+       {{"CUDA_VISIBLE_DEVICES", gpus65}},
+       "the job names 65 GPUs; at most 64 per request"},
+      {"65 Slurm GPUs",
+       "job",
+       {{"SLURM_STEP_GPUS", "0-64"}},
+       "the job names 65 GPUs; at most 64 per request"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    auto r = ReadJobRequest(c.gpus, "auto", "default", From(c.env));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message));
+  }
+  // At the bounds: the last position and 64 GPUs are asked.
+  auto last = ReadJobRequest("job", "auto", "default",
+                             From({{"CUDA_VISIBLE_DEVICES", "0,1"}, {"LOCAL_RANK", "1"}}));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->req.rank_position(), 1u);
+  EXPECT_TRUE(ReadJobRequest("job", "none", "default", From({{"SLURM_STEP_GPUS", "0-63"}})).ok());
 }
 
 TEST(JobScopeTest, ExpandIndexList) {
