@@ -2,13 +2,17 @@
 // caller's process is not known here (its device nodes, limits, network namespace): those checks
 // are `fabricctl doctor`'s inside the job; the agent adds its own answer for the job's GPUs and
 // every rank's NCCL lines.
+#include <functional>
+#include <map>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent/daemon/api/service.h"
+#include "agent/policy/doctor/consumer_vars.h"
 #include "agent/policy/doctor/judge.h"
+#include "agent/policy/select/select.h"
 
 namespace fabric {
 namespace {
@@ -16,19 +20,32 @@ namespace {
 constexpr int kMaxVariables = 10000;
 constexpr size_t kMaxRanks = 16;
 
+absl::Status Cancelled() {
+  return absl::CancelledError("the client gave up (deadline or cancel): the judgement stopped");
+}
+
 }  // namespace
 
-absl::StatusOr<v1::DoctorReport> FabricAgentService::JudgeJob(const v1::DoctorRequest& req) {
+absl::StatusOr<v1::DoctorReport> FabricAgentService::JudgeJob(
+    const v1::DoctorRequest& req, const std::function<bool()>& cancelled) {
   if (req.env_size() > kMaxVariables) {
     return absl::InvalidArgumentError(
         absl::StrCat("the request has ", req.env_size(), " variables; at most ", kMaxVariables));
   }
+  if (req.gpus_size() > static_cast<int>(kMaxGpusPerRequest)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request names ", req.gpus_size(), " GPUs; at most ", kMaxGpusPerRequest));
+  }
+  // The list variables bounded before any work: a judge of a 1 MiB list would outlive the
+  // client's deadline.
+  std::map<std::string, std::string> env(req.env().begin(), req.env().end());
+  if (absl::Status bounds = doctor::CheckListBounds(env); !bounds.ok()) return bounds;
   auto s = Ready();
   if (!s.ok()) return s.status();
   doctor::DoctorFacts f;
   f.context = "agent";
   f.env_source = "the request";
-  f.env.insert(req.env().begin(), req.env().end());
+  f.env = std::move(env);
   f.host = *(*s)->host;
   // The agent's answer for the job (its GPUs, or all), and each rank's.
   v1::SelectNicsRequest sel_req;
@@ -43,6 +60,7 @@ absl::StatusOr<v1::DoctorReport> FabricAgentService::JudgeJob(const v1::DoctorRe
     f.agent_env.emplace(sel.env().begin(), sel.env().end());
     for (const v1::GpuAssignment& a : sel.assignments()) f.gpus.push_back(a.gpu());
     for (size_t i = 0; i < f.gpus.size() && i < kMaxRanks && f.gpus.size() > 1; ++i) {
+      if (cancelled()) return Cancelled();
       sel_req.set_rank_gpu(f.gpus[i]);
       v1::Selection rank;
       if (auto b = Select(sel_req); b.ok() && rank.ParseFromString(**b)) {
@@ -50,6 +68,7 @@ absl::StatusOr<v1::DoctorReport> FabricAgentService::JudgeJob(const v1::DoctorRe
       }
     }
   }
+  if (cancelled()) return Cancelled();
   return doctor::Judge(f);
 }
 

@@ -306,8 +306,8 @@ FabricAgentService::Reactor* FabricAgentService::GetPortCounters(Ctx* ctx, const
 // A read: the request's variables judged against the agent's host; nothing is sent or changed.
 FabricAgentService::Reactor* FabricAgentService::Doctor(Ctx* ctx, const Bytes* in, Bytes* out) {
   return Unary<v1::DoctorRequest, v1::DoctorReport>(
-      ctx, in, out, [this](const v1::DoctorRequest& req, v1::DoctorReport* resp) {
-        auto r = JudgeJob(req);
+      ctx, in, out, [this, ctx](const v1::DoctorRequest& req, v1::DoctorReport* resp) {
+        auto r = JudgeJob(req, [ctx] { return ctx->IsCancelled(); });
         if (!r.ok()) return ToGrpc(r.status());
         *resp = *std::move(r);
         return grpc::Status::OK;

@@ -112,8 +112,10 @@ class FabricAgentService final : public FabricAgentBase {
   std::optional<Caller> CallerOf(const grpc::ServerContextBase& ctx) const;
   // SelectNics' answer as serialized bytes, from the cache or computed into it.
   absl::StatusOr<std::shared_ptr<const std::string>> Select(const v1::SelectNicsRequest& req);
-  // Doctor's judgement of a job's variables against this host (doctor_call.cc).
-  absl::StatusOr<v1::DoctorReport> JudgeJob(const v1::DoctorRequest& req);
+  // Doctor's judgement of a job's variables against this host (doctor_call.cc); `cancelled`:
+  // the client gave up (its deadline passed), so the work stops (CANCELLED).
+  absl::StatusOr<v1::DoctorReport> JudgeJob(const v1::DoctorRequest& req,
+                                            const std::function<bool()>& cancelled);
 
   // A unary call: decodes the request, runs `fn` (here, or on a thread of its own when
   // `blocking`), encodes the answer.
