@@ -1,10 +1,11 @@
 #include "agent/fabricctl/doctor_run.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -13,10 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "agent/common/errno.h"
 #include "agent/common/excerpt.h"
+#include "agent/common/fd.h"
 #include "agent/common/shell.h"
 #include "agent/common/strings.h"
 #include "agent/fabricctl/json.h"
+#include "agent/policy/doctor/consumer_vars.h"
 #include "agent/policy/doctor/judge.h"
 #include "agent/policy/health/health.h"
 
@@ -73,8 +77,16 @@ absl::StatusOr<std::string> Unquote(std::string_view v) {
 
 void PrintOut(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a plain file";
+}
+
 int Fail(const std::string& msg) {
-  std::fprintf(stderr, "doctor: %s\n", msg.c_str());
+  std::fprintf(stderr, "doctor: %s\n", TerminalText(msg).c_str());
   return 3;
 }
 
@@ -139,14 +151,38 @@ std::map<std::string, std::string> ProcessEnvMap() {
 }
 
 absl::StatusOr<std::map<std::string, std::string>> ReadEnvFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
-  std::string text(kMaxEnvFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxEnvFileBytes) {
+  // O_NONBLOCK: a FIFO (or a device) opens without waiting for a writer; fstat then refuses
+  // anything but a regular file before a read could block or never end.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd.valid()) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot be read (", ErrnoText(errno), ")"));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot be read (", ErrnoText(errno), ")"));
+  }
+  if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": larger than ", kMaxEnvFileBytes, " bytes"));
+        absl::StrCat(path, ": not a regular file (", FileKind(st.st_mode),
+                     "): --env-file takes a file of KEY=VALUE lines"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxEnvFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", st.st_size, " bytes, larger than ", kMaxEnvFileBytes));
+  }
+  // Read to the bound whatever the size said (the file may grow meanwhile).
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::NotFoundError(absl::StrCat(path, ": read: ", ErrnoText(errno)));
+    if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > kMaxEnvFileBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": larger than ", kMaxEnvFileBytes, " bytes"));
+    }
+    text.append(buf, static_cast<size_t>(n));
   }
   auto env = ParseEnvFile(text);
   if (!env.ok())
@@ -155,20 +191,25 @@ absl::StatusOr<std::map<std::string, std::string>> ReadEnvFile(const std::string
 }
 
 std::string FormatDoctor(const v1::DoctorReport& r) {
-  std::string out = absl::StrCat("Doctor (", r.context(), ", variables of ", r.env_source(), ")\n");
+  // Every field may carry bytes from outside (a variable's value, a device's name, the agent's
+  // text): escaped for the terminal here, once, for every check.
+  auto t = [](const std::string& s) { return TerminalText(s); };
+  std::string out =
+      absl::StrCat("Doctor (", t(r.context()), ", variables of ", t(r.env_source()), ")\n");
   std::string area;
   for (const v1::DoctorCheck& k : r.checks()) {
     if (k.area() != area) {
       area = k.area();
-      absl::StrAppend(&out, "\n", absl::AsciiStrToUpper(area), "\n");
+      absl::StrAppend(&out, "\n", t(absl::AsciiStrToUpper(area)), "\n");
     }
     const std::string sev = SeverityName(k.severity());
     absl::StrAppend(&out, "  ", sev, std::string(10 - std::min<size_t>(sev.size(), 9), ' '),
-                    k.subject().empty() ? "" : absl::StrCat(k.subject(), ": "), k.verdict(), "\n");
-    for (const std::string& e : k.evidence()) absl::StrAppend(&out, "            - ", e, "\n");
-    if (!k.fix().empty()) absl::StrAppend(&out, "            fix: ", k.fix(), "\n");
+                    k.subject().empty() ? "" : absl::StrCat(t(k.subject()), ": "), t(k.verdict()),
+                    "\n");
+    for (const std::string& e : k.evidence()) absl::StrAppend(&out, "            - ", t(e), "\n");
+    if (!k.fix().empty()) absl::StrAppend(&out, "            fix: ", t(k.fix()), "\n");
   }
-  absl::StrAppend(&out, "\nDOCTOR ", SeverityName(r.verdict()), " - ", r.summary(), "\n");
+  absl::StrAppend(&out, "\nDOCTOR ", SeverityName(r.verdict()), " - ", t(r.summary()), "\n");
   return out;
 }
 
@@ -193,6 +234,9 @@ int RunDoctor(const DoctorOptions& opt, const AnswerSource& answer) {
   } else {
     f.env = ProcessEnvMap();
     f.env_source = "this process";
+  }
+  if (absl::Status bounds = doctor::CheckListBounds(f.env); !bounds.ok()) {
+    return Fail(std::string(bounds.message()));
   }
   // The job as a whole: the answer this process would get (its rank's), and every rank's.
   if (answer.select) {

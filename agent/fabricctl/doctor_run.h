@@ -31,13 +31,16 @@ void AddDoctorFlags(CLI::App* cmd, DoctorOptions* opt);
 // InvalidArgument naming the line for anything else (an unterminated quote, a bad name).
 absl::StatusOr<std::map<std::string, std::string>> ParseEnvFile(std::string_view text);
 
-// ParseEnvFile over the file at `path` (at most 1 MiB).
+// ParseEnvFile over the regular file at `path` (relative: to the working directory), at most
+// 1 MiB, read without ever blocking: InvalidArgument for a FIFO, directory, device or socket and
+// for a larger file, NotFound when it cannot be opened. fabricctl's and fabric-env's one reader.
 absl::StatusOr<std::map<std::string, std::string>> ReadEnvFile(const std::string& path);
 // This process's environment.
 std::map<std::string, std::string> ProcessEnvMap();
 
-// The report as the terminal shows it: checks by area, evidence and fix under each, then the
-// verdict line ("DOCTOR CRITICAL - NCCL will fall back to sockets: ...").
+// The report as the terminal shows it (every field's outside bytes escaped, TerminalText):
+// checks by area, evidence and fix under each, then the verdict line ("DOCTOR CRITICAL - NCCL will
+// fall back to sockets: ...").
 std::string FormatDoctor(const v1::DoctorReport& r);
 
 // Who answers the job's SelectNics here, and what it is called in messages ("the agent",
@@ -49,7 +52,8 @@ struct AnswerSource {
 };
 
 // Reads the facts, judges them and prints the report; returns the exit code (0 OK, 1 WARNING,
-// 2 CRITICAL, 3 UNKNOWN, and 3 when there is nothing to judge: an unreadable --env-file).
+// 2 CRITICAL, 3 UNKNOWN, and 3 when there is nothing to judge: an unreadable --env-file, a list
+// past its bound, doctor::CheckListBounds).
 int RunDoctor(const DoctorOptions& opt, const AnswerSource& answer);
 // Prints `r` as --json asks; returns its exit code.
 int PrintDoctor(const v1::DoctorReport& r, bool json);

@@ -2,7 +2,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -77,6 +80,67 @@ TEST(FormatDoctorTest, AreasEvidenceFixAndVerdictLine) {
   EXPECT_THAT(text, HasSubstr("            fix: give the container the RDMA devices\n"));
   EXPECT_THAT(text, ::testing::EndsWith("\nDOCTOR CRITICAL - NCCL will fall back to sockets: no "
                                         "/dev/infiniband in this container\n"));
+}
+
+// The env file is read where it is, as a regular file, bounded: a FIFO never blocks the doctor, a
+// directory or device is refused by name (UNKNOWN, exit 3, for the caller), not judged as an empty
+// environment.
+TEST(ReadEnvFileTest, RegularFilesOnlyBoundedNeverBlocking) {
+  const std::string dir = ::testing::TempDir() + "/read_env_file_test";
+  ::mkdir(dir.c_str(), 0700);
+  const std::string fifo = dir + "/fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string file = dir + "/env";
+  const std::string big = dir + "/big";
+  {
+    std::ofstream(file) << "NCCL_IB_HCA==mlx5_0:1\n";
+    std::ofstream(big) << std::string((1 << 20) + 1, '#');
+  }
+  auto ok = ReadEnvFile(file);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->at("NCCL_IB_HCA"), "=mlx5_0:1");
+  struct Case {
+    std::string path;
+    absl::StatusCode code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {fifo, absl::StatusCode::kInvalidArgument, "not a regular file (a FIFO)"},
+      {dir, absl::StatusCode::kInvalidArgument, "not a regular file (a directory)"},
+      {"/dev/null", absl::StatusCode::kInvalidArgument, "not a regular file (a device)"},
+      {big, absl::StatusCode::kInvalidArgument, "larger than 1048576"},
+      {dir + "/missing", absl::StatusCode::kNotFound, "cannot be read"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    auto env = ReadEnvFile(c.path);
+    ASSERT_FALSE(env.ok());
+    EXPECT_EQ(env.status().code(), c.code);
+    EXPECT_THAT(std::string(env.status().message()), HasSubstr(c.message));
+    EXPECT_THAT(std::string(env.status().message()), HasSubstr(c.path));
+  }
+}
+
+// Every field of a check may carry outside bytes (a value, a name): none reaches the terminal raw.
+TEST(FormatDoctorTest, EscapesOutsideBytes) {
+  const std::string evil = "x\x1b]0;owned\x07\x1b[2J\r";
+  v1::DoctorReport r;
+  r.set_context(evil);
+  r.set_env_source(evil);
+  r.set_summary(evil);
+  v1::DoctorCheck* k = r.add_checks();
+  k->set_area("devices");
+  k->set_subject(evil);
+  k->set_verdict(evil);
+  k->add_evidence(evil);
+  k->set_fix(evil);
+  const std::string text = FormatDoctor(r);
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(c == '\n' || (u >= 0x20 && u < 0x7f)) << "byte " << static_cast<int>(u);
+  }
+  EXPECT_THAT(text, HasSubstr("x\\x1b]0;owned\\x07\\x1b[2J\\x0d"));
 }
 
 }  // namespace
