@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/common/ip.h"
+#include "agent/common/working_dir.h"
 #include "agent/fabricenv/pod_host.h"
 #include "agent/hostfs/host_fs.h"
 
@@ -79,7 +80,7 @@ absl::StatusOr<View> ViewFor(hostfile::HostFile file, const std::string& records
   // In a pod with its own network: fabric-cni's records of this namespace, checked against it.
   const std::string prefix = podrecord::FilePrefix(here.netns_inode);
   const HostFsImpl fs("/");
-  absl::StatusOr<std::vector<std::string>> names = fs.ListDir(records_dir);
+  absl::StatusOr<std::vector<std::string>> names = fs.ListDir(FromWorkingDir(records_dir));
   std::vector<podrecord::PodRecord> records;
   size_t read = 0;
   for (const std::string& name : names.ok() ? *names : std::vector<std::string>{}) {
@@ -90,7 +91,7 @@ absl::StatusOr<View> ViewFor(hostfile::HostFile file, const std::string& records
       break;
     }
     const std::string path = absl::StrCat(records_dir, "/", name);
-    absl::StatusOr<std::string> bytes = fs.ReadFile(path);
+    absl::StatusOr<std::string> bytes = fs.ReadFile(FromWorkingDir(path));
     absl::StatusOr<podrecord::PodRecord> r =
         bytes.ok() ? podrecord::ParseRecord(*bytes)
                    : absl::StatusOr<podrecord::PodRecord>(bytes.status());

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/version.h"
+#include "agent/common/working_dir.h"
 #include "agent/hostfs/host_fs.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -50,7 +51,9 @@ absl::StatusOr<v1::PublishedHost> ParseHostFile(std::string_view bytes) {
   return p;
 }
 
-absl::StatusOr<HostFile> ReadHostFile(const std::string& path) {
+absl::StatusOr<HostFile> ReadHostFile(const std::string& given) {
+  // A relative --host-file is the working directory's, not "/"'s (HostFsImpl's root).
+  const std::string path = FromWorkingDir(given);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
     return absl::NotFoundError(
