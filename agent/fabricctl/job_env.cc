@@ -13,7 +13,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "agent/common/excerpt.h"
 #include "agent/common/shell.h"
+#include "agent/common/strings.h"
 #include "agent/policy/jobenv/format.h"
 #include "agent/policy/select/env.h"
 #include "agent/publish/hostfile/host_file.h"
@@ -179,9 +181,11 @@ absl::Status RunEnv(const SelectFn& select, const JobEnvOptions& opt) {
     }
     Out(text);
   }
-  for (const std::string& note : a->asked.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  for (const std::string& note : a->asked.notes) {
+    std::fprintf(stderr, "note: %s\n", TerminalText(note).c_str());
+  }
   for (const std::string& note : a->selection.notes()) {
-    std::fprintf(stderr, "note: %s\n", note.c_str());
+    std::fprintf(stderr, "note: %s\n", TerminalText(note).c_str());
   }
   return absl::OkStatus();
 }
@@ -206,25 +210,28 @@ absl::Status ExecWithJobEnv(ExecRequest req, const AnswerFn& answer) {
     notes.insert(notes.end(), a->selection.notes().begin(), a->selection.notes().end());
   } else {
     std::fprintf(stderr, "%s: %s; running %s without fabric settings\n", req.program.c_str(),
-                 std::string(a.status().message()).c_str(), argv.front().c_str());
+                 TerminalText(Sv(a.status().message())).c_str(),
+                 TerminalText(argv.front()).c_str());
   }
   if (req.dry_run) {
     std::vector<std::string> words;
     for (const std::string& w : argv) words.push_back(ShellQuote(w));
     std::string out = absl::StrCat("# would run: ", absl::StrJoin(words, " "), "\n");
     if (a.ok()) {
-      for (const std::string& p : a->asked.provenance) absl::StrAppend(&out, "# ", p, "\n");
+      for (const std::string& p : a->asked.provenance) {
+        absl::StrAppend(&out, "# ", TerminalText(p), "\n");
+      }
       for (const auto& [k, v] : a->selection.env()) {
         if (!env.contains(k)) absl::StrAppend(&out, "# kept as you set it: ", k, "\n");
       }
     }
     out += jobenv::FormatShell(env);
-    for (const std::string& n : notes) absl::StrAppend(&out, "# note: ", n, "\n");
+    for (const std::string& n : notes) absl::StrAppend(&out, "# note: ", TerminalText(n), "\n");
     Out(out);
     return absl::OkStatus();
   }
   for (const std::string& n : notes) {
-    std::fprintf(stderr, "%s: note: %s\n", req.program.c_str(), n.c_str());
+    std::fprintf(stderr, "%s: note: %s\n", req.program.c_str(), TerminalText(n).c_str());
   }
   for (const auto& [k, v] : env) {
     // overwrite=0: a variable set meanwhile (none is) would still win.

@@ -2,11 +2,14 @@
 // devices): `fabricctl doctor` and `fabric-env doctor` with the agent's answer from its published
 // host (the job comparison and every rank's lines included), with the agent's own answer as the
 // job's variables, and with hostile variables (5,000 HCA entries, a 100 KB UCX_TLS, garbage GID
-// variables). Each run is a fresh process, as a job's pre-flight check runs; the issue's bound is
+// variables; the largest env file accepted, and a 16,000-entry UCX_NET_DEVICES refused before the
+// work). Each run is a fresh process, as a job's pre-flight check runs; the issue's bound is
 // a second or two per run. Prints medians and maxima; asserts only that every run judged (exit
 // 0-3, a verdict line).
 //
 // doctor_bench [--runs=11] [--host=sriov-512vf]
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -81,6 +84,28 @@ int Main(int argc, char** argv) {
                            << "\nNCCL_IB_GID_INDEX=0x\nNCCL_IB_ADDR_RANGE=/999\n"
                            << "NCCL_SOCKET_IFNAME='^;rm -rf /'\n";
   }
+  // The largest env file the doctor accepts (issue 51): 1 MiB at most, UCX's lists at their
+  // bound (256 entries), NCCL's past theirs (NCCL ignores the rest), the remainder in filler
+  // variables; and the 16,000-entry UCX_NET_DEVICES it refuses before the work.
+  const std::string largest = dir + "/largest.env", refused = dir + "/refused.env";
+  {
+    std::string text = "UCX_NET_DEVICES=";
+    for (int i = 0; i < 256; ++i) absl::StrAppend(&text, i ? "," : "", "mlx5_", i, ":1");
+    text += "\nUCX_TLS=";
+    for (int i = 0; i < 256; ++i) absl::StrAppend(&text, i ? "," : "", i % 2 ? "rc" : "bogus");
+    text += "\nNCCL_IB_HCA=";
+    for (int i = 0; i < 5000; ++i) absl::StrAppend(&text, "mlx5_", i, ":1,");
+    text += "\nNCCL_SOCKET_IFNAME=";
+    for (int i = 0; i < 5000; ++i) absl::StrAppend(&text, "eth", i, ",");
+    text += "\n";
+    for (int i = 0; text.size() < (1 << 20) - 200; ++i) {
+      absl::StrAppend(&text, "FILLER_", i, "=", std::string(110, 'x'), "\n");
+    }
+    std::ofstream(largest) << text;
+    std::string ucx = "UCX_NET_DEVICES=";
+    for (int i = 0; i < 16000; ++i) absl::StrAppend(&ucx, i ? "," : "", "mlx5_", i % 8, ":1");
+    std::ofstream(refused) << ucx << "\n";
+  }
   const std::vector<std::string> launcher = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin"};
   auto with = [&](std::vector<std::string> tail) {
     std::vector<std::string> cmd = launcher;
@@ -98,6 +123,18 @@ int Main(int argc, char** argv) {
                                             "doctor", sysfs, procfs, "--env-file=" + hostile})},
       {"fabricctl doctor --agent", with({testing::kFabricctlBinary, "--target=unix://" + socket,
                                          "doctor", "--agent", "--env-file=" + good})},
+      {"fabric-env doctor (largest accepted)",
+       with({testing::kFabricEnvBinary, "--host-file=" + host_file, "doctor", sysfs, procfs,
+             "--env-file=" + largest})},
+      {"fabricctl doctor --agent (largest)",
+       with({testing::kFabricctlBinary, "--target=unix://" + socket, "doctor", "--agent",
+             "--env-file=" + largest})},
+      {"fabric-env doctor (16,000 refused)",
+       with({testing::kFabricEnvBinary, "--host-file=" + host_file, "doctor", sysfs, procfs,
+             "--env-file=" + refused})},
+      {"fabricctl doctor --agent (refused)",
+       with({testing::kFabricctlBinary, "--target=unix://" + socket, "doctor", "--agent",
+             "--env-file=" + refused})},
   };
   std::vector<std::vector<double>> ms(cases.size());
   bool ok = true;
@@ -106,7 +143,11 @@ int Main(int argc, char** argv) {
       const absl::Time start = absl::Now();
       auto r = testing::Run(cases[c].second, absl::Seconds(60));
       ms[c].push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
-      if (!r.ok() || r->status < 0 || r->status > 3 || !absl::StrContains(r->out, "DOCTOR ")) {
+      // A refusal is UNKNOWN (3) naming the bound; every other run judges.
+      const bool refusal = absl::StrContains(cases[c].first, "refused");
+      if (!r.ok() || r->status < 0 || r->status > 3 ||
+          (refusal ? !absl::StrContains(r->err, "at most 256")
+                   : !absl::StrContains(r->out, "DOCTOR "))) {
         ok = false;
         std::fprintf(
             stderr, "doctor_bench: %s: %s\n", cases[c].first.c_str(),
@@ -119,6 +160,14 @@ int Main(int argc, char** argv) {
   for (size_t c = 0; c < cases.size(); ++c) {
     std::printf("%-34s %12.1f %12.1f\n", cases[c].first.c_str(), Median(ms[c]),
                 *std::max_element(ms[c].begin(), ms[c].end()));
+  }
+  // Peak memory: the largest of the doctors' processes, and the agent's after every call.
+  rusage children{};
+  getrusage(RUSAGE_CHILDREN, &children);
+  std::printf("peak RSS of one doctor process: %ld KiB\n", children.ru_maxrss);
+  std::ifstream status(absl::StrCat("/proc/", (*agent)->pid(), "/status"));
+  for (std::string line; std::getline(status, line);) {
+    if (absl::StartsWith(line, "VmHWM:")) std::printf("agent peak RSS (%s)\n", line.c_str());
   }
   (*agent)->Signal(SIGTERM);
   (*agent)->Wait(absl::Seconds(20));

@@ -11,7 +11,9 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -390,6 +392,178 @@ TEST_F(FabricEnvTest, InAPodTheRecordsOfItsNamespaceDecide) {
       Vars(
           Env({"FABRIC_RDMA_DEVICES=bnxt_re1,bnxt_re5"}, {"env", "--gpus=all"}).out)["NCCL_IB_HCA"],
       "=bnxt_re1:1,bnxt_re5:1");
+}
+
+// Issue 51, one hostile case per class, on the real binaries.
+
+// Bounded work: a UCX_NET_DEVICES of 16,000 entries (quadratic to judge: the agent stayed busy
+// 35 s after its client gave up) is refused before the work, naming the bound, by the agent over
+// its plaintext TCP listener and by the local doctor alike; the largest accepted list is judged.
+TEST_F(FabricEnvTest, TheDoctorRefusesListsPastTheirBoundBeforeTheWork) {
+  const std::string root = dir_ + "/roce-9port";
+  ASSERT_TRUE(testing::WriteExampleHost("roce-9port", root).ok());
+  socket_ = dir_ + "/tcp.sock";
+  host_file_ = dir_ + "/tcp-fe/host.pb";
+  auto agent =
+      testing::Subprocess::Start({testing::kAgentBinary, "--socket=" + socket_,
+                                  "--sysfs=" + root + "/sys", "--procfs=" + root + "/proc",
+                                  "--host-file-dir=" + dir_ + "/tcp-fe", "--listen=127.0.0.1:0"});
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  agent_ = *std::move(agent);
+  std::optional<std::string> logged = testing::WaitForLogged(*agent_, "(port ", absl::Seconds(60));
+  ASSERT_TRUE(logged.has_value()) << agent_->Stderr();
+  const std::string target =
+      "--target=127.0.0.1:" + logged->substr(0, logged->find_first_not_of("0123456789"));
+  auto list = [](int n, const char* entry = "mlx5_1:1") {
+    std::vector<std::string> e(n, entry);
+    return absl::StrJoin(e, ",");
+  };
+  const std::string huge = dir_ + "/huge.env", largest = dir_ + "/largest.env";
+  { std::ofstream(huge) << "UCX_NET_DEVICES=" << list(16000) << "\n"; }
+  {
+    std::ofstream(largest) << "UCX_NET_DEVICES=" << list(256) << "\nUCX_TLS=" << list(256, "rc")
+                           << "\nNCCL_IB_HCA=" << list(16000) << "\n";
+  }
+  const std::string says = "UCX_NET_DEVICES has 16000 entries; the doctor judges at most 256";
+  RunResult agent_says = Run(testing::kFabricctlBinary, {},
+                             {target, "--timeout=2s", "doctor", "--agent", "--env-file=" + huge});
+  EXPECT_EQ(agent_says.status, 3) << agent_says.out << agent_says.err;
+  EXPECT_THAT(agent_says.err, HasSubstr(says));
+  RunResult local = Run(testing::kFabricEnvBinary, {},
+                        {"--host-file=" + host_file_, "doctor", "--env-file=" + huge});
+  EXPECT_EQ(local.status, 3) << local.out << local.err;
+  EXPECT_THAT(local.err, HasSubstr(says));
+  // At the bound: judged (a verdict, not UNKNOWN), and the agent still answers after it.
+  RunResult judged = Run(testing::kFabricctlBinary, {},
+                         {target, "--timeout=2s", "doctor", "--agent", "--env-file=" + largest});
+  EXPECT_NE(judged.status, 3) << judged.out << judged.err;
+  EXPECT_THAT(judged.out, HasSubstr("DOCTOR "));
+  RunResult judged_here = Run(testing::kFabricEnvBinary, {},
+                              {"--host-file=" + host_file_, "doctor", "--sysfs=" + root + "/sys",
+                               "--procfs=" + root + "/proc", "--env-file=" + largest});
+  EXPECT_NE(judged_here.status, 3) << judged_here.out << judged_here.err;
+  EXPECT_THAT(judged_here.out, HasSubstr("more than 32 entries"));
+}
+
+// Never blocking on an input: a FIFO as --env-file (no writer) is refused at once, a directory is
+// UNKNOWN (3) with the reason, not an empty environment judged; the same for fabricctl's reader.
+TEST_F(FabricEnvTest, TheEnvFileIsARegularFileOrRefused) {
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string missing_host = "--host-file=" + dir_ + "/none/host.pb";
+  for (const auto& [path, kind] :
+       std::vector<std::pair<std::string, std::string>>{{fifo, "a FIFO"}, {dir_, "a directory"}}) {
+    RunResult env =
+        Run(testing::kFabricEnvBinary, {}, {missing_host, "doctor", "--env-file=" + path});
+    EXPECT_EQ(env.status, 3) << env.out << env.err;
+    EXPECT_THAT(env.err, HasSubstr(absl::StrCat(path, ": not a regular file (", kind, ")")));
+    EXPECT_EQ(env.out, "");
+    RunResult ctl =
+        Run(testing::kFabricctlBinary, {},
+            {"--target=unix:///nonexistent.sock", "doctor", "--agent", "--env-file=" + path});
+    EXPECT_EQ(ctl.status, 3) << ctl.out << ctl.err;
+    EXPECT_THAT(ctl.err, HasSubstr("not a regular file (" + kind + ")"));
+  }
+}
+
+// Relative paths are the working directory's: fabric-env --host-file=DIR/host.pb run from the
+// directory above it (it was read as /DIR/host.pb).
+TEST_F(FabricEnvTest, ARelativeHostFileIsTheWorkingDirectorys) {
+  StartAgent("roce-9port");
+  RunResult absolute = Env({}, {"env", "--gpus=0"});
+  ASSERT_EQ(absolute.status, 0) << absolute.err;
+  auto r = testing::Run(
+      {"/usr/bin/env", "-i", "-C", dir_, "PATH=/usr/bin:/bin", testing::kFabricEnvBinary,
+       "--host-file=roce-9port-fe/host.pb", "env", "--gpus=0"},
+      absl::Seconds(30));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 0) << r->err;
+  EXPECT_EQ(r->out, absolute.out);
+  auto doctor = testing::Run(
+      {"/usr/bin/env", "-i", "-C", dir_, "PATH=/usr/bin:/bin", testing::kFabricctlBinary, "doctor",
+       "--host-file=roce-9port-fe/host.pb", "--json"},
+      absl::Seconds(30));
+  ASSERT_TRUE(doctor.ok()) << doctor.status();
+  EXPECT_THAT(doctor->out, Not(HasSubstr("no published host"))) << doctor->out;
+}
+
+// Exact arguments: a local rank past the job's GPUs and more GPUs than a request takes are the
+// same bad request (exit 2) however the scope is known and whoever answers (the agent, local
+// discovery, the published host).
+TEST_F(FabricEnvTest, OutOfRangeRanksAndGpuCountsAreBadRequestsEverywhere) {
+  StartAgent("roce-9port");
+  const std::string root = dir_ + "/roce-9port";
+  std::vector<std::string> many;
+  for (int i = 0; i < 65; ++i) many.push_back(absl::StrCat(i));
+  const std::string gpus65 = "--gpus=" + absl::StrJoin(many, ",");
+  const std::vector<std::string> agent = {"--target=unix://" + socket_, "env"};
+  const std::vector<std::string> local = {"env", "--sysfs=" + root + "/sys",
+                                          "--procfs=" + root + "/proc"};
+  struct Case {
+    const char* binary;
+    std::vector<std::string> env;
+    std::vector<std::string> args;
+    std::string says;
+  };
+  std::vector<Case> cases;
+  for (const auto& how : {agent, local}) {
+    std::vector<std::string> with65 = how, rank = how;
+    with65.push_back(gpus65);
+    rank.insert(rank.end(), {"--gpus=job", "--rank-gpu=auto"});
+    cases.push_back({testing::kFabricctlBinary, {}, with65, "65 GPUs; at most 64"});
+    cases.push_back({testing::kFabricctlBinary,
+                     {"CUDA_VISIBLE_DEVICES=0,1", "LOCAL_RANK=2"},
+                     rank,
+                     "outside the job's 2 GPUs"});
+    cases.push_back({testing::kFabricctlBinary, {"LOCAL_RANK=64"}, rank, "outside the job's"});
+  }
+  cases.push_back({testing::kFabricEnvBinary,
+                   {},
+                   {"--host-file=" + host_file_, "env", gpus65},
+                   "65 GPUs; at most 64"});
+  cases.push_back({testing::kFabricEnvBinary,
+                   {"CUDA_VISIBLE_DEVICES=0,1", "LOCAL_RANK=2"},
+                   {"--host-file=" + host_file_, "env", "--rank-gpu=auto"},
+                   "outside the job's 2 GPUs"});
+  cases.push_back({testing::kFabricEnvBinary,
+                   {"LOCAL_RANK=64"},
+                   {"--host-file=" + host_file_, "env", "--rank-gpu=auto"},
+                   "outside the job's"});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.binary, " ", absl::StrJoin(c.env, " "), " ",
+                              absl::StrJoin(c.args, " ").substr(0, 120)));
+    RunResult r = Run(c.binary, c.env, c.args);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.says));
+    EXPECT_THAT(r.err, Not(HasSubstr("not running")));
+  }
+}
+
+// Bytes from outside never reach a terminal raw: an env file named and filled with escape
+// sequences gives a text report with every byte printable.
+TEST_F(FabricEnvTest, TheDoctorsTextEscapesOutsideBytes) {
+  StartAgent("roce-9port");
+  const std::string evil = "\x1b]0;owned\x07\x1b[2J";
+  const std::string file = dir_ + "/" + evil + ".env";
+  {
+    std::ofstream(file) << "NCCL_IB_HCA='=" << evil << "mlx5_1'\nNCCL_SOCKET_IFNAME='" << evil
+                        << "'\nNCCL_NET='" << evil << "'\n";
+  }
+  const std::vector<std::pair<const char*, std::vector<std::string>>> runs = {
+      {testing::kFabricEnvBinary, {"--host-file=" + host_file_, "doctor", "--env-file=" + file}},
+      {testing::kFabricctlBinary, {"doctor", "--host-file=" + host_file_, "--env-file=" + file}}};
+  for (const auto& [binary, args] : runs) {
+    RunResult r = Run(binary, {}, args);
+    SCOPED_TRACE(binary);
+    EXPECT_THAT(r.out, HasSubstr("DOCTOR ")) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("\\x1b]0;owned\\x07")) << r.out;
+    for (const std::string* text : {&r.out, &r.err}) {
+      for (char c : *text) {
+        const auto u = static_cast<unsigned char>(c);
+        ASSERT_TRUE(c == '\n' || (u >= 0x20 && u < 0x7f)) << "byte " << static_cast<int>(u);
+      }
+    }
+  }
 }
 
 }  // namespace
