@@ -98,7 +98,8 @@ int Main(int argc, char** argv) {
     text += "\nNCCL_SOCKET_IFNAME=";
     for (int i = 0; i < 5000; ++i) absl::StrAppend(&text, "eth", i, ",");
     text += "\n";
-    for (int i = 0; text.size() < (1 << 20) - 200; ++i) {
+    // 960 KiB: a 1 MiB file encodes past the agent's 1 MiB request bound (gRPC's framing).
+    for (int i = 0; text.size() < (960 << 10); ++i) {
       absl::StrAppend(&text, "FILLER_", i, "=", std::string(110, 'x'), "\n");
     }
     std::ofstream(largest) << text;
