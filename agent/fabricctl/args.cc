@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <iterator>
+#include <span>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/cli_args.h"
 #include "agent/common/excerpt.h"
 #include "agent/common/strings.h"
 
@@ -63,14 +65,8 @@ Split SplitGlobal(const std::vector<std::string>& args) {
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> PrepareArgs(std::vector<std::string> args) {
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") break;  // Everything after is an argument, whatever it looks like.
-    if (absl::StartsWith(a, "--") && a.size() > 3 && a.back() == '=' &&
-        a.find('=') == a.size() - 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          a.substr(0, a.size() - 1), " is empty: give it a value, or leave the option out"));
-    }
+  if (args.size() > 1) {
+    if (absl::Status s = RefuseEmptyValues(std::span(args).subspan(1)); !s.ok()) return s;
   }
   Split split = SplitGlobal(args);
   if (split.help) return args;

@@ -36,8 +36,7 @@ std::vector<std::string> GlobalOptionNames();
 inline constexpr char kTargetEnv[] = "FABRICCTL_TARGET";
 
 // `args` (argv, program name first) as CLI11 should parse it:
-// - "--opt=" with nothing after "=" is refused (CLI11 would take the next argument as the
-//   value: `--gpus= --sysfs=H/sys` read "--sysfs=H/sys" as the GPU list);
+// - "--opt=" with nothing after "=" is refused (RefuseEmptyValues, agent/common/cli_args.h);
 // - global options given before the subcommand move right after it, where each subcommand
 //   defines them (so one that does not apply to it is still refused).
 // InvalidArgument names the option; `--help`/`--version` before a subcommand leave args alone.
