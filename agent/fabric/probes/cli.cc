@@ -4,13 +4,17 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <span>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "agent/common/cli_args.h"
 #include "agent/common/cli_docs.h"
 #include "agent/common/cli_docs_cli11.h"
+#include "agent/common/excerpt.h"
 #include "agent/common/strings.h"
 #include "agent/common/version.h"
 #include "agent/fabric/probes/auth.h"
@@ -49,6 +53,30 @@ docs::Page Page(const CLI::App& app) {
         {absl::StrCat(kExitUsage), "", "a usage error"}}});
   p.see_also = {"fabric-agent(8)", "fabricctl(1)"};
   return p;
+}
+
+// An option that takes a value refuses a missing one rather than taking the next option as it:
+// "write_bw -p 18516 -d" (the agent's line, "--perftest" after it) made "--perftest" the device
+// and served fabric-probe's protocol; "-d -p 18516" made "-p" the device and listened on 18515.
+// A value may start with '-' only as a number ("-1"). Short options with the value attached
+// ("-dmlx5_0") and unknown options are CLI11's to judge.
+absl::Status RefuseMissingValues(const CLI::App& app, std::span<const std::string> args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    if (a.size() < 2 || a[0] != '-' || a.find('=') != std::string::npos) continue;
+    const CLI::Option* o = app.get_option_no_throw(a);
+    if (o == nullptr || o->get_expected_min() == 0) continue;  // unknown, or a flag
+    if (i + 1 >= args.size()) return absl::InvalidArgumentError(absl::StrCat(a, " needs a value"));
+    const std::string& next = args[i + 1];
+    const bool number = next.size() > 1 && (absl::ascii_isdigit(next[1]) || next[1] == '.');
+    if (next.size() > 1 && next[0] == '-' && !number) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(a, " needs a value (", TerminalText(next), " after it is an option)"));
+    }
+    ++i;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -218,6 +246,13 @@ CliParse ParseCli(const std::vector<std::string>& args) {
     r.exit = true;
     r.output = *std::move(text);
     return r;
+  }
+  if (args.size() > 1) {
+    const std::span<const std::string> given = std::span(args).subspan(1);
+    if (absl::Status s = RefuseEmptyValues(given); !s.ok()) return Usage(std::string(s.message()));
+    if (absl::Status s = RefuseMissingValues(app, given); !s.ok()) {
+      return Usage(std::string(s.message()));
+    }
   }
   std::vector<std::string> rev(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
   try {
@@ -445,7 +480,8 @@ CliParse ParseCli(const std::vector<std::string>& args) {
 }
 
 absl::StatusOr<PerftestServerOptions> ParsePerftestResponder(std::string_view line) {
-  std::vector<std::string> args = {"fabric-probe"};
+  // --perftest first: an option at the end of the line missing its value is refused as such.
+  std::vector<std::string> args = {"fabric-probe", "--perftest"};
   for (absl::string_view t : absl::StrSplit(Av(line), absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
     const std::string flag(t.substr(0, t.find('=')));
     // Whom it admits, what it prints or writes and where its threads run are the agent's.
@@ -468,7 +504,6 @@ absl::StatusOr<PerftestServerOptions> ParsePerftestResponder(std::string_view li
     }
     args.emplace_back(t);
   }
-  args.push_back("--perftest");
   CliParse r = ParseCli(args);
   if (r.exit) {
     std::string why(absl::StripSuffix(Av(r.output), "\nRun with --help for more information.\n"));

@@ -140,6 +140,22 @@ TEST(ParseCli, RejectsInvalidCombinations) {
   ExpectUsage({"write_bw", "--no-such-flag"}, "no-such-flag");
 }
 
+// Exact arguments: an option missing its value, or "--opt=" empty, is a usage error naming it
+// rather than a value taken from the next argument (issue 51).
+TEST(ParseCli, OptionMissingItsValueIsRefused) {
+  ExpectUsage({"write_bw", "-d"}, "-d needs a value");
+  ExpectUsage({"write_bw", "-d", "-p", "18516"}, "-d needs a value (-p after it is an option)");
+  ExpectUsage({"write_bw", "h", "-s", "--json"}, "-s needs a value");
+  ExpectUsage({"write_bw", "--sysfs=", "--bind=::1"}, "--sysfs is empty");
+  ExpectUsage({"write_bw", "--secret-file=", "-p", "1"}, "--secret-file is empty");
+  // A negative number is a value (the range check then judges it), and flags take none.
+  ExpectUsage({"write_bw", "h", "-x", "-1"}, "gid-index");
+  CliParse r = Parse({"write_bw", "-R", "-d", "mlx5_0", "--perftest", "-p", "18516"});
+  ASSERT_FALSE(r.exit) << r.output;
+  EXPECT_EQ(r.config.perftest_options.local.device, "mlx5_0");
+  EXPECT_EQ(r.config.perftest_options.port, 18516);
+}
+
 TEST(ParseCli, PerftestProtocolServesOneStockWriteBwClient) {
   CliParse r = Parse({"write_bw", "--perftest", "-n", "300", "--report_gbits", "-d", "rxe0"});
   ASSERT_FALSE(r.exit) << r.output;
@@ -380,6 +396,16 @@ TEST(ParsePerftestResponder, ServerLines) {
       {"write_lat -D 2 --margin 1", "leaves no window"},
       {"scan_bw", "scan_bw"},
       {"", "TEST"},
+      // An option missing its value is refused, named, whatever follows it (issue 51: "-d" at
+      // the end took the appended "--perftest" as the device; "-d -p 18516" listened on 18515).
+      {"write_bw -p 18516 -d", "-d needs a value"},
+      {"write_bw -d -p 18516", "-d needs a value (-p after it is an option)"},
+      {"write_bw --ib-dev --port 18516", "--ib-dev needs a value"},
+      {"write_bw -x -R", "-x needs a value"},
+      {"write_bw -p", "-p needs a value"},
+      {"write_bw -p= -d mlx5_0", "--port"},  // CLI11 takes "=" as the value: out of range
+      {"write_bw --port= -d mlx5_0", "--port is empty"},
+      {"write_bw --ib-dev= -p 18516", "--ib-dev is empty"},
   };
   for (const Bad& b : bad) {
     o = ParsePerftestResponder(b.line);
