@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -125,8 +127,24 @@ absl::StatusOr<KmsgRecord> ParseKmsgRecord(std::string_view record) {
   return r;
 }
 
-absl::StatusOr<std::unique_ptr<KmsgSourceImpl>> KmsgSourceImpl::Open(
-    const KmsgSourceOptions& options) {
+absl::Status CheckKmsgSourceKind(std::string_view path, mode_t mode, dev_t rdev) {
+  if (S_ISFIFO(mode)) return absl::OkStatus();
+  if (S_ISCHR(mode) && major(rdev) == 1 && minor(rdev) == 11) return absl::OkStatus();
+  std::string what = S_ISREG(mode)    ? "a regular file"
+                     : S_ISDIR(mode)  ? "a directory"
+                     : S_ISSOCK(mode) ? "a socket"
+                     : S_ISBLK(mode)  ? "a block device"
+                     : S_ISCHR(mode)
+                         ? absl::StrCat("the character device ", major(rdev), ":", minor(rdev))
+                         : "not a device";
+  return absl::InvalidArgumentError(
+      absl::StrCat(Excerpt(path, 256), " is ", what,
+                   ", not the kernel log (the character device 1:11, /dev/kmsg, or a FIFO)"));
+}
+
+namespace {
+
+absl::StatusOr<UniqueFd> OpenKmsg(const KmsgSourceOptions& options) {
   UniqueFd fd(open(options.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) {
     const int err = errno;
@@ -135,23 +153,72 @@ absl::StatusOr<std::unique_ptr<KmsgSourceImpl>> KmsgSourceImpl::Open(
     if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(what);
     return absl::UnavailableError(what);
   }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) {
+    return absl::UnavailableError(absl::StrCat("stat ", options.path, ": ", ErrnoText(errno)));
+  }
+  if (absl::Status s = CheckKmsgSourceKind(options.path, st.st_mode, st.st_rdev); !s.ok()) {
+    return s;
+  }
   // A fresh descriptor reads from the oldest record; SEEK_END skips to what comes next.
   // (A FIFO standing in for the device in a test has no old records: ESPIPE is no error.)
   if (!options.from_start && lseek(fd.get(), 0, SEEK_END) < 0 && errno != ESPIPE) {
     return absl::UnavailableError(
         absl::StrCat("seek to the end of ", options.path, ": ", ErrnoText(errno)));
   }
-  return std::make_unique<KmsgSourceImpl>(std::move(fd));
+  return fd;
 }
 
-KmsgSourceImpl::KmsgSourceImpl(UniqueFd fd, ReadFn read)
-    : fd_(std::move(fd)), read_(read ? std::move(read) : ReadFn(::read)) {}
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KmsgSourceImpl>> KmsgSourceImpl::Open(
+    const KmsgSourceOptions& options) {
+  absl::StatusOr<UniqueFd> fd = OpenKmsg(options);
+  if (!fd.ok()) return fd.status();
+  return std::make_unique<KmsgSourceImpl>(*std::move(fd), nullptr, options);
+}
+
+KmsgSourceImpl::KmsgSourceImpl(UniqueFd fd, ReadFn read, KmsgSourceOptions options)
+    : fd_(std::move(fd)),
+      read_(read ? std::move(read) : ReadFn(::read)),
+      options_(std::move(options)),
+      opened_at_(absl::Now()) {
+  options_.from_start = false;  // a reopened source goes on from what comes next
+}
+
+absl::Status KmsgSourceImpl::Reopen(absl::Time now) {
+  if (!ended_) return absl::OkStatus();
+  absl::StatusOr<UniqueFd> fd = OpenKmsg(options_);
+  if (!fd.ok()) {
+    backoff_ = std::min(std::max(backoff_ * 2, absl::Seconds(1)), absl::Minutes(1));
+    reopen_at_ = now + backoff_;
+    return fd.status();
+  }
+  fd_ = *std::move(fd);
+  ended_ = false;
+  opened_at_ = now;
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::optional<std::string>> KmsgSourceImpl::Next() {
+  if (ended_) return std::nullopt;
   for (int tries = 0; tries < kReadTries; ++tries) {
     const ssize_t n = read_(fd_.get(), buf_.data(), buf_.size());
     if (n > 0) return std::string(buf_.data(), std::min(static_cast<size_t>(n), buf_.size()));
-    if (n == 0) return std::nullopt;
+    if (n == 0) {
+      // End of file: /dev/kmsg never gives it (it blocks or says EAGAIN); a FIFO whose writer left
+      // does, and polls readable until it is closed. Closed here, reopened after a back-off that
+      // grows while it keeps ending soon after each open.
+      fd_.reset();
+      ended_ = true;
+      ++ends_;
+      const absl::Time now = absl::Now();
+      backoff_ = now - opened_at_ < absl::Minutes(1)
+                     ? std::min(std::max(backoff_ * 2, absl::Seconds(1)), absl::Minutes(1))
+                     : absl::Seconds(1);
+      reopen_at_ = now + backoff_;
+      return std::nullopt;
+    }
     const int err = errno;
     if (err == EINTR) continue;
     if (err == EAGAIN || err == EWOULDBLOCK) return std::nullopt;
@@ -162,6 +229,19 @@ absl::StatusOr<std::optional<std::string>> KmsgSourceImpl::Next() {
     return absl::UnavailableError(absl::StrCat("read kmsg: ", ErrnoText(err)));
   }
   return std::nullopt;
+}
+
+KmsgCounts KmsgReader::counts() const {
+  KmsgCounts c;
+  c.read = read_;
+  c.malformed = malformed_;
+  c.not_kernel = not_kernel_;
+  c.rate_dropped = dropped_;
+  c.overruns = source_->overruns();
+  c.source_errors = source_errors_;
+  c.ends = source_->ends();
+  c.last_malformed = last_malformed_;
+  return c;
 }
 
 KmsgReader::KmsgReader(KmsgSource* source, KmsgReaderOptions options)

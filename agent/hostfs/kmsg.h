@@ -58,6 +58,9 @@ class KmsgSource {
   virtual absl::StatusOr<std::optional<std::string>> Next() = 0;
   // Times the reader fell behind and the kernel dropped records before it read them.
   virtual uint64_t overruns() const { return 0; }
+  // Times the source ended (a FIFO's writer left): the reader stops there until it is reopened.
+  virtual uint64_t ends() const { return 0; }
+  virtual bool ended() const { return false; }
 };
 
 struct KmsgSourceOptions {
@@ -67,26 +70,61 @@ struct KmsgSourceOptions {
   bool from_start = false;
 };
 
+// What a kernel log source may be, judged from fstat before any read: the kernel log's own
+// character device (major 1, minor 11, whatever its path), or a FIFO standing in for it (tests,
+// a relay). Anything else is InvalidArgument naming what it is: /dev/zero or a regular file is
+// always readable and never a record, so a poll loop over it would spin a core.
+absl::Status CheckKmsgSourceKind(std::string_view path, mode_t mode, dev_t rdev);
+
 // /dev/kmsg through a non-blocking descriptor (for a poll loop).
 class KmsgSourceImpl : public KmsgSource {
  public:
   // read(2), replaceable so tests can script EPIPE and EINTR without the device.
   using ReadFn = std::function<ssize_t(int fd, void* buf, size_t len)>;
 
+  // Refuses what CheckKmsgSourceKind refuses.
   static absl::StatusOr<std::unique_ptr<KmsgSourceImpl>> Open(const KmsgSourceOptions& options);
-  explicit KmsgSourceImpl(UniqueFd fd, ReadFn read = nullptr);
+  explicit KmsgSourceImpl(UniqueFd fd, ReadFn read = nullptr, KmsgSourceOptions options = {});
 
   // EPIPE (the ring buffer overwrote records this reader had not read: the kernel has moved it to
-  // the oldest record left) is counted in overruns() and the read retried; it never fails.
+  // the oldest record left) is counted in overruns() and the read retried; it never fails. End of
+  // file (a FIFO whose writer left: it reads 0 and polls readable for ever) closes the
+  // descriptor (fd() is -1, which poll ignores) and is counted in ends(); Reopen brings it back.
   absl::StatusOr<std::optional<std::string>> Next() override;
   uint64_t overruns() const override { return overruns_; }
+  uint64_t ends() const override { return ends_; }
+  bool ended() const override { return ended_; }
   int fd() const { return fd_.get(); }
+
+  // When an ended source is to be opened again: after a back-off that doubles from 1 s to 1 min
+  // while it keeps ending within a minute of opening; InfiniteFuture while it is open.
+  absl::Time reopen_at() const { return ended_ ? reopen_at_ : absl::InfiniteFuture(); }
+  // Opens the path again (from its end); on failure stays ended and backs off again.
+  absl::Status Reopen(absl::Time now);
 
  private:
   UniqueFd fd_;
   ReadFn read_;
+  KmsgSourceOptions options_;
   uint64_t overruns_ = 0;
+  uint64_t ends_ = 0;
+  bool ended_ = false;
+  absl::Time opened_at_ = absl::InfinitePast();
+  absl::Duration backoff_ = absl::ZeroDuration();
+  absl::Time reopen_at_ = absl::InfiniteFuture();
   std::array<char, kKmsgRecordMax> buf_{};
+};
+
+// Everything a reader counted, for the metrics and the health output.
+struct KmsgCounts {
+  uint64_t read = 0;           // records taken from the source
+  uint64_t malformed = 0;      // records that did not parse
+  uint64_t not_kernel = 0;     // skipped by kernel_only
+  uint64_t rate_dropped = 0;   // over the rate bound
+  uint64_t overruns = 0;       // EPIPE: the kernel overwrote records before they were read
+  uint64_t source_errors = 0;  // reads that failed
+  uint64_t ends = 0;           // the source ended (a FIFO's writer left)
+  std::string last_malformed;  // the last parse error, with an excerpt of the record
 };
 
 struct KmsgReaderOptions {
@@ -118,6 +156,7 @@ class KmsgReader {
   uint64_t source_errors() const { return source_errors_; }
   const absl::Status& last_error() const { return last_error_; }
   uint64_t overruns() const { return source_->overruns(); }
+  KmsgCounts counts() const;
 
  private:
   KmsgSource* source_;

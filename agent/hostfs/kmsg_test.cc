@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -352,6 +354,134 @@ TEST(KmsgSourceImpl, OpenMissingPathIsNotFound) {
   ASSERT_FALSE(src.ok());
   EXPECT_EQ(src.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(src.status().message()), HasSubstr("/nonexistent/kmsg"));
+}
+
+// What a source may be, from its fstat alone: the kernel log's device or a FIFO; /dev/zero, a
+// regular file, a directory are always readable and never records (a poll loop would spin).
+TEST(CheckKmsgSourceKind, Table) {
+  const struct {
+    mode_t mode;
+    dev_t rdev;
+    std::string want;  // "" accepted, else a part of the error
+  } cases[] = {
+      {S_IFCHR | 0600, makedev(1, 11), ""},  // /dev/kmsg
+      {S_IFIFO | 0600, 0, ""},               // a stand-in
+      {S_IFCHR | 0666, makedev(1, 5), "is the character device 1:5, not the kernel log"},
+      {S_IFCHR | 0666, makedev(1, 3), "character device 1:3"},  // /dev/null
+      {S_IFCHR | 0666, makedev(11, 1), "character device 11:1"},
+      {S_IFREG | 0644, 0, "is a regular file"},
+      {S_IFDIR | 0755, 0, "is a directory"},
+      {S_IFSOCK | 0600, 0, "is a socket"},
+      {S_IFBLK | 0600, makedev(1, 11), "is a block device"},
+  };
+  for (const auto& c : cases) {
+    const absl::Status s = CheckKmsgSourceKind("/x/k\x1bmsg", c.mode, c.rdev);
+    if (c.want.empty()) {
+      EXPECT_TRUE(s.ok()) << c.mode << ": " << s;
+      continue;
+    }
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.want;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.want));
+    EXPECT_THAT(std::string(s.message()), HasSubstr(R"("/x/k\x1bmsg")")) << "named, escaped";
+  }
+}
+
+TEST(KmsgSourceImpl, OpenRefusesWhatIsNotTheKernelLog) {
+  const std::string file = ::testing::TempDir() + "/kmsg-regular";
+  std::ofstream(file) << "6,1,2,-;not a device\n";
+  for (const std::string& path : {std::string("/dev/zero"), file, ::testing::TempDir()}) {
+    KmsgSourceOptions opt;
+    opt.path = path;
+    auto src = KmsgSourceImpl::Open(opt);
+    ASSERT_FALSE(src.ok()) << path;
+    EXPECT_EQ(src.status().code(), absl::StatusCode::kInvalidArgument) << path;
+    EXPECT_THAT(std::string(src.status().message()), HasSubstr("not the kernel log")) << path;
+  }
+  unlink(file.c_str());
+}
+
+// A FIFO whose writer left reads 0 and polls readable for ever: the source ends (its descriptor
+// closed, counted), reads nothing more, and reopens at its deadline, backing off while it keeps
+// ending soon after each open.
+TEST(KmsgSourceImpl, EndOfFileEndsTheSourceUntilReopened) {
+  const std::string fifo = ::testing::TempDir() + "/kmsg-fifo-" + std::to_string(getpid());
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
+  KmsgSourceOptions opt;
+  opt.path = fifo;
+  auto src = KmsgSourceImpl::Open(opt);
+  ASSERT_TRUE(src.ok()) << src.status();
+  KmsgSourceImpl& s = **src;
+  EXPECT_EQ(s.reopen_at(), absl::InfiniteFuture());
+  {
+    const int w = open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(w, 0) << strerror(errno);
+    const std::string line = Line(7);
+    ASSERT_EQ(write(w, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    close(w);  // the writer leaves
+  }
+  auto next = s.Next();
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_EQ(**next, Line(7));
+  next = s.Next();
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->has_value());
+  EXPECT_TRUE(s.ended());
+  EXPECT_EQ(s.ends(), 1u);
+  EXPECT_EQ(s.fd(), -1) << "closed: poll skips it";
+  const absl::Time first = s.reopen_at();
+  EXPECT_LT(first, absl::InfiniteFuture());
+  next = s.Next();  // nothing more, no read at all
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->has_value());
+  EXPECT_EQ(s.ends(), 1u);
+
+  ASSERT_TRUE(s.Reopen(first).ok());
+  EXPECT_FALSE(s.ended());
+  EXPECT_GE(s.fd(), 0);
+  EXPECT_EQ(s.reopen_at(), absl::InfiniteFuture());
+  // Ends again at once (a writer that comes and goes): the back-off doubles.
+  {
+    const int w = open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(w, 0) << strerror(errno);
+    close(w);
+  }
+  const absl::Time before = absl::Now();
+  next = s.Next();
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(s.ended());
+  EXPECT_EQ(s.ends(), 2u);
+  EXPECT_GE(s.reopen_at() - before, absl::Seconds(2) - absl::Milliseconds(100));
+
+  // A path gone: the reopen fails, stays ended, and backs off again (at most a minute).
+  unlink(fifo.c_str());
+  const absl::Time now = s.reopen_at();
+  absl::Status again = s.Reopen(now);
+  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(s.ended());
+  EXPECT_GT(s.reopen_at(), now);
+  EXPECT_LE(s.reopen_at() - now, absl::Minutes(1));
+}
+
+// Every loss the reader counts is in its counts, with the last parse error.
+TEST(KmsgReader, CountsSayEveryLoss) {
+  auto script = std::make_shared<ScriptedRead>();
+  script->steps = {{EPIPE, ""}, {0, Line(1)}, {0, "garbage"}, {0, Line(2)}};
+  KmsgSourceImpl src(UniqueFd(),
+                     [script](int fd, void* b, size_t n) { return (*script)(fd, b, n); });
+  KmsgReaderOptions o;
+  o.burst = 1;
+  o.lines_per_second = 0.001;
+  KmsgReader reader(&src, o);
+  const std::vector<KmsgRecord> got = reader.Drain(absl::UnixEpoch(), 10);
+  EXPECT_EQ(got.size(), 1u);
+  const KmsgCounts c = reader.counts();
+  EXPECT_EQ(c.read, 3u);
+  EXPECT_EQ(c.overruns, 1u);
+  EXPECT_EQ(c.malformed, 1u);
+  EXPECT_EQ(c.rate_dropped, 1u);
+  EXPECT_EQ(c.ends, 0u);
+  EXPECT_THAT(c.last_malformed, HasSubstr("\"garbage\""));
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // record parsed and matched against the NIC rules (a line no rule matches, the common case, and
 // an mlx5 fault line); a flood drained through the reader's rate bound (100,000 records queued,
 // the bound keeps 10,000 and counts the rest); and batches of 4,096 matched lines about one of the
-// host's NICs through HealthMonitor::OnKernelLog (deduplicated: one finding). The last prints the
-// process's RSS growth over the run as a counter: a flood must not grow memory.
+// host's NICs through HealthMonitor::OnKernelLog (deduplicated: one finding), without and with
+// records lost in every batch (the kmsg_access.lost finding updated each time). The last prints
+// the process's RSS growth over the run as a counter: a flood must not grow memory.
 //
 //   kmsg_bench [benchmark flags]
 #include <benchmark/benchmark.h>
@@ -105,10 +106,15 @@ void BM_MonitorOnKernelLog(benchmark::State& state) {
   monitor.Start();
   monitor.Follow(*host);
   const std::vector<KmsgRecord> batch(4096, *record);
+  // range(0) 1: every batch comes with more records lost (the reader's totals grow by a batch
+  // dropped over the rate bound), the worst case of the kmsg_access.lost finding and its log.
+  const bool losing = state.range(0) != 0;
+  KmsgCounts counts;
   const testing::ProcStats before = testing::ReadProcStats(getpid());
   for (auto _ : state) {
     clock.boot += absl::Milliseconds(1);
-    benchmark::DoNotOptimize(monitor.OnKernelLog(batch));
+    if (losing) counts.rate_dropped += batch.size();
+    benchmark::DoNotOptimize(monitor.OnKernelLog(batch, counts));
   }
   const testing::ProcStats after = testing::ReadProcStats(getpid());
   state.SetItemsProcessed(state.iterations() * batch.size());
@@ -116,7 +122,7 @@ void BM_MonitorOnKernelLog(benchmark::State& state) {
   state.counters["matched"] = static_cast<double>(monitor.stats().kmsg_matched);
   std::filesystem::remove_all(dir);
 }
-BENCHMARK(BM_MonitorOnKernelLog)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MonitorOnKernelLog)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace fabric

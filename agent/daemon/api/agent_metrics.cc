@@ -178,6 +178,22 @@ void HealthMonitorMetrics(const HealthMonitor& h, Exposition* out) {
                "monitor watches.",
                {{"device", "watched"}}, s.kmsg_matched);
   out->Counter("fabric_health_kmsg_lines_total", "", {{"device", "other"}}, s.kmsg_other);
+  out->Counter("fabric_health_kmsg_records_total",
+               "Kernel log records the agent read, and those skipped before the rules: not the "
+               "kernel's (written from user space).",
+               {{"result", "read"}}, s.kmsg.read);
+  out->Counter("fabric_health_kmsg_records_total", "", {{"result", "not_kernel"}},
+               s.kmsg.not_kernel);
+  out->Counter("fabric_health_kmsg_lost_total",
+               "Kernel log records lost before the rules saw them: overwritten in the ring "
+               "buffer before they were read (times, EPIPE), malformed, over the rate bound, "
+               "failed reads, and ends of the source (a FIFO's writer left).",
+               {{"reason", "overwritten"}}, s.kmsg.overruns);
+  out->Counter("fabric_health_kmsg_lost_total", "", {{"reason", "malformed"}}, s.kmsg.malformed);
+  out->Counter("fabric_health_kmsg_lost_total", "", {{"reason", "rate"}}, s.kmsg.rate_dropped);
+  out->Counter("fabric_health_kmsg_lost_total", "", {{"reason", "read_error"}},
+               s.kmsg.source_errors);
+  out->Counter("fabric_health_kmsg_lost_total", "", {{"reason", "source_ended"}}, s.kmsg.ends);
   out->Gauge("fabric_health_counter_backoff_ports",
              "Ports whose counters are not read now: the firmware refused them (back-off).", {},
              s.backoff_ports);
@@ -199,6 +215,10 @@ void ProbeMetrics(const Prober& p, Exposition* out) {
                  s.perftest_ok);
     out->Counter("fabric_probe_perftest_tests_total", "", {{"result", "failed"}},
                  s.perftest_failed);
+    out->Gauge("fabric_probe_perftest_responders_down",
+               "--probe-perftest lines not serving now: their device or port cannot be used; "
+               "the port stays closed while they retry.",
+               {}, s.perftest_down);
   }
   for (const v1::ProbeResult& r : p.Latest()) {
     const Labels l = {{"device", r.device()},

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -21,6 +22,7 @@
 #include "tests/hosts/builder.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/binaries.h"
+#include "tests/testing/hostile.h"
 #include "tests/testing/scrape.h"
 #include "tests/testing/subprocess.h"
 
@@ -146,6 +148,22 @@ class HealthAgentTest : public ::testing::Test {
       return false;
     };
     return has(WaitHealth(has));
+  }
+
+  // The agent's CPU time over two seconds in which nobody asks it anything (scraping the metrics
+  // to wait would cost it more than its polls): a measuring window, not a wait for an event.
+  struct IdleCost {
+    double cpu_s = -1, wall_s = 0;
+  };
+  IdleCost MeasureIdle() {
+    const testing::ProcStats before = testing::ReadProcStats(agent_->pid());
+    const absl::Time t0 = absl::Now();
+    absl::SleepFor(absl::Seconds(2));
+    const testing::ProcStats after = testing::ReadProcStats(agent_->pid());
+    IdleCost c;
+    c.wall_s = absl::ToDoubleSeconds(absl::Now() - t0);
+    if (before.cpu_s >= 0 && after.cpu_s >= 0) c.cpu_s = after.cpu_s - before.cpu_s;
+    return c;
   }
 
   std::string dir_;
@@ -274,6 +292,71 @@ TEST_F(HealthAgentTest, AnUnreadableKernelLogIsSaid) {
   StartAgent({"--kmsg=" + dir_ + "/no-such-kmsg"});
   ASSERT_TRUE(Shows("kmsg_access.unreadable", "kernel log"));
   EXPECT_EQ(GetHealth().verdict(), v1::SEVERITY_OK);
+  StopAgent();
+}
+
+// Issue 51, bounded work: a --kmsg that is not the kernel log (/dev/zero and a regular file are
+// always readable and never records) is refused when opened, said in health and the log, and the
+// agent stays idle; before, its poll loop spun a core, silently. CPU time over a stretch of
+// polls is measured from /proc (the loop at rest costs a few percent of one core under ASan).
+TEST_F(HealthAgentTest, KmsgThatIsNotTheKernelLogIsRefusedAndTheAgentStaysIdle) {
+  const std::string file = dir_ + "/kmsg-file";
+  std::ofstream(file) << std::string(1 << 16, 'x');
+  for (const std::string& source : {std::string("/dev/zero"), file}) {
+    StartAgent({"--kmsg=" + source});
+    v1::Health h = WaitHealth(
+        [](const v1::Health& x) { return Find(x, "kmsg_access.unreadable").has_value(); });
+    std::optional<v1::Finding> f = Find(h, "kmsg_access.unreadable");
+    ASSERT_TRUE(f.has_value()) << source << ": " << agent_->Stderr();
+    EXPECT_THAT(f->evidence(), ::testing::HasSubstr("not the kernel log")) << source;
+    EXPECT_THAT(agent_->Stderr(), ::testing::HasSubstr("kernel log not read")) << source;
+    ASSERT_TRUE(WaitPolls(2));
+    const IdleCost cost = MeasureIdle();
+    ASSERT_GE(cost.cpu_s, 0);
+    EXPECT_LT(cost.cpu_s, 0.1 * cost.wall_s)
+        << source << ": " << cost.cpu_s << " s of CPU in " << cost.wall_s << " s";
+    StopAgent();
+  }
+}
+
+// A FIFO whose writer left reads end-of-file and polls readable for ever: the agent reads what
+// was written, counts the end (metrics, an OK finding, the log), closes it until a reopen after a
+// back-off, and stays idle meanwhile.
+TEST_F(HealthAgentTest, KmsgFifoWhoseWriterLeftIsCountedAndTheAgentStaysIdle) {
+  const std::string fifo = dir_ + "/kmsg";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  StartAgent({"--kmsg=" + fifo});
+  {
+    // The agent holds the reading end by now (it opens the log before it serves).
+    const int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    ASSERT_GE(w, 0) << strerror(errno);
+    // One write, one read: a malformed record, then the writer leaves.
+    const std::string bad = "not a record\n";
+    ASSERT_EQ(write(w, bad.data(), bad.size()), static_cast<ssize_t>(bad.size()));
+    close(w);
+  }
+  v1::Health h =
+      WaitHealth([](const v1::Health& x) { return Find(x, "kmsg_access.lost").has_value(); });
+  std::optional<v1::Finding> f = Find(h, "kmsg_access.lost");
+  ASSERT_TRUE(f.has_value()) << agent_->Stderr();
+  EXPECT_EQ(f->severity(), v1::SEVERITY_OK);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  std::string text;
+  while (absl::Now() < deadline) {
+    text = testing::HttpGet(metrics_port_, "/metrics").second;
+    if (testing::Sample(text, R"(fabric_health_kmsg_lost_total{reason="source_ended"})") >= 1)
+      break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_GE(testing::Sample(text, R"(fabric_health_kmsg_lost_total{reason="source_ended"})"), 1)
+      << text;
+  EXPECT_EQ(testing::Sample(text, R"(fabric_health_kmsg_records_total{result="read"})"), 1) << text;
+  EXPECT_EQ(testing::Sample(text, R"(fabric_health_kmsg_lost_total{reason="malformed"})"), 1)
+      << text;
+  EXPECT_THAT(agent_->Stderr(), ::testing::HasSubstr("kernel log: records lost"));
+  const IdleCost cost = MeasureIdle();
+  ASSERT_GE(cost.cpu_s, 0);
+  EXPECT_LT(cost.cpu_s, 0.1 * cost.wall_s) << cost.cpu_s << " s of CPU in " << cost.wall_s << " s";
   StopAgent();
 }
 

@@ -214,12 +214,22 @@ void AddSources(AgentState& st, Pending& p) {
               }});
   }
   if (st.workers.kmsg != nullptr && st.workers.health != nullptr) {
-    loop.Add({"kernel log", PollIn([&st] { return st.workers.kmsg_source->fd(); }), nullptr,
-              [&st](bool ready, bool, absl::Time now) {
+    // A source that ended (a FIFO's writer left) has no descriptor (-1: poll skips it) and a
+    // deadline to reopen at, so it costs nothing while it is closed.
+    loop.Add({"kernel log", PollIn([&st] { return st.workers.kmsg_source->fd(); }),
+              [&st](absl::Time) { return st.workers.kmsg_source->reopen_at(); },
+              [&st](bool ready, bool due, absl::Time now) {
+                KmsgSourceImpl& source = *st.workers.kmsg_source;
+                if (due && source.ended()) {
+                  if (absl::Status s = source.Reopen(now); !s.ok()) {
+                    Log(LogLevel::kDebug, "kernel log: reopen: ", s.message());
+                  }
+                }
                 if (!ready) return;
                 // Bounded per wake-up (the reader's rate bound drops a flood); the rest wakes the
                 // loop again at once.
-                if (st.workers.health->OnKernelLog(st.workers.kmsg->Drain(now, 4096))) {
+                std::vector<KmsgRecord> records = st.workers.kmsg->Drain(now, 4096);
+                if (st.workers.health->OnKernelLog(records, st.workers.kmsg->counts())) {
                   st.cycle.Publish(std::nullopt, false);
                 }
               }});

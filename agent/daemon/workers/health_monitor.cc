@@ -423,9 +423,53 @@ bool HealthMonitor::Poll() {
   return ChangedLocked(now);
 }
 
-bool HealthMonitor::OnKernelLog(const std::vector<KmsgRecord>& records) {
+namespace {
+
+uint64_t Lost(const KmsgCounts& c) {
+  return c.malformed + c.overruns + c.rate_dropped + c.source_errors + c.ends;
+}
+
+std::string LossText(const KmsgCounts& c) {
+  std::string out =
+      absl::StrCat(c.overruns, " overwritten before they were read (EPIPE), ", c.malformed,
+                   " malformed, ", c.rate_dropped, " over the rate bound, ", c.source_errors,
+                   " failed reads, ", c.ends, " ends of the source, of ", c.read, " read");
+  // The parse error quotes the record already escaped (Excerpt).
+  if (!c.last_malformed.empty()) absl::StrAppend(&out, "; last malformed: ", c.last_malformed);
+  return out;
+}
+
+}  // namespace
+
+void HealthMonitor::NoteKernelLogLossLocked(const KmsgCounts& counts, MemoryClock now) {
+  const uint64_t lost = Lost(counts);
+  if (lost == kmsg_lost_) return;
+  kmsg_lost_ = lost;
+  v1::Finding f;
+  f.set_severity(v1::SEVERITY_OK);
+  f.set_check("kmsg_access");
+  f.set_code("kmsg_access.lost");
+  f.set_subject("kernel log");
+  f.set_message(
+      "kernel log records were lost before the NIC and PCIe rules saw them: faults among them "
+      "went unseen");
+  f.set_evidence(LossText(counts));
+  f.set_repair(v1::REPAIR_ACTION_NONE);
+  std::vector<v1::Finding> note;
+  note.push_back(std::move(f));
+  memory_.Update("kmsg_loss", std::move(note), now);
+  // Said in the log too, at most once a minute: a flood must not become one.
+  if (now.boot - kmsg_loss_logged_ >= absl::Minutes(1)) {
+    kmsg_loss_logged_ = now.boot;
+    Log(LogLevel::kWarning, "kernel log: records lost: ", LossText(counts));
+  }
+}
+
+bool HealthMonitor::OnKernelLog(const std::vector<KmsgRecord>& records, const KmsgCounts& counts) {
   std::lock_guard<std::mutex> lock(mu_);
   const MemoryClock now = clock_();
+  stats_.kmsg = counts;
+  NoteKernelLogLossLocked(counts, now);
   // The dedup window runs on boot time: a wall-clock jump neither floods nor silences it.
   const absl::Time at = absl::UnixEpoch() + now.boot;
   for (const KmsgRecord& r : records) {
@@ -510,6 +554,7 @@ void HealthMonitor::SetKernelLogStatus(const absl::Status& status) {
     f.set_evidence(status.ToString());
     f.set_repair(v1::REPAIR_ACTION_NONE);
     note.push_back(std::move(f));
+    Log(LogLevel::kWarning, "kernel log not read: ", status.message());
   }
   const MemoryClock now = clock_();
   memory_.Update("kmsg_access", std::move(note), now);

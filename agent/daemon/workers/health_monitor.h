@@ -85,7 +85,10 @@ class HealthMonitor : public Publisher {
   // access_reg_failed line puts the device's ports in counter back-off (the firmware refuses:
   // reading on floods the log). Lines about other devices, or none, are counted and dropped.
   // Saves the memory when its findings changed; returns true when they changed.
-  bool OnKernelLog(const std::vector<KmsgRecord>& records);
+  // `counts`: the reader's totals. Records lost before any rule saw them (overwritten before they
+  // were read, malformed, over the rate bound, failed reads, the source ending) are an OK
+  // "kmsg_access.lost" finding with the totals as evidence, and a log line at most once a minute.
+  bool OnKernelLog(const std::vector<KmsgRecord>& records, const KmsgCounts& counts = {});
   // Whether the kernel log could be opened: an error is an OK "kmsg_access.unreadable" finding
   // (the host is not at fault, but its kernel-log faults go unseen).
   void SetKernelLogStatus(const absl::Status& status);
@@ -100,6 +103,7 @@ class HealthMonitor : public Publisher {
     uint64_t polls = 0, reads = 0, read_errors = 0, backoff_ports = 0;
     uint64_t kmsg_matched = 0;  // kernel log lines a rule matched about a watched device
     uint64_t kmsg_other = 0;    // matched lines about devices not watched (or none)
+    KmsgCounts kmsg;            // the kernel log reader's totals
   };
   Stats stats() const;
 
@@ -126,6 +130,7 @@ class HealthMonitor : public Publisher {
   absl::StatusOr<uint64_t> ReadCarrierChanges(const Port& port) const;
   bool CarrierCounted(const Port& port) const;
   void CheckAcsLocked(MemoryClock now);  // the bridges in acs_bridges_
+  void NoteKernelLogLossLocked(const KmsgCounts& counts, MemoryClock now);
   bool Excluded(const std::string& device, uint32_t port) const;
   void PollPort(const std::string& device, Port& port, const std::string& dev_path, MemoryClock now,
                 std::vector<v1::Finding>* access);
@@ -157,6 +162,8 @@ class HealthMonitor : public Publisher {
   std::map<std::string, std::string> pci_devices_;         // PCI address -> watched RDMA device
   std::map<std::string, std::string> netdev_ports_;        // netdev -> "mlx5_0:1"
   LogDedup log_dedup_;
+  uint64_t kmsg_lost_ = 0;                                       // at the last loss finding
+  absl::Duration kmsg_loss_logged_ = -absl::InfiniteDuration();  // boot time
   std::string findings_key_;
   std::string save_key_;
   bool dirty_ = false;  // the state file must be rewritten
