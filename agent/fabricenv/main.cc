@@ -13,11 +13,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "agent/common/cli_args.h"
 #include "agent/common/cli_docs.h"
 #include "agent/common/cli_docs_cli11.h"
 #include "agent/common/version.h"
@@ -105,6 +107,26 @@ ctl::AnswerSource DoctorAnswer(const std::string& host_file, const ctl::JobEnvOp
   return a;
 }
 
+// Where fabric-env's own arguments end: at the first word of the command exec runs (a word that
+// is neither an option, an option's value nor the subcommand); the command's words are its own.
+size_t OwnArgsEnd(CLI::App& app, const std::vector<std::string>& args) {
+  CLI::App* sub = nullptr;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() > 1 && a[0] == '-') {
+      if (a.find('=') != std::string::npos) continue;
+      const CLI::Option* o = sub != nullptr ? sub->get_option_no_throw(a) : nullptr;
+      if (o == nullptr) o = app.get_option_no_throw(a);
+      if (o != nullptr && o->get_expected_min() > 0) ++i;  // its value is the next word
+      continue;
+    }
+    if (sub != nullptr) return i;
+    if (a != "exec") return args.size();  // env and doctor take no command
+    sub = app.get_subcommand("exec");
+  }
+  return args.size();
+}
+
 int Fail(const absl::Status& s, int code) {
   std::fprintf(stderr, "fabric-env: %s\n", std::string(s.message()).c_str());
   return code;
@@ -159,6 +181,12 @@ int main(int argc, char** argv) {
   if (auto dd = std::find(args.begin() + 1, args.end(), "--"); dd != args.end()) {
     command.assign(dd + 1, args.end());
     args.erase(dd, args.end());
+  }
+  // "--opt=" swallows the next argument in CLI11 (the shared rule, agent/common/cli_args.h).
+  const size_t own_end = fabric::OwnArgsEnd(app, args);
+  if (absl::Status s = fabric::RefuseEmptyValues(std::span(args).subspan(1, own_end - 1));
+      !s.ok()) {
+    return fabric::Fail(s, 2);
   }
   // Words of a command given without "--" (exec's prefix form) are left with the top level.
   app.allow_extras();

@@ -314,7 +314,7 @@ absl::Status StepAnnouncer(AgentState& st) {
 }
 void StopAnnouncer(AgentState& st) { st.workers.announcer.reset(); }
 
-absl::Status StepProbes(AgentState& st) {
+ProberOptions ProberOptionsOf(const AgentState& st) {
   ProberOptions o;
   o.listen = st.opt.probe_listen;
   o.sysfs = st.opt.sysfs;
@@ -323,7 +323,13 @@ absl::Status StepProbes(AgentState& st) {
   o.perftest = st.opt.probe_perftest;
   o.rate_per_minute = st.opt.probe_rate;
   o.secret_file = st.opt.probe_secret_file;
-  auto p = Prober::Start(o, &st.cycle.store());
+  return o;
+}
+// The probe options' own errors (a --probe-perftest port used twice) are a bad flag: exit 2,
+// before anything starts, as the other options' are.
+absl::Status StepProbeOptions(AgentState& st) { return Prober::CheckOptions(ProberOptionsOf(st)); }
+absl::Status StepProbes(AgentState& st) {
+  auto p = Prober::Start(ProberOptionsOf(st), &st.cycle.store());
   if (!p.ok()) return p.status();
   Prober& prober = *(st.workers.prober = *std::move(p));
   const v1::ProbeSchedule& schedule = st.process.config.probes();
@@ -465,6 +471,7 @@ constexpr Step kSteps[] = {
      nullptr, kAgentFailed},
     {"load config", StepConfig, nullptr, kAgentBadConfig},
     {"load TLS certificates", StepTls, nullptr, kAgentBadConfig},
+    {"probe options", StepProbeOptions, nullptr, kAgentBadConfig},
     {"lock the socket", StepSocketLock, StopSocketLock, kAgentFailed},
     {"health monitor", StepHealthMonitor, StopHealthMonitor, kAgentFailed},
     {"first inventory", StepFirstInventory, StopFirstInventory, kAgentFailed},

@@ -3,10 +3,12 @@
 #include <malloc.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/cli_args.h"
 #include "agent/common/cli_docs.h"
 #include "agent/common/cli_docs_cli11.h"
 #include "agent/common/log.h"
@@ -20,10 +22,18 @@
 
 namespace {
 
+// The options whose documented empty value ("--cdi-dir=") turns their feature off: the one
+// exception to RefuseEmptyValues.
+std::vector<std::string>& OptionalPaths() {
+  static std::vector<std::string> names;
+  return names;
+}
+
 // A path option whose empty value ("--cdi-dir=") turns its feature off. CLI11 refuses an empty
 // value unless a value is optional; the value used when none is given is then the empty one.
 CLI::Option* AddOptionalPath(CLI::App& app, const std::string& name, std::string* value,
                              const std::string& help) {
+  OptionalPaths().push_back(name);
   return app.add_option(name, *value, help)->expected(0, 1)->default_str("");
 }
 
@@ -267,6 +277,15 @@ int main(int argc, char** argv) {
   if (auto kind = fabric::docs::GenerateKind(std::vector<std::string>(argv, argv + argc))) {
     return fabric::docs::PrintGenerated(*kind, Page(app),
                                         fabric::docs::CompletionOf(app, "fabric-agent"));
+  }
+  // "--opt=" swallows the next argument in CLI11 (the shared rule, agent/common/cli_args.h).
+  const std::vector<std::string_view> may_be_empty(OptionalPaths().begin(), OptionalPaths().end());
+  if (absl::Status s =
+          fabric::RefuseEmptyValues(std::vector<std::string>(argv + 1, argv + argc), may_be_empty);
+      !s.ok()) {
+    std::fprintf(stderr, "fabric-agent: %s\nRun with --help for more information.\n",
+                 std::string(s.message()).c_str());
+    return fabric::kAgentBadConfig;
   }
   try {
     app.parse(argc, argv);

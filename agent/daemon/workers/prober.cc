@@ -114,6 +114,15 @@ Prober::Prober(const ProberOptions& options, const SnapshotStore* store,
                std::unique_ptr<probes::Canceller> cancel)
     : options_(options), store_(store), cancel_(std::move(cancel)) {}
 
+absl::Status Prober::CheckOptions(const ProberOptions& options) {
+  if (!options.listen.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    if (absl::Status s = ParseProbeListen(options.listen, &host, &port); !s.ok()) return s;
+  }
+  return PerftestServers(options).status();
+}
+
 absl::StatusOr<std::unique_ptr<Prober>> Prober::Start(const ProberOptions& options,
                                                       const SnapshotStore* store) {
   absl::StatusOr<std::unique_ptr<probes::Canceller>> cancel = probes::Canceller::Create();
@@ -186,8 +195,13 @@ void Prober::ServePerftest(probes::PerftestServerOptions o) {
       o.allow ? o.allow->ToString() : "this host's subnets");
   absl::Duration pause = absl::Seconds(1);
   probes::Fd listener;  // TCP: one for every client (rdma_cm listens per client).
+  // The last try reached its client (the device opened): only then does a listener stay open
+  // between clients. Until then each try opens the device before it listens, so a port whose
+  // device cannot be opened is closed, never one that takes connections nobody serves.
+  bool serving = false;
+  ++perftest_down_;
   while (!cancel_->cancelled()) {
-    if (!o.params.rdma_cm && !listener.valid()) {
+    if (!o.params.rdma_cm && serving && !listener.valid()) {
       absl::StatusOr<probes::Fd> l = probes::ListenTcp(o.bind, o.port);
       if (l.ok()) listener = *std::move(l);
     }
@@ -200,8 +214,11 @@ void Prober::ServePerftest(probes::PerftestServerOptions o) {
       return absl::UnavailableError(absl::StrCat(device, " stayed busy with other probes for ",
                                                  absl::FormatDuration(o.local.timeout)));
     };
-    absl::StatusOr<probes::PerftestResult> r =
-        probes::ServePerftestClient(o, cancel_.get(), [&] { listened = true; });
+    absl::StatusOr<probes::PerftestResult> r = probes::ServePerftestClient(o, cancel_.get(), [&] {
+      listened = true;
+      if (!serving) --perftest_down_;
+      serving = true;
+    });
     hold.reset();
     if (cancel_->cancelled()) break;
     ++perftest_served_;
@@ -218,10 +235,13 @@ void Prober::ServePerftest(probes::PerftestServerOptions o) {
     } else {
       Log(LogLevel::kWarning, what, ": ", r.status().message());
     }
-    // A failure before listening (device gone, port taken) would come back at once: wait,
-    // longer each time, until it listens again.
+    // A failure before listening (device gone, port taken) would come back at once: the port
+    // closed, wait, longer each time, until it listens again.
     pause = listened ? absl::Seconds(1) : std::min(pause * 2, absl::Minutes(5));
     if (!listened) {
+      listener.reset();
+      if (serving) ++perftest_down_;
+      serving = false;
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, absl::ToChronoNanoseconds(pause), [this] { return stopping_; });
     }
@@ -570,7 +590,8 @@ Prober::Stats Prober::stats() const {
           served_.load() - served_failed_.load(),
           served_failed_.load(),
           perftest_served_.load() - perftest_failed_.load(),
-          perftest_failed_.load()};
+          perftest_failed_.load(),
+          static_cast<uint64_t>(std::max<int64_t>(perftest_down_.load(), 0))};
 }
 
 std::vector<v1::ProbeResult> Prober::Latest() const {

@@ -53,6 +53,9 @@ v1::Health CurrentHealth(const Snapshot& snap, const Prober* prober);
 
 class Prober {
  public:
+  // The options' own errors (a --probe-perftest line, a port used twice, --probe-listen),
+  // InvalidArgument, without starting anything: a configuration error (exit 2).
+  static absl::Status CheckOptions(const ProberOptions& options);
   // Starts the responder (if asked) and the scheduler thread; the schedule is off until
   // SetSchedule names peers. `store` gives the host and policy each round and test uses.
   static absl::StatusOr<std::unique_ptr<Prober>> Start(const ProberOptions& options,
@@ -76,6 +79,9 @@ class Prober {
     uint64_t runs_ok = 0, runs_failed = 0;          // this agent's tests (scheduled and on demand)
     uint64_t served_ok = 0, served_failed = 0;      // the responder's
     uint64_t perftest_ok = 0, perftest_failed = 0;  // stock perftest clients (--probe-perftest)
+    // --probe-perftest lines not serving now (device or port unusable: their port is closed
+    // while they retry).
+    uint64_t perftest_down = 0;
   };
   Stats stats() const;
   // The newest result of each (device, port, peer, test, transport), newest first.
@@ -116,6 +122,7 @@ class Prober {
   std::vector<std::thread> perftest_threads_;
   std::atomic<uint64_t> perftest_served_{0};
   std::atomic<uint64_t> perftest_failed_{0};
+  std::atomic<int64_t> perftest_down_{0};
   std::atomic<uint64_t> runs_ok_{0};
   std::atomic<uint64_t> runs_failed_{0};
 
