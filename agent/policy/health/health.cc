@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "agent/common/excerpt.h"
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/discovery/parse.h"
@@ -195,10 +196,12 @@ std::string_view RepairName(RepairAction r) {
 }
 
 std::string FindingLine(const Finding& f) {
-  std::string line =
-      absl::StrCat(SeverityName(f.severity()), " ", f.code().empty() ? f.check() : f.code(),
-                   f.subject().empty() ? "" : " ", f.subject(), ": ", f.message());
-  if (!f.evidence().empty()) absl::StrAppend(&line, " [", f.evidence(), "]");
+  // A finding carries outside bytes (a kernel log line, a file's value, a peer's name): escaped,
+  // so no escape sequence or carriage return reaches the terminal raw.
+  std::string line = absl::StrCat(
+      SeverityName(f.severity()), " ", TerminalText(f.code().empty() ? f.check() : f.code()),
+      f.subject().empty() ? "" : " ", TerminalText(f.subject()), ": ", TerminalText(f.message()));
+  if (!f.evidence().empty()) absl::StrAppend(&line, " [", TerminalText(f.evidence()), "]");
   if (f.occurrences() > 1) absl::StrAppend(&line, " (seen ", f.occurrences(), " times)");
   if (f.cleared()) {
     absl::StrAppend(

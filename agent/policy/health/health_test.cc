@@ -55,6 +55,33 @@ std::vector<std::string> Checks(const Health& h) {
   return out;
 }
 
+// A finding's outside bytes (a kernel log line in its evidence, a subject from sysfs) reach the
+// terminal escaped: no ESC, CR or C1 byte of a kernel line can move the cursor or recolour it.
+TEST(Health, FindingLineEscapesOutsideBytes) {
+  const struct {
+    std::string subject, message, evidence, want;
+  } cases[] = {
+      {"mlx5_0:1", "port DOWN", "state DOWN", "WARNING kmsg mlx5_0:1: port DOWN [state DOWN]"},
+      {"mlx5_0", "fatal", "mlx5_core 0000:3b:00.0: \x1b[2J\x1b[31mOK\r",
+       R"(WARNING kmsg mlx5_0: fatal [mlx5_core 0000:3b:00.0: \x1b[2J\x1b[31mOK\x0d])"},
+      {"mlx5_0", "fatal",
+       "a\x1b]0;title\x07"
+       "b\nc\x9b"
+       "d",
+       R"(WARNING kmsg mlx5_0: fatal [a\x1b]0;title\x07b\nc\x9bd])"},
+      {"eth\x1b[1m0", "m\rn", "", R"(WARNING kmsg eth\x1b[1m0: m\x0dn)"},
+  };
+  for (const auto& c : cases) {
+    Finding f;
+    f.set_severity(SEVERITY_WARNING);
+    f.set_check("kmsg");
+    f.set_subject(c.subject);
+    f.set_message(c.message);
+    f.set_evidence(c.evidence);
+    EXPECT_EQ(FindingLine(f), c.want) << c.evidence;
+  }
+}
+
 TEST(Health, HealthyHostsAreOk) {
   // ipv6-roce: its global IPv6 RoCE v2 GIDs are routable; ib-prefix-gids: prefix-only slots are
   // empty, not GIDs.
