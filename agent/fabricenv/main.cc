@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/cli_args.h"
+#include "agent/common/cli_args_cli11.h"
 #include "agent/common/cli_docs.h"
 #include "agent/common/cli_docs_cli11.h"
 #include "agent/common/version.h"
@@ -184,10 +185,10 @@ int main(int argc, char** argv) {
   }
   // "--opt=" swallows the next argument in CLI11 (the shared rule, agent/common/cli_args.h).
   const size_t own_end = fabric::OwnArgsEnd(app, args);
-  if (absl::Status s = fabric::RefuseEmptyValues(std::span(args).subspan(1, own_end - 1));
-      !s.ok()) {
-    return fabric::Fail(s, 2);
-  }
+  const std::span<const std::string> own = std::span(args).subspan(1, own_end - 1);
+  absl::Status refused = fabric::RefuseEmptyValues(own);
+  if (refused.ok()) refused = fabric::RefuseMissingValues(app, own);
+  if (!refused.ok()) return fabric::Fail(refused, 2);
   // Words of a command given without "--" (exec's prefix form) are left with the top level.
   app.allow_extras();
   try {

@@ -79,7 +79,7 @@ int ConnectError(int port) {
   return err;
 }
 
-TEST_F(ExactArgsTest, EveryBinaryRefusesAnEmptyValue) {
+TEST_F(ExactArgsTest, EveryBinaryRefusesAnEmptyOrMissingValue) {
   const struct {
     std::vector<std::string> argv;
     std::string names;
@@ -89,6 +89,11 @@ TEST_F(ExactArgsTest, EveryBinaryRefusesAnEmptyValue) {
       {{testing::kFabricEnvBinary, "--host-file=", "env"}, "--host-file is empty"},
       {{testing::kFabricEnvBinary, "env", "--gpus=", "--host-file=/nonexist"}, "--gpus is empty"},
       {{testing::kProbeBinary, "write_bw", "--sysfs=", "-p", "1"}, "--sysfs is empty"},
+      // An option missing its value took the next option as it (CLI11 2.1).
+      {Agent({"--pod-helper", "--sysfs=/nonexist"}), "--pod-helper needs a value"},
+      {{testing::kFabricEnvBinary, "env", "--gpus", "--host-file=/nonexist"},
+       "--gpus needs a value"},
+      {{testing::kProbeBinary, "write_bw", "-d", "-p", "18516"}, "-d needs a value"},
       {{testing::kFabricctlBinary, "topo", "--sysfs=", "--json"}, "--sysfs is empty"},
   };
   for (const auto& c : cases) {

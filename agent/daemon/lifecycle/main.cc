@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/cli_args.h"
+#include "agent/common/cli_args_cli11.h"
 #include "agent/common/cli_docs.h"
 #include "agent/common/cli_docs_cli11.h"
 #include "agent/common/log.h"
@@ -278,11 +279,13 @@ int main(int argc, char** argv) {
     return fabric::docs::PrintGenerated(*kind, Page(app),
                                         fabric::docs::CompletionOf(app, "fabric-agent"));
   }
-  // "--opt=" swallows the next argument in CLI11 (the shared rule, agent/common/cli_args.h).
+  // "--opt=" and an option missing its value swallow the next argument in CLI11 (the shared
+  // rules, agent/common/cli_args.h and cli_args_cli11.h).
   const std::vector<std::string_view> may_be_empty(OptionalPaths().begin(), OptionalPaths().end());
-  if (absl::Status s =
-          fabric::RefuseEmptyValues(std::vector<std::string>(argv + 1, argv + argc), may_be_empty);
-      !s.ok()) {
+  const std::vector<std::string> given(argv + 1, argv + argc);
+  absl::Status s = fabric::RefuseEmptyValues(given, may_be_empty);
+  if (s.ok()) s = fabric::RefuseMissingValues(app, given);
+  if (!s.ok()) {
     std::fprintf(stderr, "fabric-agent: %s\nRun with --help for more information.\n",
                  std::string(s.message()).c_str());
     return fabric::kAgentBadConfig;

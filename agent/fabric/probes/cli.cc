@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/common/cli_args.h"
+#include "agent/common/cli_args_cli11.h"
 #include "agent/common/cli_docs.h"
 #include "agent/common/cli_docs_cli11.h"
 #include "agent/common/excerpt.h"
@@ -53,30 +54,6 @@ docs::Page Page(const CLI::App& app) {
         {absl::StrCat(kExitUsage), "", "a usage error"}}});
   p.see_also = {"fabric-agent(8)", "fabricctl(1)"};
   return p;
-}
-
-// An option that takes a value refuses a missing one rather than taking the next option as it:
-// "write_bw -p 18516 -d" (the agent's line, "--perftest" after it) made "--perftest" the device
-// and served fabric-probe's protocol; "-d -p 18516" made "-p" the device and listened on 18515.
-// A value may start with '-' only as a number ("-1"). Short options with the value attached
-// ("-dmlx5_0") and unknown options are CLI11's to judge.
-absl::Status RefuseMissingValues(const CLI::App& app, std::span<const std::string> args) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") break;
-    if (a.size() < 2 || a[0] != '-' || a.find('=') != std::string::npos) continue;
-    const CLI::Option* o = app.get_option_no_throw(a);
-    if (o == nullptr || o->get_expected_min() == 0) continue;  // unknown, or a flag
-    if (i + 1 >= args.size()) return absl::InvalidArgumentError(absl::StrCat(a, " needs a value"));
-    const std::string& next = args[i + 1];
-    const bool number = next.size() > 1 && (absl::ascii_isdigit(next[1]) || next[1] == '.');
-    if (next.size() > 1 && next[0] == '-' && !number) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(a, " needs a value (", TerminalText(next), " after it is an option)"));
-    }
-    ++i;
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
