@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/cli_args_cli11.h"
 #include "agent/common/excerpt.h"
 #include "agent/common/version.h"
 #include "agent/fabricctl/args.h"
@@ -58,6 +60,15 @@ int Main(int argc, char** argv) {
     return is_health ? HealthExitCode(v1::SEVERITY_UNKNOWN) : ExitCodeFor(prepared.status());
   }
   std::vector<std::string>& args = *prepared;
+  // An option missing its value would take the next option as it (`topo --sysfs --json` read
+  // "--json" as the sysfs root): the shared rule. exec's command and its words are its own.
+  if (SubcommandOf(argv_copy) != "exec" && args.size() > 1) {
+    if (absl::Status s = fabric::RefuseMissingValues(app, std::span(args).subspan(1)); !s.ok()) {
+      std::fprintf(stderr, "fabricctl: %s\nRun with --help for more information.\n",
+                   std::string(s.message()).c_str());
+      return is_health ? HealthExitCode(v1::SEVERITY_UNKNOWN) : ExitCodeFor(s);
+    }
+  }
   // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead.
   if (args.size() > 1 && args[1][0] != '-') {
     std::vector<std::string> names;

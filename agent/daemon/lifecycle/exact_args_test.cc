@@ -94,6 +94,7 @@ TEST_F(ExactArgsTest, EveryBinaryRefusesAnEmptyOrMissingValue) {
       {{testing::kFabricEnvBinary, "env", "--gpus", "--host-file=/nonexist"},
        "--gpus needs a value"},
       {{testing::kProbeBinary, "write_bw", "-d", "-p", "18516"}, "-d needs a value"},
+      {{testing::kFabricctlBinary, "topo", "--sysfs", "--json"}, "--sysfs needs a value"},
       {{testing::kFabricctlBinary, "topo", "--sysfs=", "--json"}, "--sysfs is empty"},
   };
   for (const auto& c : cases) {
