@@ -146,16 +146,24 @@ done
 for t in ib_write_bw ib_write_lat; do
   n=300
   [[ $t == *lat ]] && n=200
-  "$t" -d "$dev" -n "$n" >"$out/$t.server.out" 2>&1 &
-  spid=$!
-  sleep 0.5
-  if timeout 120 "$t" -d "$dev" -n "$n" "$ip" >"$out/$t.client.out" 2>&1; then
+  # Stock perftest gives up when it cannot calibrate its clock on a busy VM ("Correlation
+  # coefficient r^2 < 0.9"): its failure, not ours, so that pair runs once more.
+  for _ in 1 2; do
+    timeout 120 "$t" -d "$dev" -n "$n" >"$out/$t.server.out" 2>&1 &
+    spid=$!
+    sleep 0.5
+    timeout 120 "$t" -d "$dev" -n "$n" "$ip" >"$out/$t.client.out" 2>&1
+    rc=$?
+    wait "$spid"
+    grep -qs "Correlation coefficient r^2" "$out/$t".*.out || break
+    echo "$t: stock perftest could not calibrate its clock; once more"
+  done
+  if ((rc == 0)); then
     ok "$t: $(grep -A1 '#bytes' "$out/$t.client.out" | tail -n1 | tr -s ' ')"
   else
     fail "$t failed"
     cat "$out/$t.client.out"
   fi
-  wait "$spid"
 done
 
 # The link goes down mid-test (last: it disturbs rxe0): the QP fails with a completion error at
