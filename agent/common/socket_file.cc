@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
@@ -75,6 +76,36 @@ bool RemoveBoundSocket(const BoundSocketFile& f) {
   // that of two system calls, where it was the whole lifetime of the agent.
   if (lstat(f.path.c_str(), &sb) != 0 || sb.st_dev != f.dev || sb.st_ino != f.ino) return false;
   return unlink(f.path.c_str()) == 0;
+}
+
+absl::StatusOr<BoundSocketFile> BindSocketWithMode(
+    const std::string& path, mode_t mode,
+    absl::FunctionRef<absl::Status(const std::string& private_path)> bind) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  // A short name: the private path is the longer only for a name under 14 bytes.
+  std::string dir =
+      ((parent.empty() ? std::filesystem::path(".") : parent) / ".sockXXXXXX").string();
+  if (mkdtemp(dir.data()) == nullptr) {  // Mode 0700: only this user reaches what is inside.
+    return absl::UnavailableError(absl::StrCat("cannot bind ", path, ": a private directory in ",
+                                               parent.string(), ": ", ErrnoText(errno)));
+  }
+  const std::string tmp = dir + "/s";
+  if (tmp.size() >= sizeof(sockaddr_un::sun_path)) {
+    (void)rmdir(dir.c_str());
+    return absl::InvalidArgumentError(absl::StrCat("cannot bind ", path, ": its private path ", tmp,
+                                                   " is longer than a Unix socket takes"));
+  }
+  absl::Status s = bind(tmp);
+  if (s.ok() && chmod(tmp.c_str(), mode) != 0) {
+    s = absl::UnavailableError(absl::StrCat("chmod ", tmp, ": ", ErrnoText(errno)));
+  }
+  if (s.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
+    s = absl::UnavailableError(absl::StrCat("rename to ", path, ": ", ErrnoText(errno)));
+  }
+  (void)unlink(tmp.c_str());  // Left only by a failure.
+  (void)rmdir(dir.c_str());
+  if (!s.ok()) return s;
+  return RecordBoundSocket(path);
 }
 
 }  // namespace fabric

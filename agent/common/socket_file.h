@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -29,6 +30,15 @@ absl::Status ClearStaleSocket(const std::string& path, std::string_view flag);
 
 // Records the file just bound at `path`.
 absl::StatusOr<BoundSocketFile> RecordBoundSocket(const std::string& path);
+
+// Binds a Unix socket at `path` with `mode` from the moment anyone can reach it, whatever the
+// umask, for a binder that only takes a path (a gRPC server's "unix:" port): `bind` binds at a
+// path in a private directory (0700) beside `path` (".sockXXXXXX/s": 13 bytes), the file gets
+// `mode` there and is then renamed onto `path` (replacing a stale socket: call ClearStaleSocket
+// first). Returns the file at `path`; on an error nothing is left behind but what `bind` holds.
+absl::StatusOr<BoundSocketFile> BindSocketWithMode(
+    const std::string& path, mode_t mode,
+    absl::FunctionRef<absl::Status(const std::string& private_path)> bind);
 
 // Unlinks `f.path` only while it is still the file recorded (same st_dev and st_ino); true when
 // it was removed. Another process's socket at the same path is left alone.

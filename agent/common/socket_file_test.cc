@@ -124,3 +124,44 @@ TEST_F(SocketFileTest, ClearStaleSocketRefusesAFileThatIsNotASocket) {
 
 }  // namespace
 }  // namespace fabric
+
+namespace fabric {
+namespace {
+
+// Under umask 0 a plain bind makes the file 0777; BindSocketWithMode gives it the mode asked,
+// served at the path (a connect there reaches the bound socket), nothing left beside it.
+TEST_F(SocketFileTest, BindSocketWithModeGivesTheModeWhateverTheUmask) {
+  const std::string path = dir_ + "/agent-socket.sock";
+  const mode_t old = umask(0);
+  UniqueFd fd;
+  auto f = BindSocketWithMode(path, 0600, [&](const std::string& tmp) {
+    EXPECT_LE(tmp.size(), path.size());
+    fd = Bind(tmp);
+    return fd.valid() ? absl::OkStatus() : absl::UnavailableError("bind");
+  });
+  umask(old);
+  ASSERT_TRUE(f.ok()) << f.status();
+  struct stat sb {};
+  ASSERT_EQ(lstat(path.c_str(), &sb), 0);
+  EXPECT_TRUE(S_ISSOCK(sb.st_mode));
+  EXPECT_EQ(sb.st_mode & 07777, 0600u);
+  EXPECT_EQ(f->ino, sb.st_ino);
+  UniqueFd client(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  EXPECT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir_)) ++entries;
+  EXPECT_EQ(entries, 1u) << "the private directory is gone";
+
+  // A binder that fails leaves nothing.
+  std::filesystem::remove(path);
+  auto bad = BindSocketWithMode(path, 0600,
+                                [](const std::string&) { return absl::UnavailableError("no"); });
+  EXPECT_FALSE(bad.ok());
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+}  // namespace
+}  // namespace fabric

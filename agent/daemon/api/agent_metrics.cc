@@ -199,6 +199,22 @@ void HealthMonitorMetrics(const HealthMonitor& h, Exposition* out) {
              s.backoff_ports);
 }
 
+void DevicePluginMetrics(const DevicePlugins& d, Exposition* out) {
+  const DevicePlugins::Counts c = d.counts();
+  out->Counter("fabric_device_plugin_refused_total",
+               "Device plugin calls refused: bytes that are not the request (a string not UTF-8), "
+               "or a request over a bound or naming what the resource does not list.",
+               {{"reason", "parse"}}, c.refused_parse);
+  out->Counter("fabric_device_plugin_refused_total", "", {{"reason", "invalid"}},
+               c.refused_invalid);
+  out->Counter("fabric_device_plugin_streams_dropped_total",
+               "ListAndWatch streams ended by the agent: replaced by a newer one over the limit, "
+               "or stalled (their reader stopped reading).",
+               {{"reason", "evicted"}}, c.streams_evicted);
+  out->Counter("fabric_device_plugin_streams_dropped_total", "", {{"reason", "stalled"}},
+               c.streams_stalled);
+}
+
 void ProbeMetrics(const Prober& p, Exposition* out) {
   const Prober::Stats s = p.stats();
   out->Counter("fabric_probe_runs_total", "Probes this agent ran (scheduled and on demand).",
@@ -331,6 +347,7 @@ std::string RenderAgentMetrics(const MetricsSources& src, absl::Time now) {
   AgentMetrics(src, snap.get(), now, &out);
   if (src.health != nullptr) HealthMonitorMetrics(*src.health, &out);
   if (src.prober != nullptr) ProbeMetrics(*src.prober, &out);
+  if (src.device_plugins != nullptr) DevicePluginMetrics(*src.device_plugins, &out);
   if (src.announcer != nullptr) AnnounceMetrics(*src.announcer, &out);
   ApiMetrics(src, &out);
   out.Gauge("fabric_scrape_duration_seconds", "How long this scrape took to render.", {},

@@ -15,6 +15,7 @@
 #include "agent/daemon/cycle/counters.h"
 #include "agent/daemon/cycle/snapshot.h"
 #include "agent/daemon/workers/announcer.h"
+#include "agent/daemon/workers/device_plugin.h"
 #include "agent/daemon/workers/health_monitor.h"
 #include "agent/daemon/workers/prober.h"
 #include "agent/hostfs/host_fs.h"
@@ -25,11 +26,12 @@ struct MetricsSources {
   const SnapshotStore* store = nullptr;
   const HostFs* sysfs = nullptr;
   const AgentCounters* counters = nullptr;
-  const Prober* prober = nullptr;             // Optional.
-  const Announcer* announcer = nullptr;       // Optional.
-  const HealthMonitor* health = nullptr;      // Optional.
-  const ApiServer* api = nullptr;             // Optional.
-  const ApiCounters* api_counters = nullptr;  // Optional.
+  const Prober* prober = nullptr;                 // Optional.
+  const Announcer* announcer = nullptr;           // Optional.
+  const HealthMonitor* health = nullptr;          // Optional.
+  const ApiServer* api = nullptr;                 // Optional.
+  const ApiCounters* api_counters = nullptr;      // Optional.
+  const DevicePlugins* device_plugins = nullptr;  // Optional.
 };
 
 // The whole exposition, as of `now`.

@@ -22,11 +22,13 @@
 #include "agent/common/errno.h"
 #include "agent/common/log.h"
 #include "agent/common/socket_file.h"
+#include "agent/common/status.h"
 #include "agent/config/config.h"
 #include "agent/daemon/lifecycle/agent_state.h"
 #include "agent/fabric/announce/handoff.h"
 #include "agent/fabric/probes/schedule.h"
 #include "agent/policy/select/gpu_names.h"
+#include "agent/publish/deviceplugin/resource_section.h"
 #include "agent/publish/podrecord/pod_record.h"
 
 namespace fabric {
@@ -70,6 +72,11 @@ absl::Status StepConfig(AgentState& st) {
   if (st.opt.config.empty()) return absl::OkStatus();
   auto config = LoadConfig(st.opt.config);
   if (!config.ok()) return config.status();
+  // A device plugin socket bind(2) cannot take is a config error, not a retry forever.
+  if (!st.opt.device_plugin_dir.empty()) {
+    FABRIC_RETURN_IF_ERROR(
+        deviceplugin::CheckSocketPaths(st.opt.device_plugin_dir, config->device_plugin()));
+  }
   st.process.config = *std::move(config);
   st.cycle.SetPolicy(st.process.config.selection());
   return absl::OkStatus();
@@ -200,9 +207,7 @@ absl::Status StartDevicePlugins(AgentState& st) {
   auto plugins = DevicePlugins::Start(std::move(o));
   if (!plugins.ok()) return plugins.status();
   st.device_plugins = *std::move(plugins);
-  st.cycle.AddPublisher(st.device_plugins.get());
-  Log(LogLevel::kInfo, "serving ", config.resources_size(), " device plugin resources in ",
-      st.opt.device_plugin_dir);
+  st.cycle.AddPublisher(st.device_plugins.get());  // It logs what it serves.
   return absl::OkStatus();
 }
 
@@ -414,6 +419,7 @@ absl::Status StepMetrics(AgentState& st) {
   src.health = st.workers.health.get();
   src.api = st.api.server.get();
   src.api_counters = &st.api.counters;
+  src.device_plugins = st.device_plugins.get();
   auto server = metrics::MetricsHttpServer::Start(
       st.opt.metrics, [src] { return RenderAgentMetrics(src, absl::Now()); });
   if (!server.ok()) {

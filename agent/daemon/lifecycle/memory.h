@@ -17,10 +17,23 @@ namespace fabric {
 // The resident set of /proc/self/statm text ("size resident shared ..."), in kB.
 absl::StatusOr<int64_t> ParseStatmResidentKb(std::string_view statm, int64_t page_kb);
 
+// What the trimmer reads: resident memory and what the allocator holds free (mallinfo2's
+// fordblks: freed, not yet given back or given back with madvise), in kB.
+struct HeapSample {
+  int64_t rss_kb = 0;
+  int64_t free_kb = 0;
+};
+
+// Whether to trim at `now`: resident memory is `slack_kb` above `floor_kb` (the least seen after
+// start-up or a trim: never raised, so a trim that ran during a burst, when nothing was free yet,
+// does not make the burst the baseline) and, since the last trim (`last`, right after it), the
+// allocator came to hold `slack_kb` more free or resident memory grew by it. One Allocate of
+// 200,000 containers left the agent at 686 MB for good when the floor was the last trim's result.
+bool ShouldTrim(const HeapSample& now, const HeapSample& last, int64_t floor_kb, int64_t slack_kb);
+
 class HeapTrimmer {
  public:
-  // Trims when resident memory is `slack_kb` above what it was after the last trim (or when
-  // constructed, early in start-up).
+  // Trims as ShouldTrim says, the floor taken when constructed (early in start-up).
   explicit HeapTrimmer(absl::Duration every = absl::Seconds(10), int64_t slack_kb = 16 * 1024);
   absl::Time next() const { return next_; }
   // At or after next(): checks, trims if needed (logging what it gave back), sets next().
@@ -30,6 +43,7 @@ class HeapTrimmer {
   const absl::Duration every_;
   const int64_t slack_kb_;
   int64_t floor_kb_;
+  HeapSample last_;  // Right after the last trim; at construction before any.
   absl::Time next_;
 };
 

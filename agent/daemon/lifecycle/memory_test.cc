@@ -41,3 +41,32 @@ TEST(HeapTrimmer, TickSchedulesTheNextCheck) {
 
 }  // namespace
 }  // namespace fabric
+
+namespace fabric {
+namespace {
+
+TEST(ShouldTrim, Table) {
+  constexpr int64_t kSlack = 16 * 1024;
+  struct Case {
+    const char* what;
+    HeapSample now;
+    HeapSample last;
+    int64_t floor;
+    bool want;
+  } cases[] = {
+      {"near the floor", {40'000, 900'000}, {30'000, 0}, 30'000, false},
+      {"above the floor, much freed", {700'000, 600'000}, {30'000, 0}, 30'000, true},
+      // A trim during a burst gave nothing back (the memory was in use): the floor stays, and
+      // once the burst's memory is freed the next look trims.
+      {"after a futile trim, nothing new", {700'000, 1'000}, {700'000, 1'000}, 30'000, false},
+      {"after a futile trim, the burst freed", {700'000, 600'000}, {700'000, 1'000}, 30'000, true},
+      {"grown since the last trim", {720'000, 1'000}, {700'000, 1'000}, 30'000, true},
+      {"unreadable RSS", {-1, 600'000}, {30'000, 0}, 30'000, false},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ShouldTrim(c.now, c.last, c.floor, kSlack), c.want) << c.what;
+  }
+}
+
+}  // namespace
+}  // namespace fabric

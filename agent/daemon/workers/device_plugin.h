@@ -8,7 +8,14 @@
 //
 // Threads: the loop publishes (Publish, Findings); gRPC's threads answer from the latest state
 // under a lock; the worker thread owns the servers and the registration, and the destructor
-// joins it before it stops the servers and removes the sockets.
+// cancels a registration in flight, joins it, then stops every server under one deadline and
+// removes the sockets: SIGTERM ends the plugins within a second whatever the kubelet does.
+//
+// Bounds: requests are parsed here (request.h: a non-UTF-8 ID is INVALID_ARGUMENT naming the
+// field) and bounded (device_plugin.h); each refusal is counted (counts(), in the metrics) and
+// logged at most every few seconds. A resource keeps at most max_streams ListAndWatch streams: a
+// new one evicts the oldest (the kubelet's newest stream is always served), and a stream whose
+// reader stopped reading is cancelled once a write has waited stream_write_timeout.
 #pragma once
 
 #include <atomic>
@@ -23,9 +30,14 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/common/fd.h"
+#include "agent/common/token_bucket.h"
 #include "agent/daemon/cycle/publisher.h"
 #include "agent/publish/deviceplugin/device_plugin.h"
 #include "fabric/v1/select.pb.h"
+
+namespace grpc {
+class ClientContext;
+}  // namespace grpc
 
 namespace fabric {
 
@@ -37,8 +49,11 @@ struct DevicePluginOptions {
   v1::DevicePluginConfig config;  // Validated (resource_section.h); at least one resource.
   deviceplugin::AllocateOptions allocate;
   int max_streams = 8;  // ListAndWatch streams per resource (the kubelet holds one).
+  absl::Duration stream_write_timeout = absl::Seconds(10);
   absl::Duration backoff_min = absl::Seconds(1);
   absl::Duration backoff_max = absl::Seconds(30);
+  // One Register call; a round of tries that meets a kubelet that does not answer waits for it
+  // once, not once per resource.
   absl::Duration register_timeout = absl::Seconds(5);
   // The longest the worker sleeps without an event: a missed inotify event (an overflowed queue)
   // costs at most this.
@@ -47,8 +62,9 @@ struct DevicePluginOptions {
 
 class DevicePlugins final : public Publisher {
  public:
-  // Creates the directory if missing and starts the worker, which binds the sockets and
-  // registers. Errors: the directory cannot be created or watched.
+  // Creates the directory if missing and starts the worker, which binds the sockets (mode 0600:
+  // the kubelet runs as root) and registers. Errors: a socket path longer than a Unix socket
+  // takes (InvalidArgument), the directory cannot be created or watched.
   static absl::StatusOr<std::unique_ptr<DevicePlugins>> Start(DevicePluginOptions opt);
   ~DevicePlugins() override;
   DevicePlugins(const DevicePlugins&) = delete;
@@ -61,6 +77,19 @@ class DevicePlugins final : public Publisher {
 
   std::string SocketPath(const std::string& resource) const;
   size_t registrations() const { return registrations_.load(); }  // Successful ones, all told.
+
+  // What was refused or dropped, all resources together.
+  struct Counts {
+    uint64_t refused_parse = 0;    // Bytes not the request (a string not UTF-8).
+    uint64_t refused_invalid = 0;  // Over a bound, an unknown ID, a negative size.
+    uint64_t streams_evicted = 0;  // ListAndWatch streams a newer one replaced.
+    uint64_t streams_stalled = 0;  // ListAndWatch streams cancelled: their reader stopped.
+  };
+  Counts counts() const;
+  // A refused call: counted, and logged at most a few times a minute.
+  void Refused(const std::string& resource, const char* method, bool parse,
+               const std::string& why) const;
+  void CountStream(bool evicted) const { (evicted ? evicted_ : stalled_).fetch_add(1); }
 
   // What one resource's service reads (device_plugin.cc).
   struct State {
@@ -80,10 +109,21 @@ class DevicePlugins final : public Publisher {
   explicit DevicePlugins(DevicePluginOptions opt);
   void Run();
   absl::Status Serve(Slot& slot);
-  void Tend(Slot& slot, absl::Time now);
+  void Tend(Slot& slot, absl::Time now, absl::Status* kubelet_silent);
   absl::Status Register(const Slot& slot);
   std::string KubeletSocket() const;
   void SetError(const std::string& resource, std::string error);
+  void ReadEvents();
+  void WatchDirectory();
+  void RegisterAllAgain();
+
+  // The worker's: the directory's watch (-1 while the directory is gone) and its parent's, which
+  // sees the directory come back.
+  int dir_watch_ = -1;
+  int parent_watch_ = -1;
+  // The Register call in flight, cancelled by the destructor.
+  std::mutex register_mu_;
+  grpc::ClientContext* register_ctx_ = nullptr;
 
   DevicePluginOptions opt_;
   std::vector<std::unique_ptr<Slot>> slots_;  // The worker thread's.
@@ -92,6 +132,12 @@ class DevicePlugins final : public Publisher {
   std::thread worker_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> registrations_{0};
+  mutable std::atomic<uint64_t> refused_parse_{0};
+  mutable std::atomic<uint64_t> refused_invalid_{0};
+  mutable std::atomic<uint64_t> evicted_{0};
+  mutable std::atomic<uint64_t> stalled_{0};
+  mutable std::mutex log_mu_;
+  mutable TokenBucket log_bucket_{0.2, 5};  // Refusals logged: 5 at once, then one per 5 s.
 
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;

@@ -6,18 +6,27 @@
 #include "agent/daemon/workers/device_plugin.h"
 
 #include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
+#include <future>
+#include <iostream>
 #include <mutex>
 
 #include "google/protobuf/text_format.h"
 #include "k8s/deviceplugin/v1beta1/api.grpc.pb.h"
 #include "tests/hosts/discovered.h"
 #include "tests/testing/fake_kubelet.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 namespace {
@@ -38,7 +47,8 @@ class DevicePluginWorkerTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  void Start(const std::string& resources) {
+  void Start(const std::string& resources,
+             const std::function<void(DevicePluginOptions&)>& more = nullptr) {
     DevicePluginOptions o;
     o.dir = dir_;
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(resources, &o.config));
@@ -46,6 +56,7 @@ class DevicePluginWorkerTest : public ::testing::Test {
     o.allocate.pod_helper = "/usr/bin/fabric-env";
     o.backoff_min = absl::Milliseconds(20);  // Tries come quickly; the test waits for events.
     o.backoff_max = absl::Milliseconds(200);
+    if (more) more(o);
     auto p = DevicePlugins::Start(std::move(o));
     ASSERT_TRUE(p.ok()) << p.status();
     plugins_ = *std::move(p);
@@ -216,6 +227,144 @@ TEST_F(DevicePluginWorkerTest, FailedRegistrationAndSharedNicsAreFindings) {
   EXPECT_THAT(messages,
               ::testing::Contains(HasSubstr("mlx5_0: resources rdma/ib and rdma/storage")));
   EXPECT_EQ(plugins_->registrations(), 0u);
+}
+
+// A kubelet that accepts connections (the kernel's backlog) and never answers.
+class SilentKubelet {
+ public:
+  explicit SilentKubelet(const std::string& path) : fd_(socket(AF_UNIX, SOCK_STREAM, 0)) {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, path.data(), path.size());
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    EXPECT_EQ(listen(fd_, 1024), 0);
+  }
+  ~SilentKubelet() { close(fd_); }
+  // A connection is waiting (a Register is under way).
+  bool Connected() {
+    pollfd p{fd_, POLLIN, 0};
+    return poll(&p, 1, 0) == 1;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string Resources(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    out += "resources { name: \"fabric.io/r" + std::to_string(i) +
+           "\" mode: SHARED shared_count: 1 selectors { vendors: \"15b3\" } }";
+  }
+  return out;
+}
+
+// Issue 51: with a kubelet that never answers, a Register in flight held the teardown for its
+// deadline, and each of 64 resources waited in turn. Here the deadline is an hour: only the
+// cancel ends it.
+TEST_F(DevicePluginWorkerTest, TeardownCancelsARegistrationTheKubeletNeverAnswers) {
+  SilentKubelet kubelet(dir_ + "/kubelet.sock");
+  Start(Resources(64), [](DevicePluginOptions& o) { o.register_timeout = absl::Hours(1); });
+  ASSERT_TRUE(testing::WaitFor([&] { return kubelet.Connected(); }, absl::Seconds(60)));
+  absl::SleepFor(absl::Milliseconds(100));  // Not an assertion: the call is well under way.
+  const absl::Time t0 = absl::Now();
+  plugins_.reset();
+  const absl::Duration took = absl::Now() - t0;
+  EXPECT_LT(took, absl::Minutes(1)) << "the teardown waited for the Register deadline";
+  std::cout << "teardown with a silent kubelet and 64 resources: " << took << "\n";
+}
+
+TEST_F(DevicePluginWorkerTest, ANewStreamEvictsTheOldest) {
+  Start(
+      "resources { name: \"rdma/s\" mode: SHARED shared_count: 10000 selectors { link_types: "
+      "\"infiniband\" } }",
+      [](DevicePluginOptions& o) {
+        o.max_streams = 2;
+        o.stream_write_timeout = absl::Milliseconds(200);
+        o.recheck = absl::Milliseconds(50);
+      });
+  v1::Host host = testing::DiscoveredExampleHost("dgx-h100-ib");
+  Publish(host);
+  auto stub = Plugin("rdma/s");
+  std::vector<std::unique_ptr<grpc::ClientContext>> ctx;
+  std::vector<std::unique_ptr<grpc::ClientReader<v1beta1::ListAndWatchResponse>>> streams;
+  v1beta1::ListAndWatchResponse r;
+  for (int i = 0; i < 3; ++i) {
+    ctx.push_back(std::make_unique<grpc::ClientContext>());
+    streams.push_back(stub->ListAndWatch(ctx.back().get(), {}));
+    ASSERT_TRUE(streams.back()->Read(&r)) << i;  // Each is served.
+  }
+  // The first was evicted by the third: its stream ends.
+  while (streams[0]->Read(&r)) {
+  }
+  EXPECT_EQ(plugins_->counts().streams_evicted, 1u);
+  // And the kubelet's next stream is served.
+  grpc::ClientContext fresh;
+  auto s = stub->ListAndWatch(&fresh, {});
+  EXPECT_TRUE(s->Read(&r));
+  fresh.TryCancel();
+  for (auto& c : ctx) c->TryCancel();
+}
+
+// The kubelet's restart seen by its socket's creation whatever its inode (here the same file
+// moved away and back), and after the directory was removed and created again.
+TEST_F(DevicePluginWorkerTest, RegistersAgainOnEveryKubeletSocketAndAfterTheDirectoryReturns) {
+  auto kubelet = std::make_unique<FakeKubelet>(dir_ + "/kubelet.sock");
+  // Only inotify can make it quick: no recheck, no retry within the test's wait.
+  Start(kIb, [](DevicePluginOptions& o) {
+    o.recheck = absl::Hours(1);
+    o.backoff_min = absl::Hours(1);
+    o.backoff_max = absl::Hours(1);
+  });
+  Publish(testing::DiscoveredExampleHost("dgx-h100-ib"));
+  ASSERT_EQ(kubelet->WaitFor(1).size(), 1u);
+  ASSERT_EQ(rename((dir_ + "/kubelet.sock").c_str(), (dir_ + "/../kubelet-away.sock").c_str()), 0);
+  ASSERT_EQ(rename((dir_ + "/../kubelet-away.sock").c_str(), (dir_ + "/kubelet.sock").c_str()), 0);
+  ASSERT_EQ(kubelet->WaitFor(2).size(), 2u);
+
+  kubelet.reset();
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_);
+  kubelet = std::make_unique<FakeKubelet>(dir_ + "/kubelet.sock");
+  auto reqs = kubelet->WaitFor(1);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/fabric-rdma-ib.sock"));
+}
+
+TEST_F(DevicePluginWorkerTest, SocketsAreMode0600WhateverTheUmask) {
+  const mode_t old = umask(0);
+  Start(kIb);
+  umask(old);
+  struct stat st {};
+  ASSERT_EQ(lstat(plugins_->SocketPath("rdma/ib").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+// Bytes that are not UTF-8 in an ID: INVALID_ARGUMENT naming the field, counted.
+TEST_F(DevicePluginWorkerTest, ANonUtf8IdIsInvalidArgumentNamingTheField) {
+  Start(kIb);
+  Publish(testing::DiscoveredExampleHost("dgx-h100-ib"));
+  auto channel = grpc::CreateChannel("unix:" + plugins_->SocketPath("rdma/ib"),
+                                     grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  const std::string id = "mlx5_\xff";
+  const std::string container = std::string("\x0a") + static_cast<char>(id.size()) + id;
+  const std::string bytes = std::string("\x0a") + static_cast<char>(container.size()) + container;
+  for (int i = 0; i < 3; ++i) {
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer req(&slice, 1);
+    grpc::ByteBuffer resp;
+    grpc::ClientContext ctx;
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&ctx, "/v1beta1.DevicePlugin/Allocate", grpc::StubOptions(), &req, &resp,
+                   [&](grpc::Status s) { done.set_value(s); });
+    grpc::Status s = done.get_future().get();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(),
+                HasSubstr("AllocateRequest.container_requests[0].devices_ids[0] is not UTF-8: "
+                          "\"mlx5_\\xff\""));
+  }
+  EXPECT_EQ(plugins_->counts().refused_parse, 3u);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
 #include "agent/policy/rails/rails.h"
@@ -123,7 +124,28 @@ std::string SwitchOf(const RdmaDevice* dev) {
   return path.empty() ? "" : path[0];
 }
 
+// The bounds of device_plugin.h, over every container before any is answered.
+template <typename Containers, typename Count>
+absl::Status CheckBounds(const char* call, const Containers& containers, Count count) {
+  if (containers.size() > kMaxContainerRequests) {
+    return absl::InvalidArgumentError(absl::StrCat(call, ": ", containers.size(),
+                                                   " container requests, more than ",
+                                                   kMaxContainerRequests, " in one call"));
+  }
+  for (int i = 0; i < containers.size(); ++i) {
+    if (const int n = count(containers[i]); n > kMaxContainerDevices) {
+      return absl::InvalidArgumentError(absl::StrCat(call, ": container request ", i, " names ", n,
+                                                     " device IDs, more than ",
+                                                     kMaxContainerDevices));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+static_assert(kMaxContainerDevices >= static_cast<int>(kMaxSharedCount),
+              "a container may ask for every device a resource lists");
 
 bool Matches(const v1::Host& host, const v1::SelectionPolicy& policy, const v1::RdmaSelectors& sel,
              const RdmaDevice& dev) {
@@ -227,6 +249,12 @@ absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1::Host& host,
                                                    const AllocateOptions& opt) {
   const v1::RdmaResource& r = view.resource;
   const bool exclusive = r.mode() == v1::RdmaResource::EXCLUSIVE;
+  if (absl::Status s = CheckBounds(
+          "Allocate", req.container_requests(),
+          [](const v1beta1::ContainerAllocateRequest& c) { return c.devices_ids_size(); });
+      !s.ok()) {
+    return s;
+  }
   v1beta1::AllocateResponse out;
   for (const v1beta1::ContainerAllocateRequest& c : req.container_requests()) {
     std::vector<std::string> nics;
@@ -239,7 +267,7 @@ absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1::Host& host,
                              : view.ids.count(id) > 0;
       if (!known) {
         return absl::InvalidArgumentError(
-            absl::StrCat("resource ", r.name(), " has no device \"", id, "\""));
+            absl::StrCat("resource ", r.name(), " has no device ", Excerpt(id)));
       }
       if (exclusive) nics.push_back(id);
     }
@@ -301,6 +329,21 @@ absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1::Host& host,
 absl::StatusOr<v1beta1::PreferredAllocationResponse> PreferredAllocation(
     const v1::Host& host, const ResourceView& view,
     const v1beta1::PreferredAllocationRequest& req) {
+  if (absl::Status s = CheckBounds("GetPreferredAllocation", req.container_requests(),
+                                   [](const v1beta1::ContainerPreferredAllocationRequest& c) {
+                                     return std::max(c.available_deviceids_size(),
+                                                     c.must_include_deviceids_size());
+                                   });
+      !s.ok()) {
+    return s;
+  }
+  for (int i = 0; i < req.container_requests_size(); ++i) {
+    if (const int32_t size = req.container_requests(i).allocation_size(); size < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("GetPreferredAllocation: container request ",
+                                                     i, ": allocation_size ", size,
+                                                     " is negative"));
+    }
+  }
   v1beta1::PreferredAllocationResponse out;
   for (const v1beta1::ContainerPreferredAllocationRequest& c : req.container_requests()) {
     std::vector<std::string> must;
@@ -309,7 +352,7 @@ absl::StatusOr<v1beta1::PreferredAllocationResponse> PreferredAllocation(
       for (const std::string& id : *list) {
         if (!view.ids.count(id)) {
           return absl::InvalidArgumentError(
-              absl::StrCat("resource ", view.resource.name(), " has no device \"", id, "\""));
+              absl::StrCat("resource ", view.resource.name(), " has no device ", Excerpt(id)));
         }
       }
     }
@@ -320,7 +363,7 @@ absl::StatusOr<v1beta1::PreferredAllocationResponse> PreferredAllocation(
     for (const std::string& id : c.available_deviceids()) {
       if (seen.insert(id).second) avail.push_back(id);
     }
-    const size_t size = c.allocation_size() < 0 ? 0 : static_cast<size_t>(c.allocation_size());
+    const auto size = static_cast<size_t>(c.allocation_size());  // Not negative: checked above.
     if (size < must.size() || size > must.size() + avail.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("allocation_size ", c.allocation_size(), " with ", must.size(),

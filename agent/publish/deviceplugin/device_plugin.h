@@ -31,6 +31,13 @@ inline constexpr char kEnvResource[] = "FABRIC_RDMA_RESOURCE";
 inline constexpr char kEnvDevices[] = "FABRIC_RDMA_DEVICES";
 inline constexpr char kCheck[] = "device_plugin";  // Findings' check name.
 
+// What one Allocate or GetPreferredAllocation may ask, refused (InvalidArgument naming the bound)
+// before any work: the kubelet asks for one container a call, so 256 leaves room; a container
+// asks for at most what a resource can list (kMaxSharedCount). One Allocate of 200,000 empty
+// container requests (400 kB on the wire) built a 686 MB answer.
+inline constexpr int kMaxContainerRequests = 256;
+inline constexpr int kMaxContainerDevices = 10000;
+
 // Whether `dev` matches every non-empty selector (config validated: resource_section.h).
 bool Matches(const v1::Host& host, const v1::SelectionPolicy& policy, const v1::RdmaSelectors& sel,
              const v1::RdmaDevice& dev);
@@ -69,7 +76,8 @@ struct AllocateOptions {
 // Per container: the allocated NICs' uverbs nodes and rdma_cm ("rw"), the mounts, the envs
 // (kEnvResource, kEnvDevices in natural order; with env_at_allocate the job environment over
 // their ACTIVE ports), and with `cdi` and cdi_devices the CDI names. InvalidArgument names an
-// ID the resource does not list; FailedPrecondition when the NIC lost its uverbs node.
+// ID the resource does not list, and a request over the bounds above; FailedPrecondition when the
+// NIC lost its uverbs node.
 absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1::Host& host,
                                                    const v1::SelectionPolicy& policy,
                                                    const ResourceView& view,
@@ -79,7 +87,8 @@ absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1::Host& host,
 // Exactly allocation_size IDs from available_deviceIDs, must_include first: on one NUMA node
 // (that of must_include, else the smallest node that holds them all, else the fullest), then
 // under one PCIe switch with those already chosen, then in natural order. InvalidArgument for an
-// unknown ID, a size below must_include or above what is available.
+// unknown ID, a negative size, a size below must_include or above what is available, and a
+// request over the bounds above.
 absl::StatusOr<v1beta1::PreferredAllocationResponse> PreferredAllocation(
     const v1::Host& host, const ResourceView& view, const v1beta1::PreferredAllocationRequest& req);
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/publish/deviceplugin/request.h"
 #include "agent/publish/deviceplugin/resource_section.h"
 #include "google/protobuf/text_format.h"
 #include "tests/hosts/discovered.h"
@@ -297,6 +298,111 @@ TEST(ResourceSectionTest, RefusesBadConfig) {
     EXPECT_THAT(s.message(), HasSubstr(c.error)) << c.text;
   }
   EXPECT_EQ(SocketName("fabric.io/rdma-rail0"), "fabric-fabric.io-rdma-rail0.sock");
+}
+
+// Issue 51: each bound refused with INVALID_ARGUMENT naming it, before any container is answered;
+// the largest accepted request is answered.
+TEST(DevicePluginTest, AllocateAndPreferredAllocationAreBounded) {
+  const v1::Host& host = testing::DiscoveredExampleHost("dgx-h100-ib");
+  Plan plan =
+      PlanResources(host, {},
+                    Config("resources { name: \"rdma/ib\" mode: EXCLUSIVE selectors { link_types: "
+                           "\"infiniband\" } }"),
+                    {});
+  const ResourceView& view = plan.resources[0];
+  v1beta1::AllocateRequest req;
+  for (int i = 0; i < kMaxContainerRequests; ++i)
+    req.add_container_requests()->add_devices_ids("mlx5_0");
+  auto ok = Allocate(host, {}, view, req, {});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->container_responses_size(), kMaxContainerRequests);
+  req.add_container_requests();
+  auto many = Allocate(host, {}, view, req, {});
+  EXPECT_EQ(many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(many.status().message(), HasSubstr("257 container requests, more than 256"));
+
+  v1beta1::AllocateRequest wide;
+  auto* c = wide.add_container_requests();
+  for (int i = 0; i <= kMaxContainerDevices; ++i) c->add_devices_ids("mlx5_0");
+  auto w = Allocate(host, {}, view, wide, {});
+  EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(w.status().message(), HasSubstr("10001 device IDs, more than 10000"));
+
+  v1beta1::PreferredAllocationRequest pr;
+  for (int i = 0; i <= kMaxContainerRequests; ++i) pr.add_container_requests();
+  auto p = PreferredAllocation(host, view, pr);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(), HasSubstr("more than 256"));
+
+  // A negative size was taken as 0.
+  v1beta1::PreferredAllocationRequest neg;
+  neg.add_container_requests()->set_allocation_size(-1);
+  auto n = PreferredAllocation(host, view, neg);
+  EXPECT_EQ(n.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(n.status().message(), HasSubstr("allocation_size -1 is negative"));
+
+  // An unknown ID is quoted escaped.
+  v1beta1::AllocateRequest odd;
+  odd.add_container_requests()->add_devices_ids("mlx\x1b[2J");
+  auto o = Allocate(host, {}, view, odd, {});
+  EXPECT_THAT(o.status().message(), HasSubstr("\"mlx\\x1b[2J\""));
+}
+
+TEST(RequestTest, ParsesOrNamesTheFieldThatIsNotUtf8) {
+  struct Case {
+    std::string bytes;
+    std::string error;  // Empty: parsed.
+  };
+  auto ld = [](int field, const std::string& b) {
+    return std::string(1, static_cast<char>((field << 3) | 2)) +
+           std::string(1, static_cast<char>(b.size())) + b;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"", ""},
+           {ld(1, ld(1, "mlx5_0") + ld(1, "mlx5_3")), ""},
+           {ld(1, ld(1, "mlx5_0") + ld(1, "mlx5_\xff")),
+            "AllocateRequest.container_requests[0].devices_ids[1] is not UTF-8: \"mlx5_\\xff\""},
+           {ld(1, "") + ld(1, ld(1, "\xc3")),
+            "AllocateRequest.container_requests[1].devices_ids[0] is not UTF-8"},
+           {"\x0a\x05"
+            "ab",
+            "not a v1beta1.AllocateRequest"},  // Truncated.
+           {"\xff\xff\xff", "not a v1beta1.AllocateRequest"},
+       }) {
+    v1beta1::AllocateRequest req;
+    absl::Status s = ParseRequest(c.bytes, &req);
+    if (c.error.empty()) {
+      EXPECT_TRUE(s.ok()) << s;
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.error;
+      EXPECT_THAT(s.message(), HasSubstr(c.error));
+    }
+  }
+  v1beta1::PreferredAllocationRequest pr;
+  absl::Status s = ParseRequest(ld(1, ld(2, "\x80")), &pr);
+  EXPECT_THAT(
+      s.message(),
+      HasSubstr("PreferredAllocationRequest.container_requests[0].must_include_deviceIDs[0]"));
+}
+
+// A valid name whose socket path bind(2) cannot take: refused at config time, naming the bound.
+TEST(ResourceSectionTest, SocketPathsFitSunPath) {
+  const std::string part(63, 'a');
+  v1::DevicePluginConfig cfg;
+  auto* r = cfg.add_resources();
+  r->set_name("fabric.io/" + part);
+  r->set_mode(v1::RdmaResource::SHARED);
+  r->mutable_selectors()->add_vendors("15b3");
+  ASSERT_TRUE(ValidateDevicePlugin(cfg, {}).ok());
+  EXPECT_TRUE(CheckSocketPaths("/dp", cfg).ok());
+  absl::Status s = CheckSocketPaths("/var/lib/kubelet/device-plugins", cfg);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("bytes, longer than the 107"));
+  // The longest names fit no directory at all: refused by the section's own checks.
+  r->set_name(std::string(60, 'a') + "." + std::string(60, 'b') + ".io/" + part);
+  s = ValidateDevicePlugin(cfg, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("longer than the 107"));
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "agent/publish/deviceplugin/resource_section.h"
 
+#include <sys/un.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -106,6 +109,25 @@ std::string SocketName(std::string_view resource) {
   return absl::StrCat("fabric-", Sanitized(resource), ".sock");
 }
 
+std::string SocketPath(std::string_view dir, std::string_view resource) {
+  return (std::filesystem::path(dir) / SocketName(resource)).string();
+}
+
+size_t MaxSocketPath() { return sizeof(sockaddr_un::sun_path) - 1; }
+
+absl::Status CheckSocketPaths(std::string_view dir, const v1::DevicePluginConfig& config) {
+  for (const v1::RdmaResource& r : config.resources()) {
+    const std::string path = SocketPath(dir, r.name());
+    if (path.size() > MaxSocketPath()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device_plugin resource \"", r.name(), "\": its socket ", path, " is ",
+                       path.size(), " bytes, longer than the ", MaxSocketPath(),
+                       " a Unix socket path takes; use a shorter name or --device-plugin-dir"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string SharedIdPrefix(std::string_view resource) {
   const size_t slash = resource.find('/');
   std::string part =
@@ -134,6 +156,12 @@ absl::Status ValidateDevicePlugin(const v1::DevicePluginConfig& config,
     // "a/b-c" and "a-b/c" share a socket name.
     if (!names.insert(r.name()).second || !sockets.insert(SocketName(r.name())).second) {
       return absl::InvalidArgumentError(absl::StrCat(what, " is configured twice"));
+    }
+    // Wherever the directory is, the path is at least "/" and the socket's name.
+    if (const size_t n = SocketName(r.name()).size() + 1; n > MaxSocketPath()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": its socket's name makes a path of ",
+                                                     n, " bytes or more, longer than the ",
+                                                     MaxSocketPath(), " a Unix socket takes"));
     }
     if (r.mode() != v1::RdmaResource::SHARED && r.mode() != v1::RdmaResource::EXCLUSIVE) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -28,6 +28,17 @@ std::string Sanitized(std::string_view resource);
 // Its socket's name in the kubelet's directory: "fabric-rdma-hca.sock".
 std::string SocketName(std::string_view resource);
 
+// Its socket's path in `dir`, as the agent binds it.
+std::string SocketPath(std::string_view dir, std::string_view resource);
+
+// The longest path bind(2) takes for a Unix socket: sockaddr_un's sun_path less its NUL.
+size_t MaxSocketPath();
+
+// Every resource's socket path in `dir` fits MaxSocketPath(); InvalidArgument names the resource,
+// the path's length and the bound. A longer one was retried forever while the log said it was
+// served.
+absl::Status CheckSocketPaths(std::string_view dir, const v1::DevicePluginConfig& config);
+
 // SHARED devices' ID prefix: the name after the '/' ("hca"), cut so that "<prefix>-<N>" stays
 // within the 63 characters the kubelet takes for an ID.
 std::string SharedIdPrefix(std::string_view resource);
@@ -36,9 +47,9 @@ std::string SharedIdPrefix(std::string_view resource);
 uint32_t SharedCount(const v1::RdmaResource& r);
 
 // Every resource: a valid name, not twice, a mode, shared_count only with SHARED and within
-// kMaxSharedCount, at least one selector, each selector's values well formed (hex IDs, known
-// link types, role and function; rails among `policy.rails`). InvalidArgument names the resource
-// and the field.
+// kMaxSharedCount, a socket name that fits MaxSocketPath() in "/", at least one selector, each
+// selector's values well formed (hex IDs, known link types, role and function; rails among
+// `policy.rails`). InvalidArgument names the resource and the field.
 absl::Status ValidateDevicePlugin(const v1::DevicePluginConfig& config,
                                   const v1::SelectionPolicy& policy);
 
