@@ -125,6 +125,44 @@ int Main(int argc, char** argv) {
     grpc::ClientContext ctx;
     return vf->GetPreferredAllocation(&ctx, req, &resp);
   });
+  // Issue 51: the largest Allocate the agent accepts (kMaxContainerRequests containers, each
+  // asking for every VF: the biggest answer), its time and the agent's resident memory after;
+  // and one container more, refused before any work.
+  auto rss_mb = [&] {
+    std::ifstream in("/proc/" + std::to_string((*agent)->pid()) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6)) / 1024;
+    }
+    return -1L;
+  };
+  {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    auto big = v1beta1::DevicePlugin::NewStub(grpc::CreateCustomChannel(
+        "unix:" + dir + "/dp/fabric-fabric.io-vf.sock", grpc::InsecureChannelCredentials(), args));
+    for (const int containers : {256, 257}) {
+      v1beta1::AllocateRequest req;
+      for (int c = 0; c < containers; ++c) {
+        auto* cr = req.add_container_requests();
+        for (const std::string& id : ids) cr->add_devices_ids(id);
+      }
+      const long before = rss_mb();
+      v1beta1::AllocateResponse resp;
+      grpc::ClientContext ctx;
+      const absl::Time t0 = absl::Now();
+      grpc::Status s = big->Allocate(&ctx, req, &resp);
+      std::printf(
+          "Allocate %d containers x %zu VFs: %s in %.1f ms, %zu response bytes, agent RSS "
+          "%ld MB before, %ld MB after\n",
+          containers, ids.size(), s.ok() ? "ok" : s.error_message().c_str(),
+          absl::ToDoubleMilliseconds(absl::Now() - t0), resp.ByteSizeLong(), before, rss_mb());
+      if (s.ok() != (containers == 256)) ++failed;
+    }
+    // The heap trimmer looks every 10 s.
+    absl::SleepFor(absl::Seconds(12));
+    std::printf("agent RSS 12 s later: %ld MB\n", rss_mb());
+  }
   (*agent)->Signal(SIGTERM);
   (void)(*agent)->Wait(absl::Seconds(20));
   fs::remove_all(dir);
