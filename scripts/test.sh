@@ -115,9 +115,9 @@ build_unit() {  # name, extra cmake args...: configure, build and run the unit t
     failed+=("unit-$name"); finish
   fi
 }
-build_rest() {  # name, ctest's selection of this build's tests...
-  local name=$1 dir=build-$1
-  shift
+build_rest() {  # name, ctest's parallel runs, ctest's selection of this build's tests...
+  local name=$1 dir=build-$1 parallel=$2
+  shift 2
   stage "build $name"
   if ! cmake --build "$dir" -j"$jobs"; then failed+=("build-$name"); return 1; fi
   # The Debian packages, for their install test (label package, this build's).
@@ -127,7 +127,7 @@ build_rest() {  # name, ctest's selection of this build's tests...
   fi
   stage "test $name"
   # Each test's time in the log: what docs/TESTING.md's budget is made of.
-  if ! (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900 "$@"); then
+  if ! (cd "$dir" && ctest --output-on-failure -j"$parallel" --timeout 900 "$@"); then
     failed+=("test-$name")
   fi
 }
@@ -154,7 +154,12 @@ asan_args=(-DFABRIC_SANITIZE=ON -DFABRIC_FUZZ=ON -DFABRIC_UNITY=ON "${o1r[@]}")
 if has werror; then
   # /usr: the packages' paths (the unit's ExecStart=, the SPANK plugin's fabricctl).
   build_unit werror -DFABRIC_COVERAGE=ON -DFABRIC_UNITY=ON -DCMAKE_INSTALL_PREFIX=/usr "${o1[@]}"
-  build_rest werror "${werror_tests[@]}" || true
+  # Twice as many at once as there are cores: these tests mostly wait (on agents, namespaces,
+  # podman, sleeps), a third of two cores idled at -j2 (227 s; 174 s at -j4, the same tests).
+  # Not when the VM's tests run here too (no asan stage): a VM keeps a core busy for minutes.
+  werror_parallel=$((2 * jobs))
+  if ! has asan; then werror_parallel=$jobs; fi
+  build_rest werror "$werror_parallel" "${werror_tests[@]}" || true
   coverage build-werror
 fi
 if has asan; then
@@ -165,7 +170,8 @@ if has asan; then
   # the unit tests on the other core instead of after them (tests/vm/CMakeLists.txt).
   stage "configure asan"
   CC=clang CXX=clang++ configure build-asan "${asan_args[@]}"
-  build_rest asan "${asan_tests[@]}" || true
+  # One run per core: the VM's tests, the ASan unit tests and the fuzzers keep theirs busy.
+  build_rest asan "$jobs" "${asan_tests[@]}" || true
 fi
 if has fuzz && ! has asan; then
   dir=build-asan
