@@ -286,20 +286,9 @@ TEST_F(DevicePluginAgentTest, EveryKubeletSocketCreationRegistersAgain) {
 // request, the refusals logged at most a few times.
 TEST_F(DevicePluginAgentTest, ANonUtf8IdIsRefusedNamingTheField) {
   StartAgent(kConfig, {"--device-plugin-dir=" + dir_ + "/dp"});
-  grpc::GenericStub stub(grpc::CreateChannel("unix:" + dir_ + "/dp/fabric-rdma-ib.sock",
-                                             grpc::InsecureChannelCredentials()));
-  const std::string id = "mlx5_\xff\x1b";
-  const std::string container = std::string("\x0a") + static_cast<char>(id.size()) + id;
-  const std::string bytes = std::string("\x0a") + static_cast<char>(container.size()) + container;
+  const std::string bytes = testing::AllocateBytes("mlx5_\xff\x1b");
   for (int i = 0; i < 50; ++i) {
-    grpc::Slice slice(bytes);
-    grpc::ByteBuffer req(&slice, 1);
-    grpc::ByteBuffer resp;
-    grpc::ClientContext ctx;
-    std::promise<grpc::Status> done;
-    stub.UnaryCall(&ctx, "/v1beta1.DevicePlugin/Allocate", grpc::StubOptions(), &req, &resp,
-                   [&](grpc::Status s) { done.set_value(s); });
-    grpc::Status s = done.get_future().get();
+    grpc::Status s = testing::RawAllocate(dir_ + "/dp/fabric-rdma-ib.sock", bytes);
     ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_THAT(s.error_message(),
                 HasSubstr("AllocateRequest.container_requests[0].devices_ids[0] is not UTF-8: "

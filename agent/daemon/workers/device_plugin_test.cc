@@ -344,21 +344,9 @@ TEST_F(DevicePluginWorkerTest, SocketsAreMode0600WhateverTheUmask) {
 TEST_F(DevicePluginWorkerTest, ANonUtf8IdIsInvalidArgumentNamingTheField) {
   Start(kIb);
   Publish(testing::DiscoveredExampleHost("dgx-h100-ib"));
-  auto channel = grpc::CreateChannel("unix:" + plugins_->SocketPath("rdma/ib"),
-                                     grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  const std::string id = "mlx5_\xff";
-  const std::string container = std::string("\x0a") + static_cast<char>(id.size()) + id;
-  const std::string bytes = std::string("\x0a") + static_cast<char>(container.size()) + container;
+  const std::string bytes = testing::AllocateBytes("mlx5_\xff");
   for (int i = 0; i < 3; ++i) {
-    grpc::Slice slice(bytes);
-    grpc::ByteBuffer req(&slice, 1);
-    grpc::ByteBuffer resp;
-    grpc::ClientContext ctx;
-    std::promise<grpc::Status> done;
-    stub.UnaryCall(&ctx, "/v1beta1.DevicePlugin/Allocate", grpc::StubOptions(), &req, &resp,
-                   [&](grpc::Status s) { done.set_value(s); });
-    grpc::Status s = done.get_future().get();
+    grpc::Status s = testing::RawAllocate(plugins_->SocketPath("rdma/ib"), bytes);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_THAT(s.error_message(),
                 HasSubstr("AllocateRequest.container_requests[0].devices_ids[0] is not UTF-8: "
