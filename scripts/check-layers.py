@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Fails when product code includes a folder on a floor above its own.
+"""Fails when product code includes a folder on a floor above its own, or loops inside a folder.
 
 The floors, bottom up, are FLOORS below (docs/ARCHITECTURE.md explains each). A file may include
 its own floor and those below; folders on one floor may include each other. Tests, fuzz drivers
 and benchmarks (*_test.cc, *_fuzz.cc, *_bench.cc, tests/) drive a floor from above and are not
-checked. Usage: check-layers.py [--root DIR]; prints each upward include and exits 1, else a
-one-line summary and exits 0.
+checked. Inside a folder, files have no floors, but the modules (foo.h with foo.cc) may not
+include each other in a loop: one of them would be including upward. Usage: check-layers.py
+[--root DIR]; prints each upward include and loop and exits 1, else a one-line summary and exits
+0.
 """
 import argparse
 import pathlib
@@ -45,9 +47,8 @@ def floor_of(path):
     return best
 
 
-def check(root):
-    upward = []
-    files = 0
+def product_files(root):
+    """(path relative to root, [(include, line)]) of every product source file."""
     for top in ("agent", "cni-hook"):
         for f in sorted((root / top).rglob("*")):
             if f.suffix not in (".cc", ".h") or not f.is_file():
@@ -55,19 +56,84 @@ def check(root):
             rel = f.relative_to(root).as_posix()
             if NOT_PRODUCT.search(rel):
                 continue
-            mine = floor_of(rel)
-            if mine is None:
-                upward.append(f"{rel}: in no floor (add its folder to FLOORS)")
-                continue
-            files += 1
             text = f.read_text(errors="replace")
-            for m in INCLUDE.finditer(text):
-                theirs = floor_of(m.group(1))
-                if theirs is not None and theirs[1] > mine[1]:
-                    line = text.count("\n", 0, m.start()) + 1
-                    upward.append(f"{rel}:{line}: includes {m.group(1)} ({theirs[0]}, floor "
-                                  f"{theirs[1]}) from {mine[0]} (floor {mine[1]})")
+            includes = [(m.group(1), text.count("\n", 0, m.start()) + 1)
+                        for m in INCLUDE.finditer(text)]
+            yield rel, includes
+
+
+def check(root):
+    upward = []
+    files = 0
+    for rel, includes in product_files(root):
+        mine = floor_of(rel)
+        if mine is None:
+            upward.append(f"{rel}: in no floor (add its folder to FLOORS)")
+            continue
+        files += 1
+        for inc, line in includes:
+            theirs = floor_of(inc)
+            if theirs is not None and theirs[1] > mine[1]:
+                upward.append(f"{rel}:{line}: includes {inc} ({theirs[0]}, floor "
+                              f"{theirs[1]}) from {mine[0]} (floor {mine[1]})")
     return files, upward
+
+
+def module_of(rel):
+    """foo.h and foo.cc are one module: "agent/x/foo"."""
+    return rel.rsplit(".", 1)[0]
+
+
+def folder_loops(root):
+    """Include loops between the modules of one folder: a file of module A includes module B's
+    header and one of B's files includes A's, directly or through others of the folder. Within a
+    folder nothing says which file is lower, so a loop is the upward include."""
+    edges = {}  # module -> {module: "file:line: includes X"}
+    for rel, includes in product_files(root):
+        me = module_of(rel)
+        edges.setdefault(me, {})
+        for inc, line in includes:
+            if not (root / inc).is_file() or NOT_PRODUCT.search(inc):
+                continue
+            them = module_of(inc)
+            if them == me or them.rsplit("/", 1)[0] != me.rsplit("/", 1)[0]:
+                continue
+            edges[me].setdefault(them, f"{rel}:{line}: includes {inc}")
+    # Tarjan's strongly connected components; each with more than one module is a loop.
+    index, low, stack, on, loops = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, {})):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                loops.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    out = []
+    for comp in sorted(loops):
+        members = set(comp)
+        why = [edges[a][b] for a in comp for b in sorted(edges[a]) if b in members]
+        out.append(f"include loop in {comp[0].rsplit('/', 1)[0]}/: "
+                   f"{', '.join(c.rsplit('/', 1)[1] for c in comp)} ({'; '.join(why)})")
+    return out
 
 
 def main():
@@ -75,6 +141,7 @@ def main():
     ap.add_argument("--root", default=str(pathlib.Path(__file__).resolve().parent.parent))
     args = ap.parse_args()
     files, upward = check(pathlib.Path(args.root))
+    upward += folder_loops(pathlib.Path(args.root))
     for u in upward:
         print(u)
     if upward:

@@ -70,5 +70,38 @@ class CheckLayersTest(unittest.TestCase):
         self.assertEqual(code, 0, out)
 
 
+    def test_include_loop_inside_a_folder_fails_naming_its_includes(self):
+        root = self.tree({
+            "agent/daemon/lifecycle/agent.h": "#pragma once\n",
+            "agent/daemon/lifecycle/agent.cc": '#include "agent/daemon/lifecycle/agent.h"\n'
+                                               '#include "agent/daemon/lifecycle/agent_state.h"\n',
+            "agent/daemon/lifecycle/agent_state.h": "#pragma once\n"
+                                                    '#include "agent/daemon/lifecycle/agent.h"\n',
+        })
+        code, out = run(root)
+        self.assertEqual(code, 1, out)
+        self.assertIn("include loop in agent/daemon/lifecycle/: agent, agent_state", out)
+        self.assertIn("agent/daemon/lifecycle/agent.cc:2: includes "
+                      "agent/daemon/lifecycle/agent_state.h", out)
+        self.assertIn("agent/daemon/lifecycle/agent_state.h:2: includes "
+                      "agent/daemon/lifecycle/agent.h", out)
+
+    def test_loop_through_a_third_module_fails_and_one_way_passes(self):
+        files = {
+            "agent/policy/select/a.h": '#include "agent/policy/select/b.h"\n',
+            "agent/policy/select/b.h": '#include "agent/policy/select/c.h"\n',
+            "agent/policy/select/c.h": "#pragma once\n",
+            "agent/policy/select/c.cc": '#include "agent/policy/select/c.h"\n',
+            # A test may include anything of its folder.
+            "agent/policy/select/c_test.cc": '#include "agent/policy/select/a.h"\n',
+        }
+        code, out = run(self.tree(files))
+        self.assertEqual(code, 0, out)
+        files["agent/policy/select/c.cc"] += '#include "agent/policy/select/a.h"\n'
+        code, out = run(self.tree(files))
+        self.assertEqual(code, 1, out)
+        self.assertIn("include loop in agent/policy/select/: a, b, c", out)
+
+
 if __name__ == "__main__":
     unittest.main()

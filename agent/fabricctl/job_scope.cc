@@ -12,6 +12,7 @@
 #include "agent/policy/select/env.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/select.h"
+#include "agent/policy/select/select_request.h"
 
 namespace fabric::ctl {
 namespace {

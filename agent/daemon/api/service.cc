@@ -13,33 +13,13 @@
 #include "agent/policy/select/env.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/select.h"
+#include "agent/policy/select/select_request.h"
 #include "agent/publish/metrics/port_counters.h"
 
 namespace fabric {
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
-
-void ApiCounters::Denied(std::string_view method, grpc::StatusCode code) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++denied_[{std::string(method),
-             code == grpc::StatusCode::UNAUTHENTICATED ? "unauthenticated" : "permission_denied"}];
-}
-
-void ApiCounters::OverLimit(std::string_view limit) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++over_limit_[std::string(limit)];
-}
-
-std::map<std::pair<std::string, std::string>, uint64_t> ApiCounters::denied() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return denied_;
-}
-
-std::map<std::string, uint64_t> ApiCounters::over_limit() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return over_limit_;
 }
 
 FabricAgentService::FabricAgentService(const SnapshotStore* store, Announcer* announcer,

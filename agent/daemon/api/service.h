@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/daemon/api/api_counters.h"
 #include "agent/daemon/api/listener.h"
 #include "agent/daemon/api/selection_cache.h"
 #include "agent/daemon/api/watch.h"
@@ -47,22 +48,6 @@ using RawMethods = v1::FabricAgent::WithRawCallbackMethod_GetInventory<
                                     v1::FabricAgent::WithRawCallbackMethod_GetPortCounters<
                                         v1::FabricAgent::WithRawCallbackMethod_Doctor<B>>>>>>>>>>>>;
 using FabricAgentBase = RawMethods<v1::FabricAgent::Service>;
-
-// Refusals of the API, for metrics: control calls denied, requests over a limit.
-class ApiCounters {
- public:
-  void Denied(std::string_view method, grpc::StatusCode code);
-  void OverLimit(std::string_view limit);
-  // (method, code name) -> count, and limit -> count.
-  std::map<std::pair<std::string, std::string>, uint64_t> denied() const;
-  std::map<std::string, uint64_t> over_limit() const;
-  std::atomic<int64_t> watches{0};  // Open watch streams.
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, uint64_t> denied_;
-  std::map<std::string, uint64_t> over_limit_;
-};
 
 struct ServiceOptions {
   // Watch streams: how long a client may take no event, and how many streams are allowed.

@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "agent/common/log.h"
+#include "agent/daemon/api/api_counters.h"
 #include "agent/daemon/api/raw_call.h"
-#include "agent/daemon/api/service.h"
 #include "agent/inventory/changes/changes.h"
 
 namespace fabric {

@@ -86,7 +86,7 @@ TEST_F(CdiPublisherTest, WritesOnlyWhenTheSpecChanges) {
   ASSERT_EQ(::stat(pub.path().c_str(), &before), 0);
 
   cycle->Rescan("test: nothing changed");
-  cycle->Rescan("test: a reload", /*policy_changed=*/true);  // Rendered again, same bytes.
+  cycle->Rescan("test: a reload", {.policy_changed = true});  // Rendered again, same bytes.
   EXPECT_EQ(pub.writes(), 1u);
   EXPECT_EQ(pub.renders(), 2u);
   ASSERT_EQ(::stat(pub.path().c_str(), &after), 0);

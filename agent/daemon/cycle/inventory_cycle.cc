@@ -135,7 +135,7 @@ void InventoryCycle::Publish(std::optional<RefreshedHost> host, bool policy_chan
 void InventoryCycle::RepublishIfPublishersChanged(const std::string& before, absl::Time now) {
   if (republishing_ || PublisherFindingsKey(now) == before) return;
   republishing_ = true;
-  Publish(std::nullopt, false);
+  Republish();
   republishing_ = false;
 }
 
@@ -190,7 +190,7 @@ void InventoryCycle::Accept(absl::StatusOr<RefreshedHost> host, const std::strin
           check_drift ? absl::StrCat("rescan (", why, ")") : std::string());
 }
 
-void InventoryCycle::Rescan(const std::string& why, bool policy_changed, bool safety_net) {
+void InventoryCycle::Rescan(const std::string& why, RescanKind kind) {
   ++counters_->rescans;
   const absl::Time start = absl::Now();
   auto host = Discover(*sysfs_, *procfs_);
@@ -201,7 +201,8 @@ void InventoryCycle::Rescan(const std::string& why, bool policy_changed, bool sa
   // Drift only against a good served inventory (not one kept while rescans were untrusted).
   absl::StatusOr<RefreshedHost> scanned =
       host.ok() ? absl::StatusOr<RefreshedHost>(ScannedHost(*std::move(host))) : host.status();
-  Accept(std::move(scanned), why, policy_changed, safety_net && last_scan_.ok() && !stale_finding_);
+  Accept(std::move(scanned), why, kind.policy_changed,
+         kind.safety_net && last_scan_.ok() && !stale_finding_);
 }
 
 void InventoryCycle::RefreshFor(const ChangeScope& scope, const std::string& why) {

@@ -29,6 +29,15 @@ struct CycleOptions {
   absl::Duration event_window = absl::Hours(1);
 };
 
+// What a full rescan (InventoryCycle::Rescan) is for, named at each call.
+struct RescanKind {
+  // The config was just reloaded: publish even when the host is the same.
+  bool policy_changed = false;
+  // No event asked for it (periodic, reload): whatever it finds that the served inventory lacks
+  // is drift of the targeted refreshes, logged and counted.
+  bool safety_net = false;
+};
+
 class InventoryCycle {
  public:
   // `sysfs`, `procfs` and `counters` outlive the cycle.
@@ -50,10 +59,11 @@ class InventoryCycle {
   // gone wrong; logged as such and counted. The full result wins.
   void Publish(std::optional<RefreshedHost> host, bool policy_changed,
                const std::string& drift_of = "");
-  // A full rescan. `policy_changed`: the config was just reloaded, so publish even when the host
-  // is the same. `safety_net`: no event asked for it (periodic, reload), so whatever it finds that
-  // the served inventory lacks is drift of the targeted refreshes, logged and counted.
-  void Rescan(const std::string& why, bool policy_changed = false, bool safety_net = false);
+  // Publish(std::nullopt, false): the host is the same, what the agent says of itself (health,
+  // its sources, its publishers, neighbours) may not be.
+  void Republish() { Publish(std::nullopt, false); }
+  // A full rescan.
+  void Rescan(const std::string& why, RescanKind kind = {});
   // What the events in `scope` changed: a targeted refresh, nothing for unrelated netdevs, or a
   // full rescan when the scope or the plan says so.
   void RefreshFor(const ChangeScope& scope, const std::string& why);

@@ -288,7 +288,7 @@ absl::Status StepEvents(AgentState& st) {
     w.ib->Sync(host, absl::Now());
     st.cycle.AddNeighborSource(w.ib.get());
   }
-  st.cycle.Publish(std::nullopt, false);  // Health reflects missing sources.
+  st.cycle.Republish();  // Health reflects missing sources.
   return absl::OkStatus();
 }
 // The workers stay until the process ends (the loop has stopped): only the sources close here.

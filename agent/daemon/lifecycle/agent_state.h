@@ -19,7 +19,7 @@
 #include "agent/daemon/cycle/inventory_cycle.h"
 #include "agent/daemon/cycle/nfd_publisher.h"
 #include "agent/daemon/cycle/pod_record_sweeper.h"
-#include "agent/daemon/lifecycle/agent.h"
+#include "agent/daemon/lifecycle/agent_options.h"
 #include "agent/daemon/lifecycle/event_loop.h"
 #include "agent/daemon/lifecycle/memory.h"
 #include "agent/daemon/workers/announcer.h"

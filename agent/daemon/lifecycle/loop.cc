@@ -46,7 +46,7 @@ void Reload(AgentState& st, const char* why, bool events_pending) {
       Log(LogLevel::kError, "keeping the previous config (", why, "): ", config.status().message());
     }
   }
-  st.cycle.Rescan(why, policy_changed, /*safety_net=*/!events_pending);
+  st.cycle.Rescan(why, {.policy_changed = policy_changed, .safety_net = !events_pending});
   st.notifier->Notify("READY=1");
 }
 
@@ -89,14 +89,14 @@ void OnLldp(AgentState& st, LldpListener& lldp, bool ready, bool due, absl::Time
   bool changed = ready && lldp.Drain(now);
   changed = (due && lldp.Expire(now)) || changed;
   // At a silence deadline too: the findings say which netdevs heard nothing.
-  if (changed || due) st.cycle.Publish(std::nullopt, false);
+  if (changed || due) st.cycle.Republish();
 }
 
 // SMP answers from the worker, and ports due to be asked again.
 void OnIbNeighbors(AgentState& st, IbNeighbors& ib, bool ready, bool due, absl::Time now) {
   const bool answered = ready && ib.Collect();
   if (due) ib.Sync(*st.cycle.store().Current()->host, now);
-  if (answered) st.cycle.Publish(std::nullopt, false);
+  if (answered) st.cycle.Republish();
 }
 
 // Returns false when the source broke: it is closed and health says so.
@@ -107,7 +107,7 @@ bool OnKernelEvents(AgentState& st, Pending& p, EventSource* src, absl::Time now
     Log(LogLevel::kWarning, d.status().message(), "; no more ", src->name(), " events");
     std::erase_if(st.events.kernel, [src](const auto& s) { return s.get() == src; });
     CountSources(st);
-    st.cycle.Publish(std::nullopt, false);
+    st.cycle.Republish();
     return false;
   }
   if (d->overflow) {
@@ -133,8 +133,8 @@ void OnRefresh(AgentState& st, Pending& p, absl::Time now) {
   if (now >= p.next_rescan || now >= st.cycle.stale_retry_at()) {
     // The safety net reads everything, pending events included (then it is no drift check).
     const bool periodic = now >= p.next_rescan;
-    st.cycle.Rescan(periodic ? "periodic" : "retry of a stale inventory", false,
-                    periodic && !p.events());
+    st.cycle.Rescan(periodic ? "periodic" : "retry of a stale inventory",
+                    {.safety_net = periodic && !p.events()});
   } else {
     st.cycle.RefreshFor(p.scope, p.why);
   }
@@ -209,7 +209,7 @@ void AddSources(AgentState& st, Pending& p) {
     loop.Add({"health poll", nullptr, [next](absl::Time) { return *next; },
               [&st, health, next](bool, bool, absl::Time now) {
                 // New findings reach GetHealth, the watchers and the publishers now.
-                if (health->Poll()) st.cycle.Publish(std::nullopt, false);
+                if (health->Poll()) st.cycle.Republish();
                 *next = now + health->interval();
               }});
   }
@@ -230,7 +230,7 @@ void AddSources(AgentState& st, Pending& p) {
                 // loop again at once.
                 std::vector<KmsgRecord> records = st.workers.kmsg->Drain(now, 4096);
                 if (st.workers.health->OnKernelLog(records, st.workers.kmsg->counts())) {
-                  st.cycle.Publish(std::nullopt, false);
+                  st.cycle.Republish();
                 }
               }});
   }

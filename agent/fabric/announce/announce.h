@@ -2,11 +2,10 @@
 // advertisement for IPv6, gateway priming and an optional RFC 5227 conflict probe. Shared by the
 // CNI plugin (cni-hook/), the agent (which runs the repeats it is handed) and `fabricctl announce`.
 //
-// Layers, each testable on its own:
-//   frames.h    pure: build and parse Ethernet/ARP/ICMPv6 frames (table-driven tests, fuzzed
-//   parser) link.h      the OS: packet sockets bound to an interface, interface facts, entering a
-//   netns announce.h  (this file) the plan, the schedule and the runner that executes it over a
-//   Link
+// Layers, each testable on its own: frames.h, pure (build and parse Ethernet/ARP/ICMPv6 frames;
+// table-driven tests, a fuzzed parser); link.h, the OS (packet sockets bound to an interface,
+// interface facts, entering a netns); this file, the plan, the schedule and the runner that
+// executes it over a Link.
 #pragma once
 
 #include <netinet/in.h>
@@ -22,10 +21,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/common/ip.h"
+#include "agent/fabric/announce/mac.h"
 
 namespace fabric::announce {
-
-using Mac = std::array<uint8_t, 6>;
 
 // When announcements go out, as offsets from the first one (which is at offset 0).
 // Default: 0, 100 ms, 200 ms, 300 ms, 1 s, 5 s ("one at once, 3 more at 100 ms, then 1 s and 5 s").

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/fabric/announce/announce.h"
+#include "agent/fabric/announce/mac.h"
 
 namespace fabric::announce {
 

@@ -14,7 +14,7 @@
 #include "agent/fabric/perftest/wire.h"
 #include "agent/fabric/probes/engine.h"
 #include "agent/fabric/probes/perftest_oob.h"
-#include "agent/fabric/probes/perftest_peer.h"
+#include "agent/fabric/probes/perftest_options.h"
 #include "agent/fabric/probes/verbs_resources.h"
 
 namespace fabric::probes {

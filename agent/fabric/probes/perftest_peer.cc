@@ -344,18 +344,6 @@ absl::StatusOr<PerftestResult> Finish(absl::StatusOr<PerftestResult> r, VerbsRes
 
 }  // namespace
 
-int32_t PerftestVerb(TestKind test) {
-  switch (VerbOf(test)) {
-    case Verb::kSend:
-      return pt::kVerbSend;
-    case Verb::kRead:
-      return pt::kVerbRead;
-    case Verb::kWrite:
-      break;
-  }
-  return pt::kVerbWrite;
-}
-
 absl::StatusOr<PerftestResult> ServePerftestClient(const PerftestServerOptions& o,
                                                    const Canceller* cancel,
                                                    const std::function<void()>& listening) {

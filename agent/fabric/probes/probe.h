@@ -30,94 +30,13 @@
 #include "agent/fabric/probes/access.h"
 #include "agent/fabric/probes/net.h"
 #include "agent/fabric/probes/params.h"
+#include "agent/fabric/probes/probe_spec.h"
 
 namespace fabric::probes {
-
-inline constexpr uint16_t kDefaultPort = 18515;  // perftest's
-
-// A responder refuses a test on a device that is already under test with a reason starting
-// with this; the client then fails with ResourceExhausted, which a scheduler may retry.
-inline constexpr char kBusyReason[] = "busy: ";
-// A responder refuses a peer past its rate limit with a reason starting with this; the client
-// fails with ResourceExhausted as for busy.
-inline constexpr char kRateLimitReason[] = "rate limit: ";
-// The default of --rate / --probe-rate: tests a minute per peer address.
-inline constexpr uint32_t kDefaultRatePerMinute = 6;
-
-// One test at a time per device: a responder's tests and a host's own probes (the agent's
-// schedule) take the device's lock for the whole test. A host's own probe of its own responder
-// is one test, not two: its hold admits its connection (Admit), and the responder's side of
-// that very connection joins the hold instead of being refused as busy. Thread-safe.
-class DeviceLocks {
- public:
-  class Hold {
-   public:
-    Hold(Hold&& o) noexcept : locks_(std::exchange(o.locks_, nullptr)), key_(std::move(o.key_)) {}
-    Hold& operator=(Hold&& o) noexcept {
-      if (this != &o) {
-        if (locks_ != nullptr) locks_->Release(key_);
-        locks_ = std::exchange(o.locks_, nullptr);
-        key_ = std::move(o.key_);
-      }
-      return *this;
-    }
-    Hold(const Hold&) = delete;
-    ~Hold();
-    // The connection ("ADDR:PORT" of the client's end) whose responder side may join this hold
-    // once; set after connecting, before the hello.
-    void Admit(const std::string& connection);
-
-   private:
-    friend class DeviceLocks;
-    Hold(DeviceLocks* locks, std::string key) : locks_(locks), key_(std::move(key)) {}
-    DeviceLocks* locks_;
-    std::string key_;
-  };
-  // `key` is the device name ("tcp" for the TCP transport). Empty optional when it is held,
-  // unless `connection` (the peer's "ADDR:PORT", as the responder sees it) is the one the
-  // holder admitted: then the hold is shared for this test.
-  std::optional<Hold> TryAcquire(const std::string& key, const std::string& connection = "");
-  // Waits up to `timeout` for the device.
-  std::optional<Hold> Acquire(const std::string& key, absl::Duration timeout);
-  bool held(const std::string& key) const;
-
- private:
-  struct Entry {
-    int holders = 0;
-    std::string admitted;  // empty: none
-  };
-  void Release(const std::string& key);
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, Entry> busy_;
-};
 
 // Whether verbs sees any RDMA device on this host: ChooseTransport's have_rdma_device, for
 // fabric-probe and the agent alike.
 bool HaveRdmaDevice();
-
-struct ProbeSpec {
-  ProbeParams params;
-  std::string host;  // the responder
-  uint16_t port = kDefaultPort;
-  Endpoint local;
-  // The responder's device to test against; empty: the responder's choice.
-  std::string remote_device;
-  // Optional: Cancel() from another thread ends the probe with Cancelled.
-  const Canceller* cancel = nullptr;
-  // Optional: the shared secret's file (auth.h), read on every call. Set: the responder must
-  // prove it knows the same secret, and this side proves it too.
-  std::string secret_file;
-  // A refused connection (nothing listens) fails at once, as perftest does; retried for this
-  // long when set (a responder that is starting).
-  absl::Duration connect_retry = absl::ZeroDuration();
-  // The responder is a stock perftest server of the test (a "perftest:" peer): perftest's own
-  // protocol (perftest_peer.h); no remote device and no secret (a stock server has neither).
-  bool perftest = false;
-  // Optional: the device lock this test holds; its connection is admitted to it (DeviceLocks),
-  // so that a responder sharing the locks (this agent's own) serves it instead of "busy".
-  DeviceLocks::Hold* hold = nullptr;
-};
 
 // Runs one test against a responder. Errors: InvalidArgument (bad parameters), NotFound (no
 // such device), Unavailable (peer unreachable, vanished, completion errors), DeadlineExceeded

@@ -1,7 +1,10 @@
 #include "agent/policy/doctor/consumer_vars.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
+#include <iterator>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -244,6 +247,78 @@ std::vector<std::string> PrefixSurprises(const DeviceList& list,
                                list.exclude ? "^=" : "=", "' makes the names exact)"));
   }
   return out;
+}
+
+NcclInt ReadNcclInt(std::string_view name, std::optional<std::string_view> value, int64_t dflt) {
+  NcclInt r;
+  r.value = dflt;
+  if (!value || value->empty()) return r;
+  r.set = true;
+  // strtoll wants a terminated string; an environment value ends at its first NUL anyway.
+  const std::string text(value->substr(0, value->find('\0')));
+  const std::string shown = absl::StrCat(Av(name), "=", Excerpt(*value));
+  errno = 0;
+  char* end = nullptr;
+  const long long n = std::strtoll(text.c_str(), &end, 0);
+  if (errno != 0) {
+    r.problem = absl::StrCat(shown, " is out of range: NCCL uses ", dflt);
+    return r;
+  }
+  r.value = n;
+  if (end == text.c_str() || *end != '\0' || text.size() != value->size()) {
+    r.problem = absl::StrCat(shown, " is not a number: NCCL reads it as ", n);
+    return r;
+  }
+  // A leading 0 that changes the number: "010" is 8 to NCCL, 10 to whoever wrote it.
+  const size_t digits = text.find_first_not_of(" \t\n\v\f\r+-");
+  if (digits != std::string::npos && text[digits] == '0' && digits + 1 < text.size() &&
+      absl::ascii_isdigit(static_cast<unsigned char>(text[digits + 1])) &&
+      std::strtoll(text.c_str(), nullptr, 10) != n) {
+    r.problem = absl::StrCat(shown, " has a leading 0: NCCL reads it as octal, ", n);
+  }
+  return r;
+}
+
+NcclLevel ReadNcclLevel(std::string_view name, std::string_view value) {
+  // topoPathTypeStr up to PATH_SYS (2.2x; P2C is 2.27's), and the old numbering's levelsOldToNew.
+  static constexpr const char* kNames[] = {"LOC", "NVL", "NVB", "C2C", "PIX",
+                                           "PXB", "P2C", "PXN", "PHB", "SYS"};
+  static constexpr const char* kOld[] = {"LOC", "PIX", "PXB", "PHB", "SYS", "SYS"};
+  NcclLevel r;
+  if (value.empty()) return r;
+  for (const char* n : kNames) {
+    if (value == n) {
+      r.name = n;
+      return r;
+    }
+  }
+  const std::string shown = absl::StrCat(Av(name), "=", Excerpt(value));
+  if (absl::ascii_isdigit(static_cast<unsigned char>(value[0]))) {
+    const std::string text(value.substr(0, value.find('\0')));
+    errno = 0;
+    char* end = nullptr;
+    const long n = std::strtol(text.c_str(), &end, 0);
+    // NCCL keeps the number in an int: beyond one its reading is undefined.
+    if (errno != 0 || n > INT_MAX) {
+      r.problem = absl::StrCat(shown, " is out of range: NCCL's reading of it is undefined");
+      return r;
+    }
+    r.name = kOld[std::min<long>(n, std::size(kOld) - 1)];
+    if (*end != '\0' || text.size() != value.size()) {
+      r.problem = absl::StrCat(shown, " is not a number: NCCL reads it as ", n, " (", r.name, ")");
+    }
+    return r;
+  }
+  for (const char* n : kNames) {
+    if (absl::EqualsIgnoreCase(Av(value), n)) {
+      r.problem = absl::StrCat(shown, ": NCCL reads level names in capitals only (", n,
+                               ") and keeps its default");
+      return r;
+    }
+  }
+  r.problem = absl::StrCat(shown, " is not a level NCCL knows (", absl::StrJoin(kNames, ", "),
+                           ", or 0-4): NCCL keeps its default");
+  return r;
 }
 
 }  // namespace fabric::doctor

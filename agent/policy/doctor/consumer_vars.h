@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,5 +90,29 @@ struct UcxTransports {
   std::vector<std::string> problems;
 };
 UcxTransports ParseUcxTls(std::string_view value);
+
+// One of NCCL's integer settings (NCCL_IB_DISABLE, NCCL_IB_GID_INDEX, NCCL_IB_TIMEOUT, ...) as
+// ncclLoadParam reads it (misc/param.cc, 2.1x-2.2x), the one reader every check uses: unset or
+// empty keeps the default; otherwise strtoll(value, nullptr, 0), so leading blanks and a sign are
+// taken, "0x10" is 16, a leading 0 is octal ("010" is 8, "08" is 0), whatever follows the number
+// is ignored and no digits at all read as 0; a range error keeps the default.
+struct NcclInt {
+  int64_t value = 0;  // What NCCL uses.
+  bool set = false;   // Set and not empty.
+  // How NCCL reads it differently from how it looks ("NCCL_IB_TIMEOUT=022 has a leading 0: NCCL
+  // reads it as octal, 18"), the value escaped; empty when NCCL reads what is written.
+  std::string problem;
+};
+NcclInt ReadNcclInt(std::string_view name, std::optional<std::string_view> value, int64_t dflt);
+
+// NCCL_NET_GDR_LEVEL and NCCL_P2P_LEVEL as ncclGetLevel reads them (graph/paths.cc): a path
+// type's name exactly as NCCL prints it (capitals: "pxb" is not one), or, when the value starts
+// with a digit, the old numbering strtol(value, nullptr, 0): 0-4 are LOC, PIX, PXB, PHB, SYS and
+// any larger number SYS. Anything else is ignored: NCCL keeps its default.
+struct NcclLevel {
+  std::string name;     // NCCL's path type ("PXB"); empty: NCCL keeps its default.
+  std::string problem;  // As NcclInt's.
+};
+NcclLevel ReadNcclLevel(std::string_view name, std::string_view value);
 
 }  // namespace fabric::doctor

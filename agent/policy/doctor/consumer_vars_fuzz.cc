@@ -1,6 +1,7 @@
-// NCCL_IB_HCA, UCX_NET_DEVICES, UCX_TLS and NCCL's GID variables are the user's bytes: every parse
-// answers, never crashes, and what it reports is bounded by what NCCL keeps (and the doctor
-// reads of UCX's lists: CheckListBounds refuses exactly the lists the parser stops short of).
+// NCCL_IB_HCA, UCX_NET_DEVICES, UCX_TLS, NCCL's GID, integer and level variables are the user's
+// bytes: every parse answers, never crashes, and what it reports is bounded by what NCCL keeps
+// (and the doctor reads of UCX's lists: CheckListBounds refuses exactly the lists the parser
+// stops short of).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -42,5 +43,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (rule.index < 0 && (pick < 0 || pick >= 16)) abort();
   }
   (void)PrefixSurprises(nccl, {"mlx5_1", "mlx5_10", "mlx5_11", "bnxt_re0"});
+  // NCCL's integer and level settings: a problem, when there is one, names the variable and
+  // shows the value escaped.
+  const NcclInt n = ReadNcclInt("NCCL_IB_TIMEOUT", text, 20);
+  const NcclLevel level = ReadNcclLevel("NCCL_NET_GDR_LEVEL", text);
+  for (const std::string* p : {&n.problem, &level.problem}) {
+    if (!p->empty() && p->rfind("NCCL_", 0) != 0) abort();
+    for (char c : *p) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) abort();
+    }
+  }
+  if (text.empty() && (n.set || n.value != 20 || !level.name.empty())) abort();
   return 0;
 }

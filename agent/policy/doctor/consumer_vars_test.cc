@@ -3,10 +3,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -214,6 +221,138 @@ TEST(ConsumerVarsTest, UcxTlsSaysWhetherDataGoesOverRdma) {
     } else {
       ASSERT_FALSE(t.problems.empty());
       EXPECT_THAT(t.problems[0], HasSubstr(c.problem));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fabric::doctor
+
+namespace fabric::doctor {
+namespace {
+
+// ncclLoadParam (misc/param.cc) as NCCL writes it, the oracle the reader must agree with.
+int64_t NcclLoadParam(const char* str, int64_t dflt) {
+  int64_t value = dflt;
+  if (str && std::strlen(str) > 0) {
+    errno = 0;
+    value = std::strtoll(str, nullptr, 0);
+    if (errno) value = dflt;
+  }
+  return value;
+}
+
+TEST(NcclIntTest, ReadsTheOddFormsAsNcclDoes) {
+  struct Case {
+    const char* value;  // nullptr: unset.
+    int64_t want;       // What NCCL uses, default 7.
+    const char* problem;
+  };
+  const Case cases[] = {
+      {nullptr, 7, ""},
+      {"", 7, ""},
+      {"3", 3, ""},
+      {"0x3", 3, ""},
+      {"0X1f", 31, ""},
+      {"03", 3, ""},  // Octal, but the same number.
+      {"010", 8, "has a leading 0: NCCL reads it as octal, 8"},
+      {"022", 18, "octal, 18"},
+      {"08", 0, "is not a number: NCCL reads it as 0"},
+      {" 3", 3, ""},
+      {"3 ", 3, "is not a number: NCCL reads it as 3"},
+      {"-1", -1, ""},
+      {"+3", 3, ""},
+      {"-010", -8, "octal, -8"},
+      {"three", 0, "is not a number: NCCL reads it as 0"},
+      {"3.5", 3, "is not a number: NCCL reads it as 3"},
+      {"99999999999999999999", 7, "is out of range: NCCL uses 7"},
+      {"-99999999999999999999", 7, "is out of range: NCCL uses 7"},
+      {"9223372036854775807", INT64_MAX, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.value ? c.value : "(unset)");
+    const NcclInt n =
+        ReadNcclInt("NCCL_X", c.value ? std::optional<std::string_view>(c.value) : std::nullopt, 7);
+    EXPECT_EQ(n.value, c.want);
+    EXPECT_EQ(n.value, NcclLoadParam(c.value, 7));
+    EXPECT_EQ(n.set, c.value != nullptr && *c.value != '\0');
+    if (*c.problem == '\0') {
+      EXPECT_THAT(n.problem, IsEmpty());
+    } else {
+      EXPECT_THAT(n.problem, HasSubstr(c.problem));
+    }
+  }
+}
+
+TEST(NcclIntTest, AgreesWithNcclOnEveryShortForm) {
+  // Every string of up to three characters from the ones that matter to strtoll.
+  const std::string alphabet = "0178x+- a";
+  std::vector<std::string> values = {""};
+  for (int len = 1; len <= 3; ++len) {
+    const size_t before = values.size();
+    for (size_t i = 0; i < before; ++i) {
+      if (values[i].size() != static_cast<size_t>(len - 1)) continue;
+      for (char ch : alphabet) values.push_back(values[i] + ch);
+    }
+  }
+  for (const std::string& v : values) {
+    SCOPED_TRACE(absl::StrCat("\"", v, "\""));
+    const NcclInt n = ReadNcclInt("NCCL_X", v, 5);
+    EXPECT_EQ(n.value, NcclLoadParam(v.c_str(), 5));
+    // Silent only where the text reads, whole, as the number NCCL uses (decimal, or hex).
+    if (n.problem.empty() && !v.empty()) {
+      char* end = nullptr;
+      const long long decimal = std::strtoll(v.c_str(), &end, 10);
+      const bool hex = absl::StrContains(v, "0x");
+      EXPECT_TRUE(hex || (*end == '\0' && decimal == n.value)) << n.value;
+    }
+  }
+}
+
+TEST(NcclIntTest, EscapesTheValueInItsProblem) {
+  const NcclInt n = ReadNcclInt("NCCL_IB_TIMEOUT", std::string_view("1\x1b[2J", 5), 20);
+  EXPECT_EQ(n.value, 1);
+  EXPECT_THAT(n.problem, HasSubstr("\\x1b"));
+  EXPECT_EQ(n.problem.find('\x1b'), std::string::npos);
+}
+
+TEST(NcclLevelTest, ReadsLevelsAsNcclDoes) {
+  struct Case {
+    const char* value;
+    const char* name;  // "": NCCL keeps its default.
+    const char* problem;
+  };
+  const Case cases[] = {
+      {"", "", ""},
+      {"PXB", "PXB", ""},
+      {"PHB", "PHB", ""},
+      {"PXN", "PXN", ""},
+      {"NVL", "NVL", ""},
+      {"pxb", "", "capitals only (PXB)"},
+      {"Sys", "", "capitals only (SYS)"},
+      {"0", "LOC", ""},
+      {"1", "PIX", ""},
+      {"2", "PXB", ""},
+      {"3", "PHB", ""},
+      {"4", "SYS", ""},
+      {"5", "SYS", ""},
+      {"42", "SYS", ""},
+      {"0x3", "PHB", ""},
+      {"010", "SYS", ""},  // Octal 8, past the old numbers.
+      {"2x", "PXB", "is not a number: NCCL reads it as 2 (PXB)"},
+      {"-1", "", "is not a level NCCL knows"},
+      {" 2", "", "is not a level NCCL knows"},
+      {"99999999999", "", "out of range"},
+      {"NET", "", "is not a level NCCL knows"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.value);
+    const NcclLevel l = ReadNcclLevel("NCCL_NET_GDR_LEVEL", c.value);
+    EXPECT_EQ(l.name, c.name);
+    if (*c.problem == '\0') {
+      EXPECT_THAT(l.problem, IsEmpty());
+    } else {
+      EXPECT_THAT(l.problem, HasSubstr(c.problem));
     }
   }
 }

@@ -1,13 +1,12 @@
 // GPUDirect RDMA and the job as a whole: whether NCCL's NET/IB reads GPU memory directly
 // (NET/IB/GDRDMA), and whether the job's variables are the agent's answer and the same on every
 // rank (NCCL hangs when ranks see different HCA sets, NVIDIA/nccl#2428).
-#include <strings.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -20,25 +19,26 @@
 namespace fabric::doctor::judge_internal {
 namespace {
 
-// NCCL_NET_GDR_LEVEL (default PXB: GPUDirect only through PCIe switches). NCCL's PHB covers
-// our NODE (both cross the CPU without the inter-socket link).
-v1::DistanceClass GdrLevel(const Ctx& c, std::vector<std::string>* problems) {
+// NCCL_NET_GDR_LEVEL (default PXB: GPUDirect only through PCIe switches), read as NCCL reads it
+// (consumer_vars.h). NCCL's PHB covers our NODE (both cross the CPU without the inter-socket
+// link); its NVLink and C2C levels allow no PCIe path, its PXN and P2C no more than PXB's.
+// `shown` gets the level's name as NCCL says it.
+v1::DistanceClass GdrLevel(const Ctx& c, std::string* shown, std::vector<std::string>* problems) {
+  *shown = "PXB";
   const std::string* v = c.Var("NCCL_NET_GDR_LEVEL");
-  if (v == nullptr || v->empty()) return v1::DISTANCE_CLASS_PXB;
-  static const std::pair<const char*, v1::DistanceClass> kNames[] = {
-      {"LOC", v1::DISTANCE_CLASS_UNSPECIFIED},
-      {"PIX", v1::DISTANCE_CLASS_PIX},
-      {"PXB", v1::DISTANCE_CLASS_PXB},
-      {"PHB", v1::DISTANCE_CLASS_NODE},
-      {"SYS", v1::DISTANCE_CLASS_SYS}};
-  for (const auto& [name, cls] : kNames) {
-    if (strcasecmp(v->c_str(), name) == 0) return cls;
+  if (v == nullptr) return v1::DISTANCE_CLASS_PXB;
+  NcclLevel level = ReadNcclLevel("NCCL_NET_GDR_LEVEL", *v);
+  if (!level.problem.empty()) problems->push_back(std::move(level.problem));
+  if (!level.name.empty()) *shown = level.name;
+  static const std::pair<const char*, v1::DistanceClass> kClasses[] = {
+      {"LOC", v1::DISTANCE_CLASS_UNSPECIFIED}, {"NVL", v1::DISTANCE_CLASS_UNSPECIFIED},
+      {"NVB", v1::DISTANCE_CLASS_UNSPECIFIED}, {"C2C", v1::DISTANCE_CLASS_UNSPECIFIED},
+      {"PIX", v1::DISTANCE_CLASS_PIX},         {"PXB", v1::DISTANCE_CLASS_PXB},
+      {"P2C", v1::DISTANCE_CLASS_PXB},         {"PXN", v1::DISTANCE_CLASS_PXB},
+      {"PHB", v1::DISTANCE_CLASS_NODE},        {"SYS", v1::DISTANCE_CLASS_SYS}};
+  for (const auto& [name, cls] : kClasses) {
+    if (level.name == name) return cls;
   }
-  char* end = nullptr;
-  const long n = std::strtol(v->c_str(), &end, 10);
-  if (end != v->c_str() && *end == '\0' && n >= 0 && n <= 4) return kNames[n].second;
-  problems->push_back(absl::StrCat("NCCL_NET_GDR_LEVEL=", Excerpt(*v),
-                                   " is not LOC, PIX, PXB, PHB or SYS: NCCL keeps PXB"));
   return v1::DISTANCE_CLASS_PXB;
 }
 
@@ -83,7 +83,8 @@ void JudgeGpuDirect(Ctx& c) {
   }
   // Distance: NCCL reads GPU memory over the NIC only up to NCCL_NET_GDR_LEVEL.
   std::vector<std::string> problems;
-  const v1::DistanceClass level = GdrLevel(c, &problems);
+  std::string level_name;
+  const v1::DistanceClass level = GdrLevel(c, &level_name, &problems);
   std::set<std::string> used;
   for (const DevicePort& p : c.nccl_ports) used.insert(p.device);
   std::vector<std::string> far, near;
@@ -104,15 +105,23 @@ void JudgeGpuDirect(Ctx& c) {
         "the job's GPUs are not known here (no answer from the agent): their distance to the "
         "NICs is not judged");
   }
-  if (!far.empty() || !problems.empty()) {
+  if (!far.empty()) {
     v1::DoctorCheck* k =
         Add(c, "gpudirect", "gdr_distance", v1::SEVERITY_WARNING, "NCCL_NET_GDR_LEVEL",
             absl::StrCat(far.size(), " GPU", far.size() == 1 ? " is" : "s are",
-                         " farther from its NIC than NCCL_NET_GDR_LEVEL (", DistanceName(level),
+                         " farther from its NIC than NCCL_NET_GDR_LEVEL (", level_name,
                          ") allows: no GPUDirect for ", far.size() == 1 ? "it" : "them"));
     for (const std::string& s : far) k->add_evidence(s);
     for (const std::string& s : problems) k->add_evidence(s);
     k->set_fix("give each GPU the NIC under its own PCIe switch (`fabricctl env --gpus=job`)");
+  } else if (!problems.empty()) {
+    v1::DoctorCheck* k =
+        Add(c, "gpudirect", "gdr_distance", v1::SEVERITY_WARNING, "NCCL_NET_GDR_LEVEL",
+            absl::StrCat("NCCL_NET_GDR_LEVEL does not read as it looks: NCCL allows GPUDirect up "
+                         "to ",
+                         level_name));
+    for (const std::string& s : problems) k->add_evidence(s);
+    k->set_fix("unset it, or write one of NCCL's level names in capitals (PIX, PXB, PHB, SYS)");
   }
   if (direct && near.empty() && !far.empty()) direct = false;
   if (c.f.iommu == "DMA" || c.f.iommu == "DMA-FQ") {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,16 +25,6 @@ constexpr uint64_t kShmPerGpu = 128 * kMiB;
 constexpr uint64_t kShmFloor = 256 * kMiB;
 // NCCL opens sockets per peer and channel; 1024 runs out in large jobs.
 constexpr uint64_t kNofileFloor = 4096;
-
-// NCCL's integer parameters: strtoll base 0, errno or empty -> the default. nullopt where NCCL
-// takes no digits at all ("yes" reads as 0).
-std::optional<long long> NcclInt(const std::string& v) {
-  errno = 0;
-  char* end = nullptr;
-  const long long n = std::strtoll(v.c_str(), &end, 0);
-  if (v.empty() || errno != 0 || end == v.c_str()) return std::nullopt;
-  return n;
-}
 
 void JudgeMemlock(Ctx& c, const ProcessLimits& l) {
   if (l.cap_ipc_lock.value_or(false)) {
@@ -160,15 +149,16 @@ void JudgeLimits(Ctx& c) {
 
 void JudgeFallbacks(Ctx& c) {
   if (const std::string* v = c.Var("NCCL_IB_DISABLE")) {
-    const std::optional<long long> n = NcclInt(*v);
-    if (n && *n != 0) {
-      Add(c, "fallbacks", "nccl_ib_disable", v1::SEVERITY_CRITICAL, "NCCL_IB_DISABLE",
-          absl::StrCat("NCCL_IB_DISABLE=", *v, ": NCCL does not load NET/IB and uses sockets"))
-          ->set_fix("unset NCCL_IB_DISABLE");
+    const NcclInt n = ReadNcclInt("NCCL_IB_DISABLE", *v, 0);
+    if (n.value != 0) {
+      v1::DoctorCheck* k =
+          Add(c, "fallbacks", "nccl_ib_disable", v1::SEVERITY_CRITICAL, "NCCL_IB_DISABLE",
+              absl::StrCat("NCCL_IB_DISABLE=", *v, ": NCCL does not load NET/IB and uses sockets"));
+      if (!n.problem.empty()) k->add_evidence(n.problem);
+      k->set_fix("unset NCCL_IB_DISABLE");
       c.Socket(absl::StrCat("NCCL_IB_DISABLE=", *v));
-    } else if (!n && !v->empty()) {
-      Add(c, "fallbacks", "nccl_ib_disable", v1::SEVERITY_WARNING, "NCCL_IB_DISABLE",
-          absl::StrCat("NCCL_IB_DISABLE=", Excerpt(*v), " is not a number: NCCL reads 0"))
+    } else if (!n.problem.empty()) {
+      Add(c, "fallbacks", "nccl_ib_disable", v1::SEVERITY_WARNING, "NCCL_IB_DISABLE", n.problem)
           ->set_fix("unset it, or write 0 or 1");
     }
   }

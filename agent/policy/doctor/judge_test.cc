@@ -178,6 +178,16 @@ INSTANTIATE_TEST_SUITE_P(
         Mistake{"IbDisableGarbage", [](DoctorFacts& f) { f.env["NCCL_IB_DISABLE"] = "yes"; },
                 "nccl_ib_disable", v1::SEVERITY_WARNING, v1::NCCL_TRANSPORT_NET_IB_GDRDMA,
                 "NET/IB"},
+        // NCCL's integers are strtoll's base 0 (consumer_vars.h): 0x1 disables NET/IB too.
+        Mistake{"IbDisableHex", [](DoctorFacts& f) { f.env["NCCL_IB_DISABLE"] = "0x1"; },
+                "nccl_ib_disable", v1::SEVERITY_CRITICAL, v1::NCCL_TRANSPORT_NET_SOCKET,
+                "fall back to sockets: NCCL_IB_DISABLE=0x1"},
+        // Level names in capitals only: "sys" is ignored, NCCL keeps PXB (the GPU is within it).
+        Mistake{"GdrLevelLowercase", [](DoctorFacts& f) { f.env["NCCL_NET_GDR_LEVEL"] = "sys"; },
+                "gdr_distance", v1::SEVERITY_WARNING, v1::NCCL_TRANSPORT_NET_IB_GDRDMA, "NET/IB"},
+        // The old numbering: 0 is LOC, no PCIe path at all.
+        Mistake{"GdrLevelOldZero", [](DoctorFacts& f) { f.env["NCCL_NET_GDR_LEVEL"] = "0"; },
+                "gdr_distance", v1::SEVERITY_WARNING, v1::NCCL_TRANSPORT_NET_IB, "NET/IB over"},
         Mistake{"NetSocket", [](DoctorFacts& f) { f.env["NCCL_NET"] = "socket"; }, "nccl_net",
                 v1::SEVERITY_CRITICAL, v1::NCCL_TRANSPORT_NET_SOCKET, "NCCL_NET=socket"},
         Mistake{"NetPlugin", [](DoctorFacts& f) { f.env["NCCL_NET"] = "AWS Libfabric"; },

@@ -1,13 +1,16 @@
 #include "agent/policy/doctor/nccl_gid.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/excerpt.h"
+#include "agent/policy/doctor/consumer_vars.h"
 #include "agent/rdma/gid.h"
 
 namespace fabric::doctor {
@@ -66,24 +69,12 @@ NcclGidRule ReadNcclGidRule(const std::function<const char*(const char*)>& geten
     const char* v = getenv(name);
     return v != nullptr && *v != '\0' ? v : nullptr;
   };
-  // ncclLoadParam: strtoll base 0; only a range error keeps the default.
+  // ncclLoadParam's reading, shared with every other check (consumer_vars.h).
   auto param = [&](const char* name, int64_t dflt) {
-    const char* v = set(name);
-    if (v == nullptr) return dflt;
-    errno = 0;
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 0);
-    if (errno != 0) {
-      r.problems.push_back(absl::StrCat(name, "=", v, " is out of range: NCCL uses ", dflt));
-      return dflt;
-    }
-    if (end == v || *end != '\0') {
-      r.problems.push_back(absl::StrCat(name, "=", v, " is not a number: NCCL reads it as ", n));
-    } else if (v[0] == '0' && v[1] >= '0' && v[1] <= '9') {
-      r.problems.push_back(
-          absl::StrCat(name, "=", v, " has a leading 0: NCCL reads it as octal, ", n));
-    }
-    return static_cast<int64_t>(n);
+    const char* v = getenv(name);
+    NcclInt n = ReadNcclInt(name, v ? std::optional<std::string_view>(v) : std::nullopt, dflt);
+    if (!n.problem.empty()) r.problems.push_back(std::move(n.problem));
+    return n.value;
   };
   r.index = param("NCCL_IB_GID_INDEX", -1);
   r.roce_version = static_cast<int>(param("NCCL_IB_ROCE_VERSION_NUM", 2));
@@ -91,7 +82,7 @@ NcclGidRule ReadNcclGidRule(const std::function<const char*(const char*)>& geten
     if (std::strcmp(fam, "AF_INET6") == 0) {
       r.family = AF_INET6;
     } else if (std::strcmp(fam, "AF_INET") != 0) {
-      r.problems.push_back(absl::StrCat("NCCL_IB_ADDR_FAMILY=", fam,
+      r.problems.push_back(absl::StrCat("NCCL_IB_ADDR_FAMILY=", Excerpt(fam),
                                         " is neither AF_INET nor AF_INET6: NCCL uses AF_INET"));
     }
   }
@@ -101,13 +92,13 @@ NcclGidRule ReadNcclGidRule(const std::function<const char*(const char*)>& geten
     GidBytes base{};
     if (slash == std::string::npos ||
         inet_pton(r.family, text.substr(0, slash).c_str(), base.data()) != 1) {
-      r.problems.push_back(absl::StrCat("NCCL_IB_ADDR_RANGE=", text, " is not an ",
+      r.problems.push_back(absl::StrCat("NCCL_IB_ADDR_RANGE=", Excerpt(text), " is not an ",
                                         r.family == AF_INET ? "IPv4" : "IPv6",
                                         " ADDRESS/BITS: NCCL ignores it"));
     } else {
       const long bits = std::strtol(text.c_str() + slash + 1, nullptr, 10);
       if (bits > (r.family == AF_INET ? 32 : 128) || bits < 0) {
-        r.problems.push_back(absl::StrCat("NCCL_IB_ADDR_RANGE=", text, ": /", bits,
+        r.problems.push_back(absl::StrCat("NCCL_IB_ADDR_RANGE=", Excerpt(text), ": /", bits,
                                           " is not a prefix length: NCCL ignores the range"));
       } else {
         r.range = base;

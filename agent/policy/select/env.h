@@ -16,8 +16,6 @@
 
 namespace fabric {
 
-class MigResolver;  // gpu_names.h
-
 using EnvMap = jobenv::EnvMap;
 
 struct EnvOptions {
@@ -53,19 +51,5 @@ absl::Status FillEnv(const v1::Host& host, const v1::SelectionPolicy& policy, co
 
 // The env of a Selection as an EnvMap.
 EnvMap EnvOf(const v1::Selection& sel);
-
-// A SelectNics request's consumers and rank, against the selection made for its GPUs: rank_gpu is
-// read by ResolveGpu and must be one of them; rank_position must be below their count.
-// InvalidArgument otherwise (NotFound for a rank GPU the host does not have).
-absl::StatusOr<EnvOptions> EnvOptionsFor(const v1::Host& host, const v1::SelectNicsRequest& req,
-                                         const v1::Selection& sel, const MigResolver* mig);
-
-// SelectPorts (select.h) for `gpus` (the request's, as RequestedGpus reads them), then FillEnv with
-// the request's rank and consumers: the one path of the agent's SelectNics and fabricctl's own.
-absl::StatusOr<v1::Selection> SelectForRequest(const v1::Host& host,
-                                               const std::vector<std::string>& gpus,
-                                               const v1::SelectNicsRequest& req,
-                                               const v1::SelectionPolicy& policy,
-                                               const MigResolver* mig);
 
 }  // namespace fabric

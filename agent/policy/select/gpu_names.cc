@@ -21,7 +21,6 @@
 #include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/query/host_query.h"
 #include "agent/policy/select/candidates.h"
-#include "agent/policy/select/select.h"
 
 namespace fabric {
 
@@ -427,6 +426,28 @@ absl::StatusOr<std::vector<std::string>> RequestedGpus(const Host& host,
         "send all or visible");
   }
   return std::vector<std::string>(req.gpus().begin(), req.gpus().end());
+}
+
+absl::StatusOr<std::string> ParseGpuName(std::string_view given, std::string_view what) {
+  constexpr size_t kLongest = 16;  // "00000000:17:00.0", nvidia-smi's form
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(what), " ", Excerpt(given), " is not a PCI address: ", Av(why)));
+  };
+  if (given.empty()) return bad("empty");
+  if (given.size() > kLongest) {
+    return bad(absl::StrCat(given.size(), " characters, at most ", kLongest));
+  }
+  // ParsePciAddress forgives the whitespace around sysfs values; a caller's name is exact.
+  for (char ch : given) {
+    if (!absl::ascii_isxdigit(static_cast<unsigned char>(ch)) && ch != ':' && ch != '.') {
+      return bad(absl::StrCat("unexpected ", Excerpt(std::string_view(&ch, 1)),
+                              " ([domain:]bus:device.function, in hex)"));
+    }
+  }
+  absl::StatusOr<std::string> canonical = ParsePciAddress(given);
+  if (!canonical.ok()) return bad("[domain:]bus:device.function, in hex");
+  return canonical;
 }
 
 }  // namespace fabric

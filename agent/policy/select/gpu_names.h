@@ -92,4 +92,10 @@ bool HasVisible(const v1::VisibleDevices& visible);
 absl::StatusOr<std::vector<std::string>> RequestedGpus(const v1::Host& host,
                                                        const v1::SelectNicsRequest& req);
 
+// The PCI address forms of a GPU name (ResolveGpu, below, takes the others too): a GPU's
+// PCI address as a caller wrote it, taken exactly (no whitespace trimmed, at most 16
+// characters: "00000000:17:00.0"), in canonical form "0000:17:00.0". InvalidArgument names
+// `what` ("GPU", "candidate") and quotes an excerpt of `given`.
+absl::StatusOr<std::string> ParseGpuName(std::string_view given, std::string_view what = "GPU");
+
 }  // namespace fabric

@@ -163,28 +163,6 @@ std::string Summary(const Scored& s, const std::string& gpu, std::optional<int> 
 
 }  // namespace
 
-absl::StatusOr<std::string> ParseGpuName(std::string_view given, std::string_view what) {
-  constexpr size_t kLongest = 16;  // "00000000:17:00.0", nvidia-smi's form
-  auto bad = [&](std::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Av(what), " ", Excerpt(given), " is not a PCI address: ", Av(why)));
-  };
-  if (given.empty()) return bad("empty");
-  if (given.size() > kLongest) {
-    return bad(absl::StrCat(given.size(), " characters, at most ", kLongest));
-  }
-  // ParsePciAddress forgives the whitespace around sysfs values; a caller's name is exact.
-  for (char ch : given) {
-    if (!absl::ascii_isxdigit(static_cast<unsigned char>(ch)) && ch != ':' && ch != '.') {
-      return bad(absl::StrCat("unexpected ", Excerpt(std::string_view(&ch, 1)),
-                              " ([domain:]bus:device.function, in hex)"));
-    }
-  }
-  absl::StatusOr<std::string> canonical = ParsePciAddress(given);
-  if (!canonical.ok()) return bad("[domain:]bus:device.function, in hex");
-  return canonical;
-}
-
 namespace {
 
 struct Request {

@@ -6,12 +6,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/policy/select/gpu_names.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
 
 namespace fabric {
-
-class MigResolver;  // gpu_names.h
 
 // Picks one active RDMA port per GPU and fills the Selection's environment for the default
 // consumers, no rank (FillEnv, env.h).
@@ -56,11 +55,5 @@ absl::StatusOr<v1::Selection> SelectPorts(const v1::Host& host,
 
 // GPUs one SelectNics request (or Place's candidates) may name: hosts have 16 at most.
 inline constexpr size_t kMaxGpusPerRequest = 64;
-
-// The PCI address forms of a GPU name (ResolveGpu, gpu_names.h, takes the others too): a GPU's
-// PCI address as a caller wrote it, taken exactly (no whitespace trimmed, at most 16
-// characters: "00000000:17:00.0"), in canonical form "0000:17:00.0". InvalidArgument names
-// `what` ("GPU", "candidate") and quotes an excerpt of `given`.
-absl::StatusOr<std::string> ParseGpuName(std::string_view given, std::string_view what = "GPU");
 
 }  // namespace fabric
