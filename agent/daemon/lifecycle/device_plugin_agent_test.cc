@@ -52,7 +52,8 @@ class DevicePluginAgentTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  void StartAgent(const std::string& config, std::vector<std::string> flags) {
+  // The agent on the example host with `config` and `flags`, in agent_ (null if it did not start).
+  void Launch(const std::string& config, std::vector<std::string> flags) {
     std::ofstream(dir_ + "/config.json") << config;
     std::vector<std::string> argv = {testing::kAgentBinary,
                                      "--socket=" + dir_ + "/agent.sock",
@@ -66,24 +67,18 @@ class DevicePluginAgentTest : public ::testing::Test {
     auto agent = testing::Subprocess::Start(argv);
     ASSERT_TRUE(agent.ok()) << agent.status();
     agent_ = *std::move(agent);
+  }
+
+  void StartAgent(const std::string& config, std::vector<std::string> flags) {
+    Launch(config, std::move(flags));
+    ASSERT_NE(agent_, nullptr);
     ASSERT_TRUE(testing::WaitForSocket(*agent_, dir_ + "/agent.sock")) << agent_->Stderr();
   }
 
   // An agent that must refuse to start: exit 2 naming the socket's bound, never "serving".
   void StartAgentExpectingExit(const std::string& config, std::vector<std::string> flags) {
-    std::ofstream(dir_ + "/config.json") << config;
-    std::vector<std::string> argv = {testing::kAgentBinary,
-                                     "--socket=" + dir_ + "/agent.sock",
-                                     "--sysfs=" + dir_ + "/host/sys",
-                                     "--procfs=" + dir_ + "/host/proc",
-                                     "--config=" + dir_ + "/config.json",
-                                     "--lldp=false",
-                                     "--ib-neighbors=false",
-                                     "--announce-socket="};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    auto agent = testing::Subprocess::Start(argv);
-    ASSERT_TRUE(agent.ok()) << agent.status();
-    agent_ = *std::move(agent);
+    Launch(config, std::move(flags));
+    ASSERT_NE(agent_, nullptr);
     EXPECT_EQ(agent_->Wait(absl::Seconds(60)), 2) << agent_->Stderr();
     EXPECT_THAT(agent_->Stderr(), HasSubstr("a Unix socket path takes"));
     EXPECT_THAT(agent_->Stderr(), ::testing::Not(HasSubstr("serving")));
