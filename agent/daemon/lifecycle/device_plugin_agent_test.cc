@@ -7,7 +7,6 @@
 // negative size, a socket path too long, the kubelet's socket created again, bytes not UTF-8,
 // the sockets' mode.
 #include <gmock/gmock.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -20,7 +19,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <iostream>
 #include <mutex>
 

@@ -6,7 +6,6 @@
 #include "agent/daemon/workers/device_plugin.h"
 
 #include <gmock/gmock.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -18,7 +17,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
-#include <future>
 #include <iostream>
 #include <mutex>
 

@@ -2,7 +2,6 @@
 // (NET/IB/GDRDMA), and whether the job's variables are the agent's answer and the same on every
 // rank (NCCL hangs when ranks see different HCA sets, NVIDIA/nccl#2428).
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>

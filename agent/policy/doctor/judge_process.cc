@@ -3,7 +3,6 @@
 #include <strings.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
