@@ -15,8 +15,8 @@ import re
 import sys
 
 # (prefix, floor). The longest matching prefix names a file's floor. Inside the daemon, the
-# inventory cycle is below its workers (they implement its seams), the API serves both, and
-# start-up wires everything.
+# inventory cycle is below its workers (they implement its seams), the transport knows no call,
+# the API's service serves both over it, and start-up wires everything.
 FLOORS = [
     ("agent/common/", 0),
     ("agent/hostfs/", 1),
@@ -28,11 +28,12 @@ FLOORS = [
     ("agent/config/", 7),
     ("agent/daemon/cycle/", 8),
     ("agent/daemon/workers/", 9),
-    ("agent/daemon/api/", 10),
-    ("agent/daemon/lifecycle/", 11),
-    ("agent/fabricctl/", 12),
-    ("agent/fabricenv/", 12),
-    ("cni-hook/", 12),
+    ("agent/daemon/transport/", 10),
+    ("agent/daemon/api/", 11),
+    ("agent/daemon/lifecycle/", 12),
+    ("agent/fabricctl/", 13),
+    ("agent/fabricenv/", 13),
+    ("cni-hook/", 13),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -42,12 +42,16 @@ class CheckLayersTest(unittest.TestCase):
     def test_daemon_roles_are_floors(self):
         root = self.tree({
             "agent/daemon/cycle/snapshot.h": '#include "agent/daemon/api/service.h"\n',
-            "agent/daemon/api/service.h": '#include "agent/daemon/cycle/snapshot.h"\n',
+            "agent/daemon/api/service.h": '#include "agent/daemon/cycle/snapshot.h"\n'
+                                          '#include "agent/daemon/transport/listener.h"\n',
+            # The transport knows no call of the service.
+            "agent/daemon/transport/listener.h": '#include "agent/daemon/api/watch.h"\n',
         })
         code, out = run(root)
         self.assertEqual(code, 1)
         self.assertIn("agent/daemon/cycle/snapshot.h:1: includes agent/daemon/api/service.h", out)
-        self.assertNotIn("agent/daemon/api/service.h:1", out)
+        self.assertIn("agent/daemon/transport/listener.h:1: includes agent/daemon/api/watch.h", out)
+        self.assertNotIn("agent/daemon/api/service.h:", out)
 
     def test_tests_and_same_floor_are_not_flagged(self):
         root = self.tree({

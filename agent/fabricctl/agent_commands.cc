@@ -18,9 +18,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/common/version.h"
+#include "agent/fabric/probe_cli/report.h"
 #include "agent/fabric/probes/filter.h"
 #include "agent/fabric/probes/params.h"
-#include "agent/fabric/probes/report.h"
 #include "agent/fabric/probes/schedule.h"  // ResultFromProto
 #include "agent/fabricctl/client.h"
 #include "agent/fabricctl/ctl.h"

@@ -11,7 +11,8 @@ namespace fabric::testing {
 inline constexpr const char* kAgentBinary = FABRIC_BINARY_DIR "/agent/daemon/fabric-agent";
 inline constexpr const char* kFabricctlBinary = FABRIC_BINARY_DIR "/agent/fabricctl/fabricctl";
 inline constexpr const char* kFabricEnvBinary = FABRIC_BINARY_DIR "/agent/fabricenv/fabric-env";
-inline constexpr const char* kProbeBinary = FABRIC_BINARY_DIR "/agent/fabric/probes/fabric-probe";
+inline constexpr const char* kProbeBinary =
+    FABRIC_BINARY_DIR "/agent/fabric/probe_cli/fabric-probe";
 inline constexpr const char* kCniPluginDir = FABRIC_BINARY_DIR "/cni-hook";
 inline constexpr const char* kCniBinary = FABRIC_BINARY_DIR "/cni-hook/fabric-cni";
 inline constexpr const char* kMkhostBinary = FABRIC_BINARY_DIR "/tests/hosts/fabric-mkhost";

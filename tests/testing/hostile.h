@@ -1,5 +1,5 @@
 // What a hostile or bursty client does to a server, and what it costs the server: for the tests
-// and benchmarks that hold the agent to its bounds (agent/daemon/api/access_test.cc,
+// and benchmarks that hold the agent to its bounds (agent/daemon/transport/access_test.cc,
 // tests/bench/soak_bench.cc).
 #pragma once
 

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/version.h"
-#include "agent/daemon/api/read_guard.h"
+#include "agent/daemon/transport/read_guard.h"
 #include "agent/inventory/changes/event_log.h"
 #include "agent/inventory/query/host_query.h"
 #include "agent/inventory/topology/topology.h"

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "agent/daemon/api/api_server.h"
 #include "agent/daemon/api/service.h"
 #include "agent/daemon/cycle/counters.h"
 #include "agent/daemon/cycle/snapshot.h"
+#include "agent/daemon/transport/api_server.h"
 #include "agent/daemon/workers/announcer.h"
 #include "agent/daemon/workers/device_plugin.h"
 #include "agent/daemon/workers/health_monitor.h"

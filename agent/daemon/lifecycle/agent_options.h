@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "agent/daemon/api/tls.h"
+#include "agent/daemon/transport/tls.h"
 #include "agent/publish/hostfile/host_file.h"
 
 namespace fabric {

@@ -17,9 +17,9 @@
 #include "agent/daemon/lifecycle/agent.h"
 #include "agent/daemon/workers/prober.h"
 #include "agent/fabric/announce/handoff.h"
+#include "agent/fabric/probe_cli/cli.h"
 #include "agent/fabric/probes/access.h"
 #include "agent/fabric/probes/auth.h"
-#include "agent/fabric/probes/cli.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include "agent/common/ip.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
-#include "agent/fabric/probes/cli.h"
+#include "agent/fabric/probe_cli/cli.h"
 #include "agent/fabric/probes/wire.h"
 #include "agent/policy/health/health.h"
 #include "google/protobuf/util/time_util.h"

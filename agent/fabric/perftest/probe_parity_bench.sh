@@ -6,7 +6,7 @@
 # RDMA device and perftest, or in the Soft-RoCE rig:
 #
 #   tests/vm/rig.sh run --timeout 900 -- agent/fabric/perftest/probe_parity_bench.sh \
-#     build/agent/fabric/probes/fabric-probe
+#     build/agent/fabric/probe_cli/fabric-probe
 #
 # Environment: ROUNDS (5), SIZE (65536), ITERS (1000), LAT_SIZE (2), LAT_ITERS (300), DEV
 # (FABRIC_VM_RDMA_DEV or the first device), PEER (the server's address; default the VM's own). Use

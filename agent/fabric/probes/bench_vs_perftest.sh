@@ -3,8 +3,8 @@
 # iterations, printing each figure and the ratios (goal: bandwidth >= 0.97x perftest's, typical
 # latency <= 1.03x). Runs on a host with an RDMA device and perftest, or in the Soft-RoCE rig:
 #
-#   tests/vm/rig.sh run --timeout 600 -- agent/fabric/probes/bench_vs_perftest.sh build/agent/fabric/probes/fabric-probe
-#   tests/vm/rig.sh run --vms 2 --timeout 600 -- agent/fabric/probes/bench_vs_perftest.sh build/agent/fabric/probes/fabric-probe
+#   tests/vm/rig.sh run --timeout 600 -- agent/fabric/probes/bench_vs_perftest.sh build/agent/fabric/probe_cli/fabric-probe
+#   tests/vm/rig.sh run --vms 2 --timeout 600 -- agent/fabric/probes/bench_vs_perftest.sh build/agent/fabric/probe_cli/fabric-probe
 #
 # With one VM (or one host, PEER unset) server and client share the machine and its device; with
 # two VMs vm0 serves and vm1 measures over the virtual wire, each on its own CPU. Under the rig's

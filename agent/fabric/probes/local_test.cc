@@ -11,7 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "agent/fabric/probes/cli.h"
+#include "agent/fabric/probe_cli/cli.h"
 #include "agent/fabric/probes/probe.h"
 #include "tests/testing/subprocess.h"
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "agent/fabric/probes/cli.h"
+#include "agent/fabric/probe_cli/cli.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fabric::probes;  // NOLINT

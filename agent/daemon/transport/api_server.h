@@ -1,5 +1,5 @@
-// The gRPC server of the API behind the agent's own listeners (agent/daemon/api/listener.h): the
-// Unix socket and the optional TCP port are accepted by the agent and each connection is handed
+// The gRPC server of the API behind the agent's own listeners (agent/daemon/transport/listener.h):
+// the Unix socket and the optional TCP port are accepted by the agent and each connection is handed
 // to gRPC; connections over the limit go to a second, tiny server that answers every call with
 // RESOURCE_EXHAUSTED naming the limit. The server's own limits (streams per connection, threads,
 // message size) are set here, in one place.
@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/daemon/api/listener.h"
-#include "agent/daemon/api/relay.h"
-#include "agent/daemon/api/tls.h"
+#include "agent/daemon/transport/listener.h"
+#include "agent/daemon/transport/relay.h"
+#include "agent/daemon/transport/tls.h"
 
 namespace fabric {
 

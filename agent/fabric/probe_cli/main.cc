@@ -15,11 +15,11 @@
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
 #include "agent/fabric/perftest/output.h"
-#include "agent/fabric/probes/cli.h"
+#include "agent/fabric/probe_cli/cli.h"
+#include "agent/fabric/probe_cli/report.h"
 #include "agent/fabric/probes/engine.h"
 #include "agent/fabric/probes/perftest_peer.h"
 #include "agent/fabric/probes/probe.h"
-#include "agent/fabric/probes/report.h"
 
 namespace fabric::probes {
 namespace {

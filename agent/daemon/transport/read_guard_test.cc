@@ -1,6 +1,6 @@
 // The guard on the process's recvmsg, over real socket pairs: this binary links the guard as the
 // agent does, so its recvmsg is the guard's (and so is libgrpc's in the agent).
-#include "agent/daemon/api/read_guard.h"
+#include "agent/daemon/transport/read_guard.h"
 
 #include <sys/socket.h>
 #include <sys/uio.h>

@@ -1,4 +1,4 @@
-#include "agent/daemon/api/relay.h"
+#include "agent/daemon/transport/relay.h"
 
 #include <openssl/err.h>
 #include <sys/epoll.h>
@@ -14,7 +14,7 @@
 #include "agent/common/errno.h"
 #include "agent/common/log.h"
 #include "agent/common/strings.h"
-#include "agent/daemon/api/tls.h"
+#include "agent/daemon/transport/tls.h"
 
 namespace fabric {
 namespace {

@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/cli.h"
+#include "agent/fabric/probe_cli/cli.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "agent/daemon/api/tls.h"
+#include "agent/daemon/transport/tls.h"
 
 #include <arpa/inet.h>
 #include <openssl/err.h>

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "agent/daemon/api/h2_guard.h"
+#include "agent/daemon/transport/h2_guard.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

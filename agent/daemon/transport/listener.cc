@@ -1,4 +1,4 @@
-#include "agent/daemon/api/listener.h"
+#include "agent/daemon/transport/listener.h"
 
 #include <fcntl.h>
 #include <grp.h>

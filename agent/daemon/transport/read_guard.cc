@@ -1,4 +1,4 @@
-#include "agent/daemon/api/read_guard.h"
+#include "agent/daemon/transport/read_guard.h"
 
 #include <dlfcn.h>
 #include <sys/socket.h>
@@ -15,7 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "agent/common/log.h"
-#include "agent/daemon/api/h2_guard.h"
+#include "agent/daemon/transport/h2_guard.h"
 
 namespace fabric::read_guard {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/daemon/api/h2_guard.h"
+#include "agent/daemon/transport/h2_guard.h"
 #include "agent/fabric/probes/net.h"
 
 namespace fabric {

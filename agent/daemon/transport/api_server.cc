@@ -1,4 +1,4 @@
-#include "agent/daemon/api/api_server.h"
+#include "agent/daemon/transport/api_server.h"
 
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/server_posix.h>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/log.h"
-#include "agent/daemon/api/read_guard.h"
+#include "agent/daemon/transport/read_guard.h"
 
 namespace fabric {
 namespace {

@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/report.h"
+#include "agent/fabric/probe_cli/report.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "agent/daemon/api/h2_guard.h"
+#include "agent/daemon/transport/h2_guard.h"
 
 #include <algorithm>
 

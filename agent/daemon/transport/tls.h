@@ -1,5 +1,6 @@
 // TLS on the TCP listener (--listen with --tls-cert/--tls-key), terminated by the agent's relay
-// (agent/daemon/api/relay.h) because gRPC 1.51 takes an outside connection only in plaintext. With
+// (agent/daemon/transport/relay.h) because gRPC 1.51 takes an outside connection only in plaintext.
+// With
 // --tls-client-ca every client must present a certificate from that CA, and only such clients
 // may make control calls (narrowed by --tls-control-names to certificates with one of those CN or
 // SAN names). The files are re-read when they change (cert-manager and the kubelet rotate them)
@@ -16,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/daemon/api/listener.h"
+#include "agent/daemon/transport/listener.h"
 
 namespace fabric {
 

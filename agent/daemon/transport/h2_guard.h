@@ -1,9 +1,9 @@
 // Watches the bytes a client sends to the gRPC server for the HTTP/2 rapid reset (CVE-2023-44487):
 // streams opened and at once cancelled (RST_STREAM), which gRPC 1.51 answers with a call each and
 // no limit. Measured (tests/bench/soak_bench --bursts=reset): one connection of 100,000 such
-// streams took the agent to 1.85 GB and 21 CPU-seconds. The relay (agent/daemon/api/relay.h) feeds
-// every client byte through this guard and closes a connection that resets streams faster than
-// its budget. Only frame headers are read (9 bytes each); payloads are skipped, never parsed.
+// streams took the agent to 1.85 GB and 21 CPU-seconds. The relay (agent/daemon/transport/relay.h)
+// feeds every client byte through this guard and closes a connection that resets streams faster
+// than its budget. Only frame headers are read (9 bytes each); payloads are skipped, never parsed.
 #pragma once
 
 #include <cstddef>
