@@ -153,7 +153,7 @@ asan_args=(-DFABRIC_SANITIZE=ON -DFABRIC_FUZZ=ON -DFABRIC_UNITY=ON "${o1r[@]}")
 
 if has werror; then
   # /usr: the packages' paths (the unit's ExecStart=, the SPANK plugin's fabricctl).
-  build_unit werror -DFABRIC_COVERAGE=ON -DFABRIC_UNITY=ON -DCMAKE_INSTALL_PREFIX=/usr "${o1[@]}"
+  build_unit werror -DFABRIC_COVERAGE=ON -DFABRIC_UNITY=ON -DFABRIC_PCH=ON -DCMAKE_INSTALL_PREFIX=/usr "${o1[@]}"
   # One run per core. These tests mostly wait (on agents, namespaces, podman, sleeps): a third
   # of two cores idled at -j2 (227 s; 174 s at -j4), but at -j4 a podman test's fixed window
   # missed a frame once (fixed); more runs at once wait until the rest are proven under load.
