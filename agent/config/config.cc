@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/common/fd.h"
 #include "agent/common/strings.h"
-#include "agent/fabric/probes/probes_section.h"
+#include "agent/fabric/probe_schedule/probes_section.h"
 #include "agent/policy/health/health_section.h"
 #include "agent/policy/select/selection_section.h"
 #include "agent/publish/deviceplugin/resource_section.h"

@@ -19,9 +19,9 @@
 #include "absl/time/time.h"
 #include "agent/common/version.h"
 #include "agent/fabric/probe_cli/report.h"
-#include "agent/fabric/probes/filter.h"
+#include "agent/fabric/probe_schedule/filter.h"
 #include "agent/fabric/probes/params.h"
-#include "agent/fabric/probes/schedule.h"  // ResultFromProto
+#include "agent/fabric/probe_schedule/schedule.h"  // ResultFromProto
 #include "agent/fabricctl/client.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/render.h"

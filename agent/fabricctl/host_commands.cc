@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "agent/fabric/probes/filter.h"
+#include "agent/fabric/probe_schedule/filter.h"
 #include "agent/fabricctl/args.h"
 #include "agent/fabricctl/counters_view.h"
 #include "agent/fabricctl/ctl.h"

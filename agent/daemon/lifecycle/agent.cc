@@ -26,7 +26,7 @@
 #include "agent/config/config.h"
 #include "agent/daemon/lifecycle/agent_state.h"
 #include "agent/fabric/announce/handoff.h"
-#include "agent/fabric/probes/schedule.h"
+#include "agent/fabric/probe_schedule/schedule.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/publish/deviceplugin/resource_section.h"
 #include "agent/publish/podrecord/pod_record.h"

@@ -438,10 +438,10 @@ v1::ProbeResult Prober::Execute(probes::ProbeSpec spec, const std::string& peer_
   std::optional<probes::DeviceLocks::Hold> hold = locks_.Acquire(key, wait);
   // A test of this agent's own responder shares this hold rather than finding the device busy.
   if (hold) spec.hold = &*hold;
-  absl::StatusOr<probes::ProbeResult> r =
-      hold ? probes::RunProbe(spec)
-           : absl::StatusOr<probes::ProbeResult>(absl::ResourceExhaustedError(absl::StrCat(
-                 "local ", key, " stayed under another test for ", absl::FormatDuration(wait))));
+  absl::StatusOr<probes::ProbeResult> r = absl::ResourceExhaustedError(
+      absl::StrCat("local ", key, " stayed under another test for ", absl::FormatDuration(wait)));
+  // The one place the agent chooses between our protocol and stock perftest's ("perftest:" peers).
+  if (hold) r = spec.perftest ? probes::RunPerftestProbe(spec) : probes::RunProbe(spec);
   hold.reset();
   v1::ProbeResult out =
       r.ok() ? probes::ResultProto(*r) : probes::FailedResultProto(spec.params, r.status());

@@ -16,9 +16,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/daemon/cycle/snapshot.h"
-#include "agent/fabric/probes/perftest_peer.h"
+#include "agent/fabric/perftest/peer.h"
 #include "agent/fabric/probes/probe.h"
-#include "agent/fabric/probes/schedule.h"
+#include "agent/fabric/probe_schedule/schedule.h"
 #include "fabric/v1/agent.pb.h"
 
 namespace fabric {

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/fabric/perftest/output.h"
-#include "agent/fabric/probes/perftest_peer.h"
+#include "agent/fabric/perftest/peer.h"
 #include "agent/fabric/probes/probe.h"
 
 namespace fabric::probes {
@@ -22,7 +22,7 @@ struct CliConfig {
   bool server = false;   // no HOST
   bool forever = false;  // server: keep serving
   bool json = false;
-  bool perftest = false;  // stock perftest's protocol (perftest_peer.h)
+  bool perftest = false;  // stock perftest's protocol (agent/fabric/perftest/peer.h)
   bool gbits = false;     // --report_gbits
   // --transport as given: rdma, tcp or auto (ChooseTransport decides the client's).
   std::string transport = "auto";

@@ -18,7 +18,7 @@
 #include "agent/fabric/probe_cli/cli.h"
 #include "agent/fabric/probe_cli/report.h"
 #include "agent/fabric/probes/engine.h"
-#include "agent/fabric/probes/perftest_peer.h"
+#include "agent/fabric/perftest/peer.h"
 #include "agent/fabric/probes/probe.h"
 
 namespace fabric::probes {

@@ -17,7 +17,6 @@
 #include "agent/fabric/probes/auth.h"
 #include "agent/fabric/probes/clock.h"
 #include "agent/fabric/probes/engine.h"
-#include "agent/fabric/probes/perftest_peer.h"
 #include "agent/fabric/probes/stats.h"
 
 namespace fabric::probes {
@@ -120,7 +119,11 @@ absl::Status FillResult(const ProbeParams& p, const Measurement& m, ProbeResult*
 }
 
 absl::StatusOr<ProbeResult> RunProbe(const ProbeSpec& spec) {
-  if (spec.perftest) return RunPerftestProbe(spec);
+  // Which protocol is chosen above this library (agent/fabric/perftest/peer.h has the other).
+  if (spec.perftest) {
+    return absl::InvalidArgumentError(
+        "a stock perftest peer is RunPerftestProbe's, not RunProbe's");
+  }
   const ProbeParams& p = spec.params;
   FABRIC_RETURN_IF_ERROR(ValidateParams(p));
   if (spec.host.empty()) return absl::InvalidArgumentError("no server host given");

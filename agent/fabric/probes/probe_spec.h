@@ -1,5 +1,6 @@
 // What one test against a responder is asked to do: the client's side of RunProbe (probe.h) and
-// of a stock perftest peer (perftest_peer.h), below both so that each takes it without the other.
+// of a stock perftest peer (agent/fabric/perftest/peer.h), below both so that each takes it
+// without the other.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,7 @@ struct ProbeSpec {
   // long when set (a responder that is starting).
   absl::Duration connect_retry = absl::ZeroDuration();
   // The responder is a stock perftest server of the test (a "perftest:" peer): perftest's own
-  // protocol (perftest_peer.h); no remote device and no secret (a stock server has neither).
+  // protocol (agent/fabric/perftest/peer.h); no remote device and no secret (a stock server has neither).
   bool perftest = false;
   // Optional: the device lock this test holds; its connection is admitted to it (DeviceLocks),
   // so that a responder sharing the locks (this agent's own) serves it instead of "busy".

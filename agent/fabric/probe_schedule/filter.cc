@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/filter.h"
+#include "agent/fabric/probe_schedule/filter.h"
 
 #include <cstdint>
 #include <string>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/fabric/probes/params.h"
 #include "agent/fabric/probes/probe.h"  // kDefaultPort
-#include "agent/fabric/probes/probes_section.h"
+#include "agent/fabric/probe_schedule/probes_section.h"
 #include "agent/fabric/probes/wire.h"
 
 namespace fabric::probes {

@@ -1,5 +1,5 @@
-// What a stock-perftest exchange is run with on our side (perftest_peer.h runs the tests,
-// perftest_connect.h the exchange up to connected QPs): apart so that both take it.
+// What a stock-perftest exchange is run with on our side (peer.h runs the tests,
+// connect.h the exchange up to connected QPs): apart so that both take it.
 #pragma once
 
 #include <cstdint>

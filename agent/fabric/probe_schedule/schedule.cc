@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/schedule.h"
+#include "agent/fabric/probe_schedule/schedule.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "absl/strings/strip.h"
 #include "agent/common/strings.h"
 #include "agent/fabric/probes/probe.h"
-#include "agent/fabric/probes/probes_section.h"
+#include "agent/fabric/probe_schedule/probes_section.h"
 #include "agent/fabric/probes/wire.h"
 #include "agent/inventory/query/host_query.h"
 #include "agent/policy/select/pairing.h"

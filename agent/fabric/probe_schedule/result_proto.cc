@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/result_proto.h"
+#include "agent/fabric/probe_schedule/result_proto.h"
 
 #include "absl/strings/str_cat.h"
 

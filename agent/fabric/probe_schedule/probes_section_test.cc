@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/probes_section.h"
+#include "agent/fabric/probe_schedule/probes_section.h"
 
 #include <gtest/gtest.h>
 

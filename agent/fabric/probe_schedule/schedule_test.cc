@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/schedule.h"
+#include "agent/fabric/probe_schedule/schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/perftest_oob.h"
+#include "agent/fabric/perftest/oob.h"
 
 #include <netdb.h>
 #include <poll.h>

@@ -22,7 +22,7 @@
 #include "agent/fabric/probes/access.h"
 #include "agent/fabric/probes/net.h"
 #include "agent/fabric/probes/params.h"
-#include "agent/fabric/probes/perftest_options.h"
+#include "agent/fabric/perftest/options.h"
 #include "agent/fabric/probes/probe_spec.h"
 
 namespace fabric::probes {

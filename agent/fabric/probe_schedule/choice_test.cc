@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "agent/fabric/probes/filter.h"
+#include "agent/fabric/probe_schedule/filter.h"
 #include "agent/fabric/probes/params.h"
 
 namespace fabric::probes {

@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/perftest_options.h"
+#include "agent/fabric/perftest/options.h"
 
 #include "agent/fabric/perftest/wire.h"
 

@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/perftest_connect.h"
+#include "agent/fabric/perftest/connect.h"
 
 #include <unistd.h>
 

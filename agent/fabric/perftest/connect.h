@@ -1,4 +1,4 @@
-// Internal: perftest's exchange up to connected QPs (perftest_peer.cc runs the tests over it):
+// Internal: perftest's exchange up to connected QPs (peer.cc runs the tests over it):
 // the version, system data, MTU and parameters, the QPs' keys, the connection (verbs or rdma_cm),
 // and the report exchange after a bandwidth run.
 #pragma once
@@ -13,8 +13,8 @@
 #include "agent/fabric/perftest/figures.h"
 #include "agent/fabric/perftest/wire.h"
 #include "agent/fabric/probes/engine.h"
-#include "agent/fabric/probes/perftest_oob.h"
-#include "agent/fabric/probes/perftest_options.h"
+#include "agent/fabric/perftest/oob.h"
+#include "agent/fabric/perftest/options.h"
 #include "agent/fabric/probes/verbs_resources.h"
 
 namespace fabric::probes {

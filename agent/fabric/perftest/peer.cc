@@ -1,4 +1,4 @@
-#include "agent/fabric/probes/perftest_peer.h"
+#include "agent/fabric/perftest/peer.h"
 
 #include <algorithm>
 #include <limits>
@@ -9,8 +9,8 @@
 #include "agent/common/status.h"
 #include "agent/fabric/perftest/figures.h"
 #include "agent/fabric/probes/engine.h"
-#include "agent/fabric/probes/perftest_connect.h"
-#include "agent/fabric/probes/perftest_oob.h"
+#include "agent/fabric/perftest/connect.h"
+#include "agent/fabric/perftest/oob.h"
 #include "agent/fabric/probes/verbs_loops.h"
 #include "agent/fabric/probes/verbs_resources.h"
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "agent/config/config.h"
-#include "agent/fabric/probes/schedule.h"
+#include "agent/fabric/probe_schedule/schedule.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fabric::probes;  // NOLINT

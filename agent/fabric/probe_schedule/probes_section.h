@@ -1,6 +1,6 @@
 // The config's `probes` section (fabric.v1.ProbeSchedule): its checks, which ParseConfig applies,
 // and the defaults of its unset fields. The schedule that acts on it is the probe engine's
-// (agent/fabric/probes/schedule.h); these stay in the probes namespace, as its users are.
+// (agent/fabric/probe_schedule/schedule.h); these stay in the probes namespace, as its users are.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +19,8 @@ inline constexpr uint32_t kDefaultHistory = 512;
 inline constexpr uint32_t kMaxHistory = 100000;
 
 // "HOST", "HOST:PORT", "[V6]:PORT" or a bare IPv6 address; "perftest:" before any of them: the
-// peer runs a stock perftest server of the test (ib_write_bw ...; perftest_peer.h), not our
-// responder. `name` keeps the text as given.
+// peer runs a stock perftest server of the test (ib_write_bw ...; agent/fabric/perftest/peer.h),
+// not our responder. `name` keeps the text as given.
 inline constexpr std::string_view kPerftestPeerPrefix = "perftest:";
 struct Peer {
   std::string name;
