@@ -26,14 +26,15 @@ FLOORS = [
     ("agent/fabric/", 5),
     ("agent/publish/", 6),
     ("agent/config/", 7),
-    ("agent/daemon/cycle/", 8),
-    ("agent/daemon/workers/", 9),
-    ("agent/daemon/transport/", 10),
-    ("agent/daemon/api/", 11),
-    ("agent/daemon/lifecycle/", 12),
-    ("agent/fabricctl/", 13),
-    ("agent/fabricenv/", 13),
-    ("cni-hook/", 13),
+    ("agent/launch/", 8),
+    ("agent/daemon/cycle/", 9),
+    ("agent/daemon/workers/", 10),
+    ("agent/daemon/transport/", 11),
+    ("agent/daemon/api/", 12),
+    ("agent/daemon/lifecycle/", 13),
+    ("agent/fabricctl/", 14),
+    ("agent/fabricenv/", 14),
+    ("cni-hook/", 14),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -17,11 +17,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "agent/common/output.h"
 #include "agent/common/version.h"
 #include "agent/fabric/probe_cli/report.h"
 #include "agent/fabric/probe_schedule/filter.h"
-#include "agent/fabric/probes/params.h"
 #include "agent/fabric/probe_schedule/schedule.h"  // ResultFromProto
+#include "agent/fabric/probes/params.h"
 #include "agent/fabricctl/client.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/render.h"
@@ -62,12 +63,12 @@ Command AddAnnouncements(CLI::App& app, CommonOptions& common) {
         auto resp = (*client)->ListAnnouncements(*container);
         if (!resp.ok()) return resp.status();
         if (common.json) {
-          Print(ToJson(*resp));
+          Write(ToJson(*resp));
         } else if (resp->announcements().empty()) {
           std::printf("no announcements held%s\n",
                       container->empty() ? "" : absl::StrCat(" for ", *container).c_str());
         } else {
-          Print(RenderAnnouncements({resp->announcements().begin(), resp->announcements().end()}));
+          Write(RenderAnnouncements({resp->announcements().begin(), resp->announcements().end()}));
         }
         return {};
       }};
@@ -99,9 +100,9 @@ Outcome RunProbe(const CommonOptions& common, const ProbeOptions& opt) {
   auto r = (*client)->RunProbe(req, bound);
   if (!r.ok()) return r.status();
   if (common.json) {
-    Print(ToJson(*r));
+    Write(ToJson(*r));
   } else if (r->ok()) {
-    Print(probes::FormatTable(probes::ResultFromProto(*r)));
+    Write(probes::FormatTable(probes::ResultFromProto(*r)));
     if (!r->transport_note().empty()) {
       std::printf(" transport %s: %s\n", r->transport().c_str(), r->transport_note().c_str());
     }
@@ -209,7 +210,7 @@ Command AddProbes(CLI::App& app, CommonOptions& common) {
             if (!client.ok()) return client.status();
             auto resp = (*client)->ListProbeResults(*req);
             if (!resp.ok()) return resp.status();
-            Print(common.json ? ToJson(*resp) : RenderProbeResults(*resp, *style));
+            Write(common.json ? ToJson(*resp) : RenderProbeResults(*resp, *style));
             return {};
           }};
 }
@@ -233,7 +234,7 @@ Outcome RunWatch(const CommonOptions& common, const WatchOptions& opt) {
         if (common.json) {
           v1::InventoryEvent compact = e;
           if (seen > 0) compact.mutable_inventory()->clear_host();
-          Print(ToJsonLine(compact));
+          Write(ToJsonLine(compact));
         } else if (seen == 0) {
           std::printf("%s gen %llu inventory: %d RDMA devices, %d netdevs, %d accelerators\n",
                       when.c_str(), static_cast<unsigned long long>(e.inventory().generation()),
@@ -297,11 +298,11 @@ Command AddVersion(CLI::App& app, CommonOptions& common) {
               }
             }
             if (common.json) {
-              Print(ToJson(v));
+              Write(ToJson(v));
             } else {
-              Print(absl::StrCat("fabricctl ", v.fabricctl(), "\n"));
+              Write(absl::StrCat("fabricctl ", v.fabricctl(), "\n"));
               if (v.has_agent())
-                Print(absl::StrCat("fabric-agent ", v.agent(), " at ", v.target(), "\n"));
+                Write(absl::StrCat("fabric-agent ", v.agent(), " at ", v.target(), "\n"));
             }
             return agent_status;
           }};

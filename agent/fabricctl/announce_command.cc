@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/ip.h"
+#include "agent/common/output.h"
 #include "agent/fabric/announce/announce.h"
 #include "agent/fabric/announce/link.h"
 #include "agent/fabric/announce/to_proto.h"
@@ -105,9 +106,9 @@ Outcome RunLocal(const CommonOptions& common, const AnnounceOptions& opt) {
   v1::Announcement a = announce::ToAnnouncement(*target, &report);
   a.set_netns(opt.netns);
   if (common.json) {
-    Print(ToJson(a));
+    Write(ToJson(a));
   } else {
-    Print(RenderAnnouncements({a}));
+    Write(RenderAnnouncements({a}));
   }
   if (report.arp_sent + report.na_sent == 0 || !report.conflicts.empty()) {
     // The printed announcement says what went wrong.
@@ -129,9 +130,9 @@ Outcome RunRemote(const CommonOptions& common, const AnnounceOptions& opt) {
   auto resp = (*client)->Announce(req);
   if (!resp.ok()) return resp.status();
   if (common.json) {
-    Print(ToJson(*resp));
+    Write(ToJson(*resp));
   } else {
-    Print(RenderAnnouncements({resp->announcements().begin(), resp->announcements().end()}));
+    Write(RenderAnnouncements({resp->announcements().begin(), resp->announcements().end()}));
   }
   return {};
 }

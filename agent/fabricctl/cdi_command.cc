@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "agent/common/output.h"
 #include "agent/config/config.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/host_source.h"
@@ -34,13 +35,13 @@ Outcome RunCdi(const CdiFlags& f) {
   auto spec = cdi::SpecJson(*host, policy, {.dev_root = f.dev_root});
   if (!spec.ok()) return FailedError(spec.status());
   if (f.output == "-") {
-    Print(*spec);
+    Write(*spec);
     return {};
   }
   cdi::SpecWriter writer(f.output);
   auto wrote = writer.Write(*spec);
   if (!wrote.ok()) return UnreadableError(wrote.status());
-  Print(absl::StrCat(writer.path(), *wrote ? " written\n" : " unchanged\n"));
+  Write(absl::StrCat(writer.path(), *wrote ? " written\n" : " unchanged\n"));
   return {};
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "agent/common/cli_docs.h"
 #include "agent/common/cli_docs_cli11.h"
+#include "agent/common/output.h"
 #include "agent/fabricctl/args.h"
 #include "agent/fabricctl/ctl.h"
 
@@ -60,7 +61,7 @@ Command AddCompletion(CLI::App& app) {
   return {cmd, [&app, shell]() -> Outcome {
             auto text = docs::Generate(*shell, Page(app), Completion(app));
             if (!text.ok()) return text.status();
-            Print(*text);
+            Write(*text);
             return {};
           }};
 }

@@ -101,8 +101,6 @@ int Finish(const Outcome& o) {
   return ExitCodeFor(o);
 }
 
-void Print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
-
 void AddTableFlags(CLI::App* cmd, TableStyle* style) {
   cmd->add_flag("--wide", style->wide, "every column, nothing clipped");
   cmd->add_flag_function(

@@ -80,8 +80,6 @@ int ExitCodeFor(const Outcome& o);
 // Reports an unreported error on stderr; returns ExitCodeFor(o).
 int Finish(const Outcome& o);
 
-void Print(const std::string& s);
-
 // A subcommand: its flags are on `cmd`; `run` runs it once the command line is parsed.
 struct Command {
   CLI::App* cmd;

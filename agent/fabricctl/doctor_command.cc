@@ -9,16 +9,16 @@
 #include "absl/strings/str_cat.h"
 #include "agent/fabric/doctor/verbs_open.h"
 #include "agent/fabricctl/ctl.h"
-#include "agent/fabricctl/doctor_run.h"
 #include "agent/fabricctl/host_source.h"
 #include "agent/inventory/discovery/pci_names.h"
+#include "agent/launch/doctor_run.h"
 #include "agent/publish/hostfile/host_file.h"
 
 namespace fabric::ctl {
 namespace {
 
 struct DoctorFlags {
-  DoctorOptions doctor;
+  launch::DoctorOptions doctor;
   std::string host_file = hostfile::kDefaultPath;
   bool agent = false;
 };
@@ -41,15 +41,15 @@ Outcome Unknown(absl::Status s) {
 Outcome AskAgent(const CommonOptions& common, const DoctorFlags& f) {
   v1::DoctorRequest req;
   if (!f.doctor.env_file.empty()) {
-    auto env = ReadEnvFile(f.doctor.env_file);
+    auto env = launch::ReadEnvFile(f.doctor.env_file);
     if (!env.ok()) return Unknown(env.status());
     req.mutable_env()->insert(env->begin(), env->end());
   } else {
-    const auto env = ProcessEnvMap();
+    const auto env = launch::ProcessEnvMap();
     req.mutable_env()->insert(env.begin(), env.end());
   }
   if (!f.doctor.gpus.empty()) {
-    auto names = GpuNames(f.doctor.gpus);
+    auto names = launch::GpuNames(f.doctor.gpus);
     if (!names.ok()) return Unknown(names.status());
     for (const std::string& n : *names) req.add_gpus(n);
   }
@@ -57,7 +57,7 @@ Outcome AskAgent(const CommonOptions& common, const DoctorFlags& f) {
   if (!client.ok()) return Unknown(client.status());
   auto report = (*client)->Doctor(req);
   if (!report.ok()) return Unknown(report.status());
-  return Finish(PrintDoctor(*report, f.doctor.json));
+  return Finish(launch::PrintDoctor(*report, f.doctor.json));
 }
 
 // Who answers the job's SelectNics, in exec's order: discovery here when --sysfs/--procfs name
@@ -68,7 +68,7 @@ Outcome Run(const CLI::App* cmd, const CommonOptions& common, DoctorFlags& f) {
   // Verbs open the devices of this kernel: only when the facts are this host's own sysfs.
   if (f.doctor.read.sysfs == "/sys") f.doctor.read.open_verbs = doctor::OpenVerbsDevice;
   std::unique_ptr<HostSource> source;
-  AnswerSource answer;
+  launch::AnswerSource answer;
   std::shared_ptr<hostfile::HostFile> file;
   std::shared_ptr<v1::Host> discovered;
   if (cmd->count("--sysfs") + cmd->count("--procfs") > 0) {
@@ -79,7 +79,8 @@ Outcome Run(const CLI::App* cmd, const CommonOptions& common, DoctorFlags& f) {
     f.doctor.read.host = discovered.get();
     answer.name = absl::StrCat("discovery from ", f.doctor.read.sysfs);
     answer.select = [discovered, where = f.doctor.read.sysfs](const v1::SelectNicsRequest& r) {
-      return SelectOnHost(*discovered, v1::SelectionPolicy(), r, absl::StrCat("under ", where));
+      return launch::SelectOnHost(*discovered, v1::SelectionPolicy(), r,
+                                  absl::StrCat("under ", where));
     };
   } else if (auto read = hostfile::ReadHostFile(f.host_file);
              read.ok() && common.target == kDefaultTarget) {
@@ -87,7 +88,7 @@ Outcome Run(const CLI::App* cmd, const CommonOptions& common, DoctorFlags& f) {
     answer.name = absl::StrCat("the published host ", f.host_file);
     answer.select = [file, path = f.host_file](const v1::SelectNicsRequest& r) {
       const v1::PublishedHost& p = file->published;
-      return SelectOnHost(p.host(), p.policy(), r, absl::StrCat("in ", path));
+      return launch::SelectOnHost(p.host(), p.policy(), r, absl::StrCat("in ", path));
     };
   } else {
     source = AgentHostSource(common);
@@ -96,7 +97,7 @@ Outcome Run(const CLI::App* cmd, const CommonOptions& common, DoctorFlags& f) {
   if (source) {
     answer.select = [&source](const v1::SelectNicsRequest& r) { return source->Select(r); };
   }
-  return Finish(RunDoctor(f.doctor, answer));
+  return Finish(launch::RunDoctor(f.doctor, answer));
 }
 
 }  // namespace
@@ -108,7 +109,7 @@ Command AddDoctor(CLI::App& app, CommonOptions& common) {
       "limits, fallbacks, GPUDirect and the job's agreement with the agent; exit 0 OK, "
       "1 WARNING, 2 CRITICAL, 3 UNKNOWN");
   auto f = std::make_shared<DoctorFlags>();
-  AddDoctorFlags(cmd, &f->doctor);
+  launch::AddDoctorFlags(cmd, &f->doctor);
   cmd->add_option("--host-file", f->host_file,
                   "the published host to compare the job with (fabric-agent --host-file-dir)")
       ->capture_default_str();

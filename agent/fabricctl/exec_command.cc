@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/host_source.h"
-#include "agent/fabricctl/job_env.h"
 #include "agent/inventory/discovery/pci_names.h"
+#include "agent/launch/job_env.h"
 #include "agent/publish/hostfile/host_file.h"
 
 namespace fabric::ctl {
@@ -24,7 +24,7 @@ namespace {
 constexpr double kExecTimeoutSeconds = 2;
 
 struct ExecOptions {
-  JobEnvOptions env;
+  launch::JobEnvOptions env;
   std::string host_file = hostfile::kDefaultPath;
   bool no_host_file = false;
   LocalOptions local;  // --sysfs/--procfs/--config: discover here only.
@@ -34,32 +34,34 @@ struct ExecOptions {
   bool best_effort = false;
 };
 
-SelectFn SelectWith(HostSource& source) {
+launch::SelectFn SelectWith(HostSource& source) {
   return [&source](const v1::SelectNicsRequest& r) { return source.Select(r); };
 }
 
 // The published host file when there is one (no RPC, and it works for users the agent's socket
 // does not admit); else the agent's answer; when the agent cannot be reached (as opposed to
 // refusing the request), local discovery from the fallback roots, with a note saying so.
-absl::StatusOr<JobEnvAnswer> Compute(const CLI::App* cmd, const CommonOptions& common,
-                                     const ExecOptions& opt, std::vector<std::string>* notes) {
+absl::StatusOr<launch::JobEnvAnswer> Compute(const CLI::App* cmd, const CommonOptions& common,
+                                             const ExecOptions& opt,
+                                             std::vector<std::string>* notes) {
   DisableDefaultPciNames();  // Discovery here shows no names: a job's start skips pci.ids.
   if (cmd->count("--sysfs") + cmd->count("--procfs") > 0) {
     auto local = LocalHostSource(opt.local);
-    return AskJobEnv(SelectWith(*local), opt.env, /*keep_set=*/true);
+    return launch::AskJobEnv(SelectWith(*local), opt.env, /*keep_set=*/true);
   }
   // An agent named (--target, $FABRICCTL_TARGET) is asked; so is the default one after
   // --no-host-file.
   if (!opt.no_host_file && common.target == kDefaultTarget) {
     absl::StatusOr<hostfile::HostFile> file = hostfile::ReadHostFile(opt.host_file);
     // The file answers (or refuses the request, as the agent would) when it can be read.
-    if (file.ok()) return AskPublishedHost(*file, opt.host_file, opt.env);
+    if (file.ok()) return launch::AskPublishedHost(*file, opt.host_file, opt.env);
     if (!absl::IsNotFound(file.status()) || cmd->count("--host-file") > 0) {
       notes->push_back(absl::StrCat(file.status().message(), ": asked the agent"));
     }
   }
   std::unique_ptr<HostSource> agent = AgentHostSource(common);
-  absl::StatusOr<JobEnvAnswer> a = AskJobEnv(SelectWith(*agent), opt.env, /*keep_set=*/true);
+  absl::StatusOr<launch::JobEnvAnswer> a =
+      launch::AskJobEnv(SelectWith(*agent), opt.env, /*keep_set=*/true);
   const absl::StatusCode code = a.status().code();
   if (a.ok() || opt.no_fallback || code == absl::StatusCode::kInvalidArgument ||
       code == absl::StatusCode::kNotFound || code == absl::StatusCode::kFailedPrecondition) {
@@ -67,7 +69,8 @@ absl::StatusOr<JobEnvAnswer> Compute(const CLI::App* cmd, const CommonOptions& c
   }
   const std::string why = absl::StrCat("the agent did not answer (", a.status().message(), ")");
   auto fallback = LocalHostSource(opt.fallback);
-  absl::StatusOr<JobEnvAnswer> local = AskJobEnv(SelectWith(*fallback), opt.env, true);
+  absl::StatusOr<launch::JobEnvAnswer> local =
+      launch::AskJobEnv(SelectWith(*fallback), opt.env, true);
   if (!local.ok()) {
     return absl::Status(local.status().code(),
                         absl::StrCat(why, ", nor did discovery from ", opt.fallback.sysfs, " (",
@@ -79,11 +82,11 @@ absl::StatusOr<JobEnvAnswer> Compute(const CLI::App* cmd, const CommonOptions& c
 
 Outcome Exec(const CLI::App* cmd, const CommonOptions& common, const ExecOptions& opt,
              std::vector<std::string> argv) {
-  ExecRequest req{.argv = std::move(argv),
-                  .dry_run = opt.dry_run,
-                  .best_effort = opt.best_effort,
-                  .program = "fabricctl exec"};
-  return ExecWithJobEnv(std::move(req), [&](std::vector<std::string>* notes) {
+  launch::ExecRequest req{.argv = std::move(argv),
+                          .dry_run = opt.dry_run,
+                          .best_effort = opt.best_effort,
+                          .program = "fabricctl exec"};
+  return launch::ExecWithJobEnv(std::move(req), [&](std::vector<std::string>* notes) {
     return Compute(cmd, common, opt, notes);
   });
 }
@@ -95,8 +98,8 @@ Command AddExec(CLI::App& app, CommonOptions& common) {
       "exec", "run a command with this process's job environment (the caller's settings win)");
   cmd->prefix_command();  // The first argument that is not exec's own starts the command.
   auto opt = std::make_shared<ExecOptions>();
-  AddGpusFlag(cmd, &opt->env.gpus, "job");
-  AddJobEnvFlags(cmd, &opt->env, "auto");
+  launch::AddGpusFlag(cmd, &opt->env.gpus, "job");
+  launch::AddJobEnvFlags(cmd, &opt->env, "auto");
   cmd->add_option("--host-file", opt->host_file,
                   "the agent's published host (fabric-agent --host-file-dir), answered from "
                   "without an RPC when it is there (not with --target or $FABRICCTL_TARGET)")

@@ -11,15 +11,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "agent/common/output.h"
 #include "agent/fabric/probe_schedule/filter.h"
 #include "agent/fabricctl/args.h"
 #include "agent/fabricctl/counters_view.h"
 #include "agent/fabricctl/ctl.h"
 #include "agent/fabricctl/host_source.h"
-#include "agent/fabricctl/job_env.h"
 #include "agent/fabricctl/render.h"
 #include "agent/inventory/discovery/pci_names.h"
 #include "agent/inventory/query/host_query.h"
+#include "agent/launch/job_env.h"
 #include "agent/policy/health/health.h"
 
 namespace fabric::ctl {
@@ -100,7 +101,7 @@ Command AddInventory(CLI::App& app, CommonOptions& common) {
     if (auto fit = TableFlagsFit(cmd, common.json); !fit.ok()) return fit;
     auto host = source.Inventory();
     if (!host.ok()) return host.status();
-    Print(common.json ? ToJson(*host) : RenderInventory(*host, *style));
+    Write(common.json ? ToJson(*host) : RenderInventory(*host, *style));
     if (host->rdma_devices().empty()) return NoRdma(*host);
     return {};
   });
@@ -120,9 +121,9 @@ Command AddTopo(CLI::App& app, CommonOptions& common) {
       v1::Host topo;
       *topo.mutable_topology() = host->topology();
       *topo.mutable_pairing() = host->pairing();
-      Print(ToJson(topo));
+      Write(ToJson(topo));
     } else {
-      Print(RenderTopology(*host, *style));
+      Write(RenderTopology(*host, *style));
     }
     if (host->rdma_devices().empty()) return NoRdma(*host);
     return {};
@@ -142,9 +143,9 @@ Command AddNeighbors(CLI::App& app, CommonOptions& common) {
     if (common.json) {
       v1::Host only;  // The netdevs, with their neighbours: the same fields as the table, and more.
       *only.mutable_netdevs() = host->netdevs();
-      Print(ToJson(only));
+      Write(ToJson(only));
     } else {
-      Print(RenderNeighbors(*host, absl::ToUnixMillis(absl::Now()), *style));
+      Write(RenderNeighbors(*host, absl::ToUnixMillis(absl::Now()), *style));
     }
     return {};
   });
@@ -155,7 +156,7 @@ Command AddSelect(CLI::App& app, CommonOptions& common) {
       app, "select", "the RDMA port, GID index and reasons per GPU", &common);
   auto gpus = std::make_shared<std::string>();
   auto brief = std::make_shared<bool>(false);
-  AddGpusFlag(flags->cmd(), gpus.get());
+  launch::AddGpusFlag(flags->cmd(), gpus.get());
   auto style = std::make_shared<TableStyle>();
   CLI::App* cmd = flags->cmd();
   cmd->add_flag("--brief", *brief, "one line per GPU, without the reasons");
@@ -168,11 +169,11 @@ Command AddSelect(CLI::App& app, CommonOptions& common) {
     if (!*brief && cmd->count("--wide") + cmd->count("--no-headers") > 0) {
       return absl::InvalidArgumentError("--wide and --no-headers shape the --brief table");
     }
-    auto req = GpuRequest(*gpus);
+    auto req = launch::GpuRequest(*gpus);
     if (!req.ok()) return UsageError(req.status());
     auto sel = source.Select(*req);
     if (!sel.ok()) return sel.status();
-    Print(common.json ? ToJson(*sel)
+    Write(common.json ? ToJson(*sel)
           : *brief    ? RenderSelectionBrief(*sel, *style)
                       : RenderSelection(*sel));
     return {};
@@ -219,13 +220,13 @@ Command AddPlace(CLI::App& app, CommonOptions& common) {
     if (auto fit = TableFlagsFit(cmd, common.json); !fit.ok()) return fit;
     v1::PlaceRequest req = opt->req;
     if (!opt->gpus.empty() && opt->gpus != "all") {
-      auto list = GpuNames(opt->gpus);
+      auto list = launch::GpuNames(opt->gpus);
       if (!list.ok()) return UsageError(list.status());
       for (const std::string& g : *list) req.add_candidates(g);
     }
     auto placed = source.Place(req);
     if (!placed.ok()) return placed.status();
-    Print(common.json ? ToJson(*placed) : RenderPlacements(*placed, *style));
+    Write(common.json ? ToJson(*placed) : RenderPlacements(*placed, *style));
     if (placed->placements().empty()) {
       Outcome o(absl::NotFoundError("no GPU set meets the request"));
       o.reported = true;  // The table said so, with the notes.
@@ -238,11 +239,11 @@ Command AddPlace(CLI::App& app, CommonOptions& common) {
 Command AddEnv(CLI::App& app, CommonOptions& common) {
   auto flags = std::make_shared<SourceFlags>(
       app, "env", "the job environment (NCCL/RCCL, UCX, NVSHMEM, ...) for a set of GPUs", &common);
-  auto opt = std::make_shared<JobEnvOptions>();
+  auto opt = std::make_shared<launch::JobEnvOptions>();
   CLI::App* cmd = flags->cmd();
-  AddGpusFlag(cmd, &opt->gpus);
-  AddJobEnvFlags(cmd, opt.get(), "none");
-  AddEnvFormatFlags(cmd, opt.get());
+  launch::AddGpusFlag(cmd, &opt->gpus);
+  launch::AddJobEnvFlags(cmd, opt.get(), "none");
+  launch::AddEnvFormatFlags(cmd, opt.get());
   return HostCommand(flags, [&common, cmd, opt](HostSource& source) -> Outcome {
     // --json is --format=json here; a flag that does not fit the format is refused, not ignored.
     if (common.json) {
@@ -253,7 +254,8 @@ Command AddEnv(CLI::App& app, CommonOptions& common) {
       opt->format = "json";
     }
     DisableDefaultPciNames();  // The environment names no vendor: discovery skips pci.ids.
-    return RunEnv([&source](const v1::SelectNicsRequest& r) { return source.Select(r); }, *opt);
+    return launch::RunEnv([&source](const v1::SelectNicsRequest& r) { return source.Select(r); },
+                          *opt);
   });
 }
 
@@ -282,7 +284,7 @@ Outcome RunHealth(HostSource& source, const CommonOptions& common, const HealthO
   }
   const v1::Health& health = r.health;
   if (common.json) {
-    Print(ToJson(health));
+    Write(ToJson(health));
   } else {
     int counts[5] = {0, 0, 0, 0, 0};
     for (const v1::Finding& f : health.findings()) ++counts[f.severity() % 5];
@@ -364,7 +366,7 @@ Outcome RunCounters(HostSource& source, const CommonOptions& common, const Count
     if (!second.ok()) return second.status();
     shown = WithRates(*first, *second, interval);
   }
-  Print(common.json ? ToJson(shown) : RenderCounters(shown, opt.all));
+  Write(common.json ? ToJson(shown) : RenderCounters(shown, opt.all));
   if (shown.ports().empty()) {
     return absl::NotFoundError(
         req.device().empty() ? "no RDMA port found (is the RDMA driver loaded?)"

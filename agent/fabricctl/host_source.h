@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/fabricctl/ctl.h"
-#include "agent/fabricctl/job_scope.h"  // GpuRequest: the request both sources answer.
+#include "agent/launch/job_scope.h"  // GpuRequest: the request both sources answer.
 #include "fabric/v1/agent.pb.h"
 
 namespace fabric::ctl {

@@ -37,8 +37,8 @@ class LocalSource : public HostSource {
     auto loaded = Load();
     if (!loaded.ok()) return loaded.status();
     const v1::Host& host = loaded->host;
-    auto sel = SelectOnHost(host, loaded->config.selection(), req,
-                            absl::StrCat("under ", host.sysfs_root(), "/class/infiniband"));
+    auto sel = launch::SelectOnHost(host, loaded->config.selection(), req,
+                                    absl::StrCat("under ", host.sysfs_root(), "/class/infiniband"));
     if (absl::IsNotFound(sel.status()) && host.rdma_devices().empty()) return sel.status();
     if (sel.ok()) return sel;
     std::string msg(sel.status().message());

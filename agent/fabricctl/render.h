@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/fabricctl/json.h"
 #include "agent/fabricctl/table.h"
+#include "agent/publish/json/json.h"
 #include "fabric/v1/agent.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"

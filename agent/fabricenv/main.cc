@@ -7,7 +7,7 @@
 //   fabric-env doctor [--env-file F | --gpus G] [--json]
 //
 // Same request, same rules, same bytes as `fabricctl env`/`exec` against the agent
-// (agent/fabricctl/job_env.h). Exit: 2 for every error before the command runs (exec) or a bad
+// (agent/launch/job_env.h). Exit: 2 for every error before the command runs (exec) or a bad
 // request (env), 1 when env has no answer; after execve the command's own.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -24,11 +24,11 @@
 #include "agent/common/cli_docs.h"
 #include "agent/common/cli_docs_cli11.h"
 #include "agent/common/version.h"
-#include "agent/fabricctl/doctor_run.h"
-#include "agent/fabricctl/job_env.h"
 #include "agent/fabricenv/pod_host.h"
 #include "agent/fabricenv/pod_view.h"
 #include "agent/inventory/discovery/pci_names.h"
+#include "agent/launch/doctor_run.h"
+#include "agent/launch/job_env.h"
 #include "agent/publish/hostfile/host_file.h"
 
 namespace fabric {
@@ -84,19 +84,19 @@ absl::StatusOr<podenv::View> ViewHere(const std::string& host_file) {
 
 // The one answer of env and exec from a view: the selection over the (narrowed) published host,
 // or in a pod that names no GPU (--gpus=job found no launcher variable) the pod's ports alone.
-ctl::SelectFn PodAwareSelect(const podenv::View& view, const std::string& host_file,
-                             const ctl::JobEnvOptions& opt) {
+launch::SelectFn PodAwareSelect(const podenv::View& view, const std::string& host_file,
+                                const launch::JobEnvOptions& opt) {
   return [&view, &host_file, &opt](const v1::SelectNicsRequest& r) {
     const v1::PublishedHost& p = view.file.published;
     if (view.pod && r.all() && opt.gpus == "job") return podenv::SelectPodPorts(p, r);
-    return ctl::SelectOnHost(p.host(), p.policy(), r, absl::StrCat("in ", host_file));
+    return launch::SelectOnHost(p.host(), p.policy(), r, absl::StrCat("in ", host_file));
   };
 }
 
 // The doctor's answer source: the published host as this process sees it (a pod's own ports).
-ctl::AnswerSource DoctorAnswer(const std::string& host_file, const ctl::JobEnvOptions& opt,
-                               std::shared_ptr<podenv::View>* view) {
-  ctl::AnswerSource a;
+launch::AnswerSource DoctorAnswer(const std::string& host_file, const launch::JobEnvOptions& opt,
+                                  std::shared_ptr<podenv::View>* view) {
+  launch::AnswerSource a;
   a.name = absl::StrCat("the published host ", host_file);
   auto here = ViewHere(host_file);
   if (!here.ok()) {
@@ -137,7 +137,7 @@ int Fail(const absl::Status& s, int code) {
 }  // namespace fabric
 
 int main(int argc, char** argv) {
-  using fabric::ctl::JobEnvOptions;
+  using fabric::launch::JobEnvOptions;
   CLI::App app{"fabric-env: a job's fabric settings from the agent's published host, no RPC"};
   app.set_version_flag("--version", std::string("fabric-env ") + fabric::kFabricVersion);
   app.require_subcommand(1);
@@ -152,24 +152,24 @@ int main(int argc, char** argv) {
   CLI::App* exec = app.add_subcommand(
       "exec", "run a command with this process's job environment (the caller's settings win)");
   exec->prefix_command();
-  fabric::ctl::AddGpusFlag(exec, &exec_opt.gpus, "job");
-  fabric::ctl::AddJobEnvFlags(exec, &exec_opt, "auto");
+  fabric::launch::AddGpusFlag(exec, &exec_opt.gpus, "job");
+  fabric::launch::AddJobEnvFlags(exec, &exec_opt, "auto");
   exec->add_flag("--dry-run", dry_run, "print what would be set and why; run nothing");
   exec->add_flag("--best-effort", best_effort,
                  "run the command without fabric settings when they cannot be computed");
 
   JobEnvOptions env_opt;
   CLI::App* env = app.add_subcommand("env", "print the job environment");
-  fabric::ctl::AddGpusFlag(env, &env_opt.gpus, "job");
-  fabric::ctl::AddJobEnvFlags(env, &env_opt, "none");
-  fabric::ctl::AddEnvFormatFlags(env, &env_opt);
+  fabric::launch::AddGpusFlag(env, &env_opt.gpus, "job");
+  fabric::launch::AddJobEnvFlags(env, &env_opt, "none");
+  fabric::launch::AddEnvFormatFlags(env, &env_opt);
 
-  fabric::ctl::DoctorOptions doctor_opt;
+  fabric::launch::DoctorOptions doctor_opt;
   CLI::App* doctor = app.add_subcommand(
       "doctor",
       "whether the job that runs here will really use RDMA, and if not why (as fabricctl "
       "doctor; libibverbs is looked for, not loaded)");
-  fabric::ctl::AddDoctorFlags(doctor, &doctor_opt);
+  fabric::launch::AddDoctorFlags(doctor, &doctor_opt);
 
   if (auto kind = fabric::docs::GenerateKind(std::vector<std::string>(argv, argv + argc))) {
     return fabric::docs::PrintGenerated(*kind, fabric::Page(app),
@@ -209,13 +209,13 @@ int main(int argc, char** argv) {
   if (doctor->parsed()) {
     fabric::DisableDefaultPciNames();
     doctor_opt.read.look_for_libibverbs = true;
-    fabric::ctl::JobEnvOptions job;
+    fabric::launch::JobEnvOptions job;
     job.gpus = "job";
     std::shared_ptr<fabric::podenv::View> view;
-    return fabric::ctl::RunDoctor(doctor_opt, fabric::DoctorAnswer(host_file, job, &view));
+    return fabric::launch::RunDoctor(doctor_opt, fabric::DoctorAnswer(host_file, job, &view));
   }
   if (env->parsed()) {
-    absl::Status s = fabric::ctl::RunEnv(
+    absl::Status s = fabric::launch::RunEnv(
         [&](const fabric::v1::SelectNicsRequest& r) -> absl::StatusOr<fabric::v1::Selection> {
           auto view = fabric::ViewHere(host_file);
           if (!view.ok()) return view.status();
@@ -229,23 +229,23 @@ int main(int argc, char** argv) {
     if (s.ok()) return 0;
     return fabric::Fail(s, absl::IsInvalidArgument(s) ? 2 : 1);
   }
-  fabric::ctl::ExecRequest req{.argv = std::move(given),
-                               .dry_run = dry_run,
-                               .best_effort = best_effort,
-                               .program = "fabric-env"};
-  absl::Status s = fabric::ctl::ExecWithJobEnv(
-      req, [&](std::vector<std::string>* notes) -> absl::StatusOr<fabric::ctl::JobEnvAnswer> {
+  fabric::launch::ExecRequest req{.argv = std::move(given),
+                                  .dry_run = dry_run,
+                                  .best_effort = best_effort,
+                                  .program = "fabric-env"};
+  absl::Status s = fabric::launch::ExecWithJobEnv(
+      req, [&](std::vector<std::string>* notes) -> absl::StatusOr<fabric::launch::JobEnvAnswer> {
         auto view = fabric::ViewHere(host_file);
         if (absl::IsFailedPrecondition(view.status())) {
           // A pod without RDMA: its command runs as it is, and stderr says why.
           notes->push_back(
               absl::StrCat(view.status().message(), "; the command runs without fabric settings"));
-          return fabric::ctl::JobEnvAnswer{};
+          return fabric::launch::JobEnvAnswer{};
         }
         if (!view.ok()) return view.status();
         notes->insert(notes->end(), view->notes.begin(), view->notes.end());
-        auto a = fabric::ctl::AskPublishedHost(view->file, host_file, exec_opt,
-                                               fabric::PodAwareSelect(*view, host_file, exec_opt));
+        auto a = fabric::launch::AskPublishedHost(
+            view->file, host_file, exec_opt, fabric::PodAwareSelect(*view, host_file, exec_opt));
         if (a.ok()) {
           a->asked.provenance.insert(a->asked.provenance.end(), view->provenance.begin(),
                                      view->provenance.end());

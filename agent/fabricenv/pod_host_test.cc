@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "agent/fabricctl/job_scope.h"
 #include "agent/fabricenv/pod_view.h"
+#include "agent/launch/job_scope.h"
 #include "tests/hosts/discovered.h"
 #include "tests/testing/subprocess.h"
 
@@ -62,10 +62,10 @@ std::vector<podrecord::PodRecord> TwoRails() {
 
 absl::StatusOr<v1::Selection> Select(const v1::PublishedHost& p, const std::string& gpus,
                                      std::optional<uint32_t> rank = std::nullopt) {
-  absl::StatusOr<v1::SelectNicsRequest> req = ctl::GpuRequest(gpus);
+  absl::StatusOr<v1::SelectNicsRequest> req = launch::GpuRequest(gpus);
   if (!req.ok()) return req.status();
   if (rank) req->set_rank_position(*rank);
-  return ctl::SelectOnHost(p.host(), p.policy(), *req, "in the test");
+  return launch::SelectOnHost(p.host(), p.policy(), *req, "in the test");
 }
 
 TEST(NarrowToPod, EveryGpuGetsAPodPortWithThePodsGid) {

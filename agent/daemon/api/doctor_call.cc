@@ -9,28 +9,20 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "agent/common/status.h"
 #include "agent/daemon/api/service.h"
 #include "agent/policy/doctor/consumer_vars.h"
 #include "agent/policy/doctor/judge.h"
+#include "agent/policy/doctor/rank_envs.h"
 #include "agent/policy/select/select.h"
 
 namespace fabric {
-namespace {
-
-constexpr int kMaxVariables = 10000;
-constexpr size_t kMaxRanks = 16;
-
-absl::Status Cancelled() {
-  return absl::CancelledError("the client gave up (deadline or cancel): the judgement stopped");
-}
-
-}  // namespace
 
 absl::StatusOr<v1::DoctorReport> FabricAgentService::JudgeJob(
     const v1::DoctorRequest& req, const std::function<bool()>& cancelled) {
-  if (req.env_size() > kMaxVariables) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the request has ", req.env_size(), " variables; at most ", kMaxVariables));
+  if (static_cast<size_t>(req.env_size()) > doctor::kMaxVariables) {
+    return absl::InvalidArgumentError(absl::StrCat("the request has ", req.env_size(),
+                                                   " variables; at most ", doctor::kMaxVariables));
   }
   if (req.gpus_size() > static_cast<int>(kMaxGpusPerRequest)) {
     return absl::InvalidArgumentError(
@@ -59,16 +51,17 @@ absl::StatusOr<v1::DoctorReport> FabricAgentService::JudgeJob(
   } else {
     f.agent_env.emplace(sel.env().begin(), sel.env().end());
     for (const v1::GpuAssignment& a : sel.assignments()) f.gpus.push_back(a.gpu());
-    for (size_t i = 0; i < f.gpus.size() && i < kMaxRanks && f.gpus.size() > 1; ++i) {
-      if (cancelled()) return Cancelled();
-      sel_req.set_rank_gpu(f.gpus[i]);
+    auto ask = [&](const std::string& gpu) -> absl::StatusOr<std::map<std::string, std::string>> {
+      sel_req.set_rank_gpu(gpu);
+      auto b = Select(sel_req);
+      if (!b.ok()) return b.status();
       v1::Selection rank;
-      if (auto b = Select(sel_req); b.ok() && rank.ParseFromString(**b)) {
-        f.rank_envs[f.gpus[i]] = {rank.env().begin(), rank.env().end()};
-      }
-    }
+      if (!rank.ParseFromString(**b)) return absl::InternalError("an unreadable answer");
+      return std::map<std::string, std::string>(rank.env().begin(), rank.env().end());
+    };
+    FABRIC_RETURN_IF_ERROR(doctor::AddRankEnvs(ask, cancelled, &f));
   }
-  if (cancelled()) return Cancelled();
+  if (cancelled()) return doctor::JudgementCancelled();
   return doctor::Judge(f);
 }
 

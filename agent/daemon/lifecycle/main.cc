@@ -78,19 +78,23 @@ fabric::docs::Page Page(const CLI::App& app) {
   return p;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // gRPC serves on many threads; glibc would give each busy one its own arena and keep the
-  // memory after a burst. Two arenas keep the daemon's footprint flat at no measurable cost.
-  mallopt(M_ARENA_MAX, 2);
-  fabric::AgentOptions opt;
-  double rescan_s = absl::ToDoubleSeconds(opt.rescan_interval);
+// What the flags hold before they become AgentOptions: seconds as given, and whether a path
+// with a default was given at all.
+struct Flags {
+  explicit Flags(const fabric::AgentOptions& opt)
+      : rescan_s(absl::ToDoubleSeconds(opt.rescan_interval)),
+        hold_s(absl::ToDoubleSeconds(opt.announce_hold)),
+        event_window_s(absl::ToDoubleSeconds(opt.event_window)),
+        watch_timeout_s(absl::ToDoubleSeconds(opt.watch_timeout)) {}
+  double rescan_s, hold_s, event_window_s, watch_timeout_s;
+  bool no_cdi = false;
   std::string log_level = "info";
-  CLI::App app{
-      "fabric-agent: serves this host's RDMA NICs, GPUs, topology, NIC selection and health "
-      "over gRPC (Unix socket, optionally TCP)"};
-  app.set_version_flag("--version", absl::StrCat("fabric-agent ", fabric::kFabricVersion));
+  CLI::Option *cdi_dir_opt = nullptr, *state_dir_opt = nullptr, *kmsg_opt = nullptr,
+              *host_file_dir_opt = nullptr, *device_plugin_dir_opt = nullptr;
+};
+
+// The API: its sockets, TLS, who may make control calls, and its bounds.
+void AddApiFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& /*f*/) {
   app.add_option("--socket", opt.socket, "Unix socket to serve on (mode 0660)")
       ->capture_default_str();
   app.add_option("--socket-group", opt.socket_group,
@@ -139,11 +143,15 @@ int main(int argc, char** argv) {
                  "WatchInventory streams one caller (uid, or TCP address) may hold")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
+}
+
+// Where the host is read from and how often it is read again.
+void AddDiscoveryFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& f) {
   app.add_option("--sysfs", opt.sysfs, "sysfs root to discover from")->capture_default_str();
   app.add_option("--procfs", opt.procfs, "procfs root to discover from")->capture_default_str();
   app.add_option("--config", opt.config,
                  "config file (JSON: selection policy, static env); reloaded on SIGHUP");
-  app.add_option("--rescan-interval", rescan_s,
+  app.add_option("--rescan-interval", f.rescan_s,
                  "seconds between safety-net full rescans (events trigger rescans as they come)")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
@@ -152,35 +160,39 @@ int main(int argc, char** argv) {
                  "(ENOBUFS) the agent does a full resync")
       ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
+}
+
+// What the agent keeps for others on this host: NFD labels, the CDI spec, the published host,
+// the device plugins, its own memory of health.
+void AddPublishFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& f) {
   app.add_option("--nfd-features-dir", opt.nfd_features_dir,
                  "write a Node Feature Discovery feature file (fabric-agent) into this directory");
-  CLI::Option* cdi_dir_opt =
+  f.cdi_dir_opt =
       AddOptionalPath(app, "--cdi-dir", &opt.cdi_dir,
                       "keep a CDI spec (fabric.io-rdma.json: devices fabric.io/rdma=gpuK, =<RDMA "
                       "device>, =all) in this directory (default /var/run/cdi), rewritten when the "
                       "inventory changes it; created if missing; empty (--cdi-dir=) turns it off. "
                       "With a --sysfs root other than /sys only when given");
-  CLI::Option* state_dir_opt = AddOptionalPath(
+  f.state_dir_opt = AddOptionalPath(
       app, "--state-dir", &opt.state_dir,
       "keep the health monitor's memory (health-memory.pb: findings, first seen, flaps; "
       "dropped on a new boot ID) in this directory (default /var/lib/fabric-agent), so "
       "an agent restart forgets nothing; empty (--state-dir=) keeps none. With a "
       "--sysfs root other than /sys only when given");
-  CLI::Option* kmsg_opt = AddOptionalPath(
+  f.kmsg_opt = AddOptionalPath(
       app, "--kmsg", &opt.kmsg,
       "read NIC and PCIe fault lines from this kernel log device (default /dev/kmsg; "
       "needs CAP_SYSLOG where kernel.dmesg_restrict=1); empty (--kmsg=) reads none. "
       "With a --sysfs root other than /sys only when given");
-  bool no_cdi = false;
-  app.add_flag("--no-cdi", no_cdi, "keep no CDI spec (as --cdi-dir=)");
-  CLI::Option* host_file_dir_opt = AddOptionalPath(
+  app.add_flag("--no-cdi", f.no_cdi, "keep no CDI spec (as --cdi-dir=)");
+  f.host_file_dir_opt = AddOptionalPath(
       app, "--host-file-dir", &opt.host_file_dir,
       "keep the published host (host.pb: the host and selection policy fabric-env and "
       "fabricctl exec select from without an RPC) in this world-readable directory "
       "(default /run/fabric-env), rewritten when the host or policy changes; created "
       "if missing; empty (--host-file-dir=) turns it off. With a --sysfs root other "
       "than /sys only when given");
-  CLI::Option* device_plugin_dir_opt = AddOptionalPath(
+  f.device_plugin_dir_opt = AddOptionalPath(
       app, "--device-plugin-dir", &opt.device_plugin_dir,
       "serve the config's device_plugin resources as kubelet device plugins "
       "(fabric-<resource>.sock, registered on kubelet.sock) in this directory (default "
@@ -195,17 +207,24 @@ int main(int argc, char** argv) {
       "--dev-root,--cdi-dev-root", opt.dev_root,
       "for tests and hosts whose device nodes live elsewhere: the host paths of device "
       "nodes in the CDI spec and the device plugins' answers are DIR/dev/infiniband/...");
-  double hold_s = absl::ToDoubleSeconds(opt.announce_hold);
+}
+
+// Pods' address announcements handed over by fabric-cni.
+void AddAnnounceFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& f) {
   AddOptionalPath(app, "--announce-socket", &opt.announce_socket,
                   "Unix socket (SOCK_SEQPACKET, mode 0600) where fabric-cni hands over the "
                   "repeats of a pod's announcements; auto (the default): beside --socket, "
                   "announce.sock for agent.sock, else NAME.announce.sock for NAME[.sock]; empty "
                   "(--announce-socket=) turns it off");
-  app.add_option("--announce-hold", hold_s,
+  app.add_option("--announce-hold", f.hold_s,
                  "seconds a pod's interface stays held after its schedule, for re-announcing "
                  "(held sockets keep the pod's network namespace alive)")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
+}
+
+// The switch at the other end of each cable.
+void AddNeighborFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& /*f*/) {
   app.add_option("--lldp", opt.lldp,
                  "listen for LLDP on every physical netdev (CAP_NET_RAW): the switch port each "
                  "is cabled to, in the inventory, watch events and labels")
@@ -214,6 +233,10 @@ int main(int argc, char** argv) {
                  "ask the node behind each active InfiniBand port with directed-route SMPs "
                  "(/dev/infiniband/umad*): its leaf switch, as LLDP gives it on Ethernet")
       ->capture_default_str();
+}
+
+// The probe responder and its guards.
+void AddProbeFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& /*f*/) {
   app.add_option("--probe-listen", opt.probe_listen,
                  "serve other hosts' bandwidth and latency probes (fabric-probe, other agents' "
                  "schedules) on ADDR:PORT, [V6]:PORT or :PORT (perftest's port is 18515); off by "
@@ -258,23 +281,43 @@ int main(int argc, char** argv) {
         absl::StatusOr<std::string> s = fabric::probes::LoadSecret(v);
         return s.ok() ? std::string() : std::string(s.status().message());
       });
+}
+
+// Metrics, how long events and watchers are kept, the log.
+void AddServingFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& f) {
   app.add_option("--metrics", opt.metrics,
                  "serve Prometheus metrics at http://ADDR:PORT/metrics (ADDR:PORT, [V6]:PORT or "
                  ":PORT); off by default");
-  double event_window_s = absl::ToDoubleSeconds(opt.event_window);
-  app.add_option("--event-window", event_window_s,
+  app.add_option("--event-window", f.event_window_s,
                  "seconds a vanished RDMA device stays reported absent, and a link flap a health "
                  "warning")
       ->check(CLI::Range(1.0, 30 * 86400.0))
       ->capture_default_str();
-  double watch_timeout_s = absl::ToDoubleSeconds(opt.watch_timeout);
-  app.add_option("--watch-timeout", watch_timeout_s,
+  app.add_option("--watch-timeout", f.watch_timeout_s,
                  "seconds a WatchInventory client may leave an event unread before it is dropped")
       ->check(CLI::Range(0.5, 86400.0))
       ->capture_default_str();
-  app.add_option("--log-level", log_level, "debug, info, warning or error")
+  app.add_option("--log-level", f.log_level, "debug, info, warning or error")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}))
       ->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // gRPC serves on many threads; glibc would give each busy one its own arena and keep the
+  // memory after a burst. Two arenas keep the daemon's footprint flat at no measurable cost.
+  mallopt(M_ARENA_MAX, 2);
+  fabric::AgentOptions opt;
+  Flags f(opt);
+  CLI::App app{
+      "fabric-agent: serves this host's RDMA NICs, GPUs, topology, NIC selection and health "
+      "over gRPC (Unix socket, optionally TCP)"};
+  app.set_version_flag("--version", absl::StrCat("fabric-agent ", fabric::kFabricVersion));
+  for (auto add : {AddApiFlags, AddDiscoveryFlags, AddPublishFlags, AddAnnounceFlags,
+                   AddNeighborFlags, AddProbeFlags, AddServingFlags}) {
+    add(app, opt, f);
+  }
   if (auto kind = fabric::docs::GenerateKind(std::vector<std::string>(argv, argv + argc))) {
     return fabric::docs::PrintGenerated(*kind, Page(app),
                                         fabric::docs::CompletionOf(app, "fabric-agent"));
@@ -296,18 +339,18 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : fabric::kAgentBadConfig;
   }
   fabric::LogLevel level = fabric::LogLevel::kInfo;
-  (void)fabric::ParseLogLevel(log_level, &level);
+  (void)fabric::ParseLogLevel(f.log_level, &level);
   fabric::InitLog("fabric-agent", level);
-  opt.rescan_interval = absl::Seconds(rescan_s);
-  opt.announce_hold = absl::Seconds(hold_s);
-  opt.cdi_dir_explicit = cdi_dir_opt->count() > 0;
-  if (no_cdi) opt.cdi_dir.clear();
-  opt.host_file_dir_explicit = host_file_dir_opt->count() > 0;
-  opt.state_dir_explicit = state_dir_opt->count() > 0;
-  opt.kmsg_explicit = kmsg_opt->count() > 0;
-  opt.device_plugin_dir_explicit = device_plugin_dir_opt->count() > 0;
-  opt.event_window = absl::Seconds(event_window_s);
-  opt.watch_timeout = absl::Seconds(watch_timeout_s);
+  opt.rescan_interval = absl::Seconds(f.rescan_s);
+  opt.announce_hold = absl::Seconds(f.hold_s);
+  opt.cdi_dir_explicit = f.cdi_dir_opt->count() > 0;
+  if (f.no_cdi) opt.cdi_dir.clear();
+  opt.host_file_dir_explicit = f.host_file_dir_opt->count() > 0;
+  opt.state_dir_explicit = f.state_dir_opt->count() > 0;
+  opt.kmsg_explicit = f.kmsg_opt->count() > 0;
+  opt.device_plugin_dir_explicit = f.device_plugin_dir_opt->count() > 0;
+  opt.event_window = absl::Seconds(f.event_window_s);
+  opt.watch_timeout = absl::Seconds(f.watch_timeout_s);
   auto notifier = fabric::MakeSdNotifier();
   return fabric::RunAgent(opt, notifier.get());
 }

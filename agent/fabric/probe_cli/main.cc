@@ -13,24 +13,20 @@
 #include "absl/strings/str_cat.h"
 #include "agent/common/atomic_file.h"
 #include "agent/common/log.h"
+#include "agent/common/output.h"
 #include "agent/common/strings.h"
 #include "agent/fabric/perftest/output.h"
+#include "agent/fabric/perftest/peer.h"
 #include "agent/fabric/probe_cli/cli.h"
 #include "agent/fabric/probe_cli/report.h"
 #include "agent/fabric/probes/engine.h"
-#include "agent/fabric/perftest/peer.h"
 #include "agent/fabric/probes/probe.h"
 
 namespace fabric::probes {
 namespace {
 
-void Print(const std::string& s, FILE* f) {
-  std::fwrite(s.data(), 1, s.size(), f);
-  std::fflush(f);
-}
-
 void Error(absl::string_view message) {
-  Print(absl::StrCat("fabric-probe: error: ", message, "\n"), stderr);
+  Write(absl::StrCat("fabric-probe: error: ", message, "\n"), stderr);
 }
 
 // SIGINT and SIGTERM stop the probe through its canceller (the server's Stop()), so resources
@@ -55,14 +51,14 @@ int RunServer(const CliConfig& c) {
   }
   ProbeServer* s = server->get();
   StopOnSignals([s] { s->Stop(); });
-  Print(
+  Write(
       absl::StrCat(
           "fabric-probe: serving ", s->allow().ToString(),
           c.server_options.allow.has_value() ? "" : " (this host's subnets; set --allow to change)",
           "\n"),
       stderr);
   // Tests and scripts read the port from here when they asked for port 0.
-  Print(absl::StrCat("fabric-probe: waiting for a client on port ", s->port(), "\n"), stderr);
+  Write(absl::StrCat("fabric-probe: waiting for a client on port ", s->port(), "\n"), stderr);
   int rc = kExitOk;
   for (;;) {
     absl::StatusOr<ServedTest> t = s->ServeOne();
@@ -72,7 +68,7 @@ int RunServer(const CliConfig& c) {
       return kExitFailure;
     }
     if (t->status.ok()) {
-      Print(absl::StrCat("fabric-probe: served ", Av(TestName(t->params.test)), " over ",
+      Write(absl::StrCat("fabric-probe: served ", Av(TestName(t->params.test)), " over ",
                          Av(TransportName(t->params.transport)),
                          t->device.empty() ? "" : absl::StrCat(" on ", t->device), " to ", t->peer,
                          "\n"),
@@ -108,12 +104,12 @@ int RunPerftest(const CliConfig& c) {
   absl::StatusOr<PerftestResult> r;
   if (c.server) {
     r = ServePerftestClient(o, cancel.get(), [&o] {
-      Print(absl::StrCat("fabric-probe: waiting for a perftest client on port ", o.port, "\n"),
+      Write(absl::StrCat("fabric-probe: waiting for a perftest client on port ", o.port, "\n"),
             stderr);
     });
     if (absl::IsCancelled(r.status())) return kExitOk;
     if (r.ok()) {
-      Print(absl::StrCat("fabric-probe: served perftest ", r->peer_version, "'s ", test, " on ",
+      Write(absl::StrCat("fabric-probe: served perftest ", r->peer_version, "'s ", test, " on ",
                          r->device, " to ", r->peer, "\n"),
             stderr);
     }
@@ -151,13 +147,13 @@ int RunPerftest(const CliConfig& c) {
   info.duplex = o.duplex;
   if (o.params.tos >= 0) info.tos = o.params.tos;
   if (o.params.tos >= 0 && r->traffic_class) {
-    Print(absl::StrCat("fabric-probe: the QPs' traffic class is ", *r->traffic_class, " (-T ",
+    Write(absl::StrCat("fabric-probe: the QPs' traffic class is ", *r->traffic_class, " (-T ",
                        o.params.tos, ")\n"),
           stderr);
   }
-  if (o.local.gpu) Print(absl::StrCat("fabric-probe: the buffer is in ", r->memory, "\n"), stderr);
+  if (o.local.gpu) Write(absl::StrCat("fabric-probe: the buffer is in ", r->memory, "\n"), stderr);
   if (!r->placement.empty())
-    Print(absl::StrCat("fabric-probe: ran on ", r->placement, "\n"), stderr);
+    Write(absl::StrCat("fabric-probe: ran on ", r->placement, "\n"), stderr);
   // perftest prints the table (or --output's one figure) and writes --out_json's file beside it.
   std::string table, json;
   const bool full = c.output == perftest::Output::kFull;
@@ -185,7 +181,7 @@ int RunPerftest(const CliConfig& c) {
   } else if (full) {  // read_lat's server measures nothing, as perftest's
     table = perftest::kResultLine;
   }
-  Print(c.json ? json : table, stdout);
+  Write(c.json ? json : table, stdout);
   if (!c.out_json_file.empty() && !json.empty()) {
     const std::filesystem::path path = std::filesystem::absolute(c.out_json_file);
     absl::StatusOr<bool> wrote =
@@ -209,7 +205,7 @@ int RunClient(CliConfig c) {
                        c.client.port, ": ", r.status().message()));
     return kExitFailure;
   }
-  Print(c.json ? FormatJson(*r) + "\n" : FormatTable(*r), stdout);
+  Write(c.json ? FormatJson(*r) + "\n" : FormatTable(*r), stdout);
   return kExitOk;
 }
 
@@ -221,7 +217,7 @@ int main(int argc, char** argv) {
   fabric::InitLog("fabric-probe", fabric::LogLevel::kInfo);
   CliParse parse = ParseCli(std::vector<std::string>(argv, argv + argc));
   if (parse.exit) {
-    Print(parse.output, parse.exit_code == kExitOk ? stdout : stderr);
+    fabric::Write(parse.output, parse.exit_code == kExitOk ? stdout : stderr);
     return parse.exit_code;
   }
   CliConfig& c = parse.config;
@@ -233,7 +229,8 @@ int main(int argc, char** argv) {
       Error(t.status().message());
       return kExitFailure;
     }
-    if (!t->fallback.empty()) Print(absl::StrCat("fabric-probe: ", t->fallback, "\n"), stderr);
+    if (!t->fallback.empty())
+      fabric::Write(absl::StrCat("fabric-probe: ", t->fallback, "\n"), stderr);
     c.client.params.transport = t->transport;
   }
   return c.server ? RunServer(c) : RunClient(std::move(c));

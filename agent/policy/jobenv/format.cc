@@ -3,46 +3,9 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "agent/common/shell.h"
 
 namespace fabric::jobenv {
-
-void AppendJsonString(const std::string& s, std::string* out) {
-  out->push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\r':
-        *out += "\\r";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      case '\b':
-        *out += "\\b";
-        break;
-      case '\f':
-        *out += "\\f";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(out, "\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 std::string FormatShell(const EnvMap& env) {
   std::string out;
@@ -63,22 +26,6 @@ std::string FormatNcclConf(const EnvMap& env) {
     }
     absl::StrAppend(&out, k, "=", v, "\n");
   }
-  return out;
-}
-
-std::string FormatJson(const EnvMap& env) {
-  if (env.empty()) return "{}\n";
-  std::string out = "{\n";
-  bool first = true;
-  for (const auto& [k, v] : env) {
-    if (!first) out += ",\n";
-    first = false;
-    out += "  ";
-    AppendJsonString(k, &out);
-    out += ": ";
-    AppendJsonString(v, &out);
-  }
-  out += "\n}\n";
   return out;
 }
 

@@ -19,11 +19,6 @@ std::string FormatShell(const EnvMap& env);
 // left out, as are invalid names.
 std::string FormatNcclConf(const EnvMap& env);
 
-// A JSON object {"NAME": "VALUE", ...}, sorted by name, with a trailing newline.
-std::string FormatJson(const EnvMap& env);
-// `s` as a JSON string, quotes included.
-void AppendJsonString(const std::string& s, std::string* out);
-
 // NAME=VALUE records each ended by a NUL (as `env -0`), for programs (the SPANK plugin): values
 // may hold anything but a NUL; invalid names and values with a NUL are left out.
 std::string FormatNul(const EnvMap& env);

@@ -6,10 +6,11 @@
 #include <string_view>
 
 #include "agent/common/shell.h"
-#include "agent/fabricctl/doctor_run.h"
+#include "agent/launch/doctor_run.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto env = fabric::ctl::ParseEnvFile(std::string_view(reinterpret_cast<const char*>(data), size));
+  auto env =
+      fabric::launch::ParseEnvFile(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!env.ok()) return 0;
   for (const auto& [k, v] : *env) {
     if (!fabric::IsValidEnvName(k) || v.size() > size) std::abort();

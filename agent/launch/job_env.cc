@@ -1,4 +1,4 @@
-#include "agent/fabricctl/job_env.h"
+#include "agent/launch/job_env.h"
 
 #include <unistd.h>
 
@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -14,44 +16,17 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/common/excerpt.h"
+#include "agent/common/output.h"
 #include "agent/common/shell.h"
 #include "agent/common/strings.h"
 #include "agent/policy/jobenv/format.h"
 #include "agent/policy/select/env.h"
 #include "agent/publish/hostfile/host_file.h"
 
-namespace fabric::ctl {
+namespace fabric::launch {
 namespace {
 
-void AppendMap(const jobenv::EnvMap& sorted, std::string* out) {
-  std::vector<std::string> items;
-  for (const auto& [k, v] : sorted) {
-    std::string item = "    ";
-    jobenv::AppendJsonString(k, &item);
-    item += ": ";
-    jobenv::AppendJsonString(v, &item);
-    items.push_back(std::move(item));
-  }
-  *out += items.empty() ? "{}" : absl::StrCat("{\n", absl::StrJoin(items, ",\n"), "\n  }");
-}
-
-void AppendMap(const google::protobuf::Map<std::string, std::string>& m, std::string* out) {
-  AppendMap(jobenv::EnvMap(m.begin(), m.end()), out);
-}
-
-void AppendList(const std::vector<std::string>& list, std::string* out) {
-  std::vector<std::string> items;
-  for (const std::string& s : list) {
-    std::string item = "    ";
-    jobenv::AppendJsonString(s, &item);
-    items.push_back(std::move(item));
-  }
-  *out += items.empty() ? "[]" : absl::StrCat("[\n", absl::StrJoin(items, ",\n"), "\n  ]");
-}
-
 const char* ProcessEnv(const char* name) { return std::getenv(name); }
-
-void Out(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
 }  // namespace
 
@@ -133,26 +108,23 @@ absl::StatusOr<JobEnvAnswer> AskPublishedHost(const hostfile::HostFile& file,
 
 std::string FormatEnvJson(const JobEnvAnswer& a) {
   const v1::Selection& s = a.selection;
-  std::string out = "{\n  \"env\": ";
-  AppendMap(a.env, &out);
-  out += ",\n  \"job_env\": ";
-  AppendMap(s.job_env(), &out);
-  out += ",\n  \"pins\": ";
-  AppendMap(s.pins(), &out);
-  out += ",\n  \"rank_gpu\": ";
-  jobenv::AppendJsonString(s.rank_gpu(), &out);
+  // Sorted maps, the keys in this order; bytes that are not UTF-8 become U+FFFD (JSON is UTF-8).
+  auto sorted = [](const auto& m) {
+    return nlohmann::ordered_json(std::map<std::string, std::string>(m.begin(), m.end()));
+  };
   std::vector<std::string> scope;
   for (const v1::GpuAssignment& g : s.assignments()) scope.push_back(g.gpu());
-  out += ",\n  \"scope\": ";
-  AppendList(scope, &out);
-  out += ",\n  \"consumers\": ";
-  jobenv::AppendJsonString(s.consumers(), &out);
   std::vector<std::string> notes(a.asked.notes);
   notes.insert(notes.end(), s.notes().begin(), s.notes().end());
-  out += ",\n  \"notes\": ";
-  AppendList(notes, &out);
-  out += "\n}\n";
-  return out;
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["env"] = sorted(a.env);
+  j["job_env"] = sorted(s.job_env());
+  j["pins"] = sorted(s.pins());
+  j["rank_gpu"] = s.rank_gpu();
+  j["scope"] = scope;
+  j["consumers"] = s.consumers();
+  j["notes"] = notes;
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 absl::Status RunEnv(const SelectFn& select, const JobEnvOptions& opt) {
@@ -163,13 +135,13 @@ absl::Status RunEnv(const SelectFn& select, const JobEnvOptions& opt) {
   auto a = AskJobEnv(select, opt, opt.keep_set);
   if (!a.ok()) return a.status();
   if (opt.format == "json") {
-    Out(FormatEnvJson(*a));
+    Write(FormatEnvJson(*a));
     return absl::OkStatus();
   }
   if (opt.format == "nccl-conf") {
-    Out(jobenv::FormatNcclConf(a->env));
+    Write(jobenv::FormatNcclConf(a->env));
   } else if (opt.format == "nul") {
-    Out(jobenv::FormatNul(a->env));
+    Write(jobenv::FormatNul(a->env));
   } else {
     std::string text = jobenv::FormatShell(a->env);
     if (opt.is_export) {
@@ -179,7 +151,7 @@ absl::Status RunEnv(const SelectFn& select, const JobEnvOptions& opt) {
       }
       text = exported;
     }
-    Out(text);
+    Write(text);
   }
   for (const std::string& note : a->asked.notes) {
     std::fprintf(stderr, "note: %s\n", TerminalText(note).c_str());
@@ -227,7 +199,7 @@ absl::Status ExecWithJobEnv(ExecRequest req, const AnswerFn& answer) {
     }
     out += jobenv::FormatShell(env);
     for (const std::string& n : notes) absl::StrAppend(&out, "# note: ", TerminalText(n), "\n");
-    Out(out);
+    Write(out);
     return absl::OkStatus();
   }
   for (const std::string& n : notes) {
@@ -249,4 +221,4 @@ absl::Status ExecWithJobEnv(ExecRequest req, const AnswerFn& answer) {
       absl::StrCat("cannot run \"", argv.front(), "\": ", std::strerror(errno)));
 }
 
-}  // namespace fabric::ctl
+}  // namespace fabric::launch

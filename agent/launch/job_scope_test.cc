@@ -1,4 +1,4 @@
-#include "agent/fabricctl/job_scope.h"
+#include "agent/launch/job_scope.h"
 
 #include <map>
 #include <string>
@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace fabric::ctl {
+namespace fabric::launch {
 namespace {
 
 using ::testing::ElementsAre;
@@ -175,4 +175,4 @@ TEST(JobScopeTest, ExpandIndexList) {
 }
 
 }  // namespace
-}  // namespace fabric::ctl
+}  // namespace fabric::launch

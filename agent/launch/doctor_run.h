@@ -12,10 +12,10 @@
 
 #include "absl/status/statusor.h"
 #include "agent/fabric/doctor/read_facts.h"
-#include "agent/fabricctl/job_env.h"
+#include "agent/launch/job_env.h"
 #include "fabric/v1/doctor.pb.h"
 
-namespace fabric::ctl {
+namespace fabric::launch {
 
 struct DoctorOptions {
   std::string env_file;  // Judge these variables instead of this process's.
@@ -58,4 +58,4 @@ int RunDoctor(const DoctorOptions& opt, const AnswerSource& answer);
 // Prints `r` as --json asks; returns its exit code.
 int PrintDoctor(const v1::DoctorReport& r, bool json);
 
-}  // namespace fabric::ctl
+}  // namespace fabric::launch

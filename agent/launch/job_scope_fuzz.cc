@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "agent/fabricctl/job_scope.h"
+#include "agent/launch/job_scope.h"
 #include "agent/policy/jobenv/jobenv.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                 .value_or(fabric::jobenv::Consumers{}) != *consumers) {
     std::abort();  // The text form must read back to the same set.
   }
-  auto r = fabric::ctl::ReadJobRequest(lines[0], "auto", lines[1], getenv);
+  auto r = fabric::launch::ReadJobRequest(lines[0], "auto", lines[1], getenv);
   if (r.ok() && r->req.rank_case() == fabric::v1::SelectNicsRequest::kRankPosition &&
       r->req.gpus_size() > 0 &&
       r->req.rank_position() >= static_cast<uint32_t>(r->req.gpus_size())) {

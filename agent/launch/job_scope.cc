@@ -1,4 +1,4 @@
-#include "agent/fabricctl/job_scope.h"
+#include "agent/launch/job_scope.h"
 
 #include <cstdlib>
 #include <optional>
@@ -14,7 +14,7 @@
 #include "agent/policy/select/select.h"
 #include "agent/policy/select/select_request.h"
 
-namespace fabric::ctl {
+namespace fabric::launch {
 namespace {
 
 // At most this many GPUs from one Slurm range ("0-99999" is a typo, not a host).
@@ -193,4 +193,4 @@ absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_vie
   return out;
 }
 
-}  // namespace fabric::ctl
+}  // namespace fabric::launch

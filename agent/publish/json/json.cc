@@ -1,5 +1,5 @@
 // fabricctl's JSON contract (json.h): the proto3 JSON mapping made stable and explicit.
-#include "agent/fabricctl/json.h"
+#include "agent/publish/json/json.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>

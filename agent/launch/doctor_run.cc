@@ -1,4 +1,4 @@
-#include "agent/fabricctl/doctor_run.h"
+#include "agent/launch/doctor_run.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,21 +17,22 @@
 #include "agent/common/errno.h"
 #include "agent/common/excerpt.h"
 #include "agent/common/fd.h"
+#include "agent/common/output.h"
 #include "agent/common/shell.h"
 #include "agent/common/strings.h"
-#include "agent/fabricctl/json.h"
 #include "agent/policy/doctor/consumer_vars.h"
 #include "agent/policy/doctor/judge.h"
+#include "agent/policy/doctor/rank_envs.h"
 #include "agent/policy/health/health.h"
+#include "agent/publish/json/json.h"
 
 extern char** environ;
 
-namespace fabric::ctl {
+namespace fabric::launch {
 namespace {
 
 constexpr size_t kMaxEnvFileBytes = 1 << 20;
-constexpr size_t kMaxVariables = 10000;
-constexpr size_t kMaxRanks = 16;  // Ranks compared with each other (a node's GPUs).
+using doctor::kMaxVariables;
 
 // Containers mark themselves (podman, docker, systemd-nspawn, Kubernetes' service variables).
 std::string DetectContext() {
@@ -74,8 +75,6 @@ absl::StatusOr<std::string> Unquote(std::string_view v) {
   }
   return out;
 }
-
-void PrintOut(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
 const char* FileKind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -247,11 +246,13 @@ int RunDoctor(const DoctorOptions& opt, const AnswerSource& answer) {
     if (a.ok()) {
       f.agent_env = std::map<std::string, std::string>(a->env.begin(), a->env.end());
       for (const v1::GpuAssignment& g : a->selection.assignments()) f.gpus.push_back(g.gpu());
-      for (size_t i = 0; i < f.gpus.size() && i < kMaxRanks && f.gpus.size() > 1; ++i) {
-        jo.rank = f.gpus[i];
+      auto ask = [&](const std::string& gpu) -> absl::StatusOr<std::map<std::string, std::string>> {
+        jo.rank = gpu;
         auto rank = AskJobEnv(answer.select, jo, /*keep_set=*/false);
-        if (rank.ok()) f.rank_envs[f.gpus[i]] = {rank->env.begin(), rank->env.end()};
-      }
+        if (!rank.ok()) return rank.status();
+        return std::map<std::string, std::string>(rank->env.begin(), rank->env.end());
+      };
+      (void)doctor::AddRankEnvs(ask, nullptr, &f);  // Never cancelled: always OK.
     } else {
       f.agent_error = absl::StrCat(answer.name, ": ", a.status().message());
     }
@@ -266,8 +267,8 @@ int RunDoctor(const DoctorOptions& opt, const AnswerSource& answer) {
 }
 
 int PrintDoctor(const v1::DoctorReport& r, bool json) {
-  PrintOut(json ? ToJson(r) : FormatDoctor(r));
+  Write(json ? ToJson(r) : FormatDoctor(r));
   return doctor::ExitCodeOf(r);
 }
 
-}  // namespace fabric::ctl
+}  // namespace fabric::launch

@@ -21,7 +21,7 @@
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
 
-namespace fabric::ctl {
+namespace fabric::launch {
 
 using GetEnv = std::function<const char*(const char*)>;
 
@@ -70,4 +70,4 @@ absl::StatusOr<v1::Selection> SelectOnHost(const v1::Host& host, const v1::Selec
 // "0,1,4-6" (Slurm's GPU index lists) as names {"0","1","4","5","6"}; InvalidArgument otherwise.
 absl::StatusOr<std::vector<std::string>> ExpandIndexList(std::string_view list);
 
-}  // namespace fabric::ctl
+}  // namespace fabric::launch

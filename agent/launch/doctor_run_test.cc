@@ -1,4 +1,4 @@
-#include "agent/fabricctl/doctor_run.h"
+#include "agent/launch/doctor_run.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-namespace fabric::ctl {
+namespace fabric::launch {
 namespace {
 
 using ::testing::HasSubstr;
@@ -144,4 +144,4 @@ TEST(FormatDoctorTest, EscapesOutsideBytes) {
 }
 
 }  // namespace
-}  // namespace fabric::ctl
+}  // namespace fabric::launch

@@ -11,13 +11,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/fabricctl/job_scope.h"
+#include "agent/launch/job_scope.h"
 #include "agent/policy/jobenv/jobenv.h"
 #include "agent/publish/hostfile/host_file.h"
 #include "fabric/v1/agent.pb.h"
 #include "fabric/v1/select.pb.h"
 
-namespace fabric::ctl {
+namespace fabric::launch {
 
 struct JobEnvOptions {
   std::string gpus;
@@ -79,4 +79,4 @@ using AnswerFn = std::function<absl::StatusOr<JobEnvAnswer>(std::vector<std::str
 // command runs without fabric settings after a line on stderr.
 absl::Status ExecWithJobEnv(ExecRequest req, const AnswerFn& answer);
 
-}  // namespace fabric::ctl
+}  // namespace fabric::launch
