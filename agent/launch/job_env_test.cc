@@ -63,7 +63,9 @@ TEST(FormatEnvJson, OddBytesAreEscapedOrReplacedAndParseBack) {
            {"EMPTY", ""}};
   const std::string json = FormatEnvJson(a);
   for (char c : json) {
-    if (c != '\n') EXPECT_GE(static_cast<unsigned char>(c), 0x20) << json;
+    if (c != '\n') {
+      EXPECT_GE(static_cast<unsigned char>(c), 0x20) << json;
+    }
   }
   EXPECT_NE(json.find(R"("CONTROL": "\u0001\u001f\n\t\r\b\f")"), std::string::npos) << json;
   google::protobuf::Struct parsed;
@@ -72,7 +74,9 @@ TEST(FormatEnvJson, OddBytesAreEscapedOrReplacedAndParseBack) {
   const auto& env = parsed.fields().at("env").struct_value().fields();
   ASSERT_EQ(env.size(), a.env.size());
   for (const auto& [k, v] : a.env) {
-    if (k != "NOT_UTF8") EXPECT_EQ(env.at(k).string_value(), v) << k;
+    if (k != "NOT_UTF8") {
+      EXPECT_EQ(env.at(k).string_value(), v) << k;
+    }
   }
   EXPECT_EQ(env.at("NOT_UTF8").string_value(), "a\xef\xbf\xbd");  // U+FFFD
 }

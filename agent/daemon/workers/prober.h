@@ -17,8 +17,8 @@
 #include "absl/time/time.h"
 #include "agent/daemon/cycle/snapshot.h"
 #include "agent/fabric/perftest/peer.h"
-#include "agent/fabric/probes/probe.h"
 #include "agent/fabric/probe_schedule/schedule.h"
+#include "agent/fabric/probes/probe.h"
 #include "fabric/v1/agent.pb.h"
 
 namespace fabric {

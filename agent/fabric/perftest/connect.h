@@ -11,10 +11,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/fabric/perftest/figures.h"
-#include "agent/fabric/perftest/wire.h"
-#include "agent/fabric/probes/engine.h"
 #include "agent/fabric/perftest/oob.h"
 #include "agent/fabric/perftest/options.h"
+#include "agent/fabric/perftest/wire.h"
+#include "agent/fabric/probes/engine.h"
 #include "agent/fabric/probes/verbs_resources.h"
 
 namespace fabric::probes {

@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/common/status.h"
-#include "agent/fabric/perftest/figures.h"
-#include "agent/fabric/probes/engine.h"
 #include "agent/fabric/perftest/connect.h"
+#include "agent/fabric/perftest/figures.h"
 #include "agent/fabric/perftest/oob.h"
+#include "agent/fabric/probes/engine.h"
 #include "agent/fabric/probes/verbs_loops.h"
 #include "agent/fabric/probes/verbs_resources.h"
 

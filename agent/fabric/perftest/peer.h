@@ -18,11 +18,11 @@
 
 #include "absl/status/statusor.h"
 #include "agent/fabric/perftest/figures.h"
+#include "agent/fabric/perftest/options.h"
 #include "agent/fabric/perftest/wire.h"
 #include "agent/fabric/probes/access.h"
 #include "agent/fabric/probes/net.h"
 #include "agent/fabric/probes/params.h"
-#include "agent/fabric/perftest/options.h"
 #include "agent/fabric/probes/probe_spec.h"
 
 namespace fabric::probes {

@@ -7,9 +7,9 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "agent/fabric/probe_schedule/probes_section.h"
 #include "agent/fabric/probes/params.h"
 #include "agent/fabric/probes/probe.h"  // kDefaultPort
-#include "agent/fabric/probe_schedule/probes_section.h"
 #include "agent/fabric/probes/wire.h"
 
 namespace fabric::probes {

@@ -29,7 +29,8 @@ struct ProbeSpec {
   // long when set (a responder that is starting).
   absl::Duration connect_retry = absl::ZeroDuration();
   // The responder is a stock perftest server of the test (a "perftest:" peer): perftest's own
-  // protocol (agent/fabric/perftest/peer.h); no remote device and no secret (a stock server has neither).
+  // protocol (agent/fabric/perftest/peer.h); no remote device and no secret (a stock server has
+  // neither).
   bool perftest = false;
   // Optional: the device lock this test holds; its connection is admitted to it (DeviceLocks),
   // so that a responder sharing the locks (this agent's own) serves it instead of "busy".
