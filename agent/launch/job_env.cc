@@ -108,8 +108,9 @@ absl::StatusOr<JobEnvAnswer> AskPublishedHost(const hostfile::HostFile& file,
 
 std::string FormatEnvJson(const JobEnvAnswer& a) {
   const v1::Selection& s = a.selection;
-  // Sorted maps, the keys in this order; bytes that are not UTF-8 become U+FFFD (JSON is UTF-8).
-  auto sorted = [](const auto& m) {
+  // Sorted maps (the proto's are not), the keys in this order; bytes that are not UTF-8 become
+  // U+FFFD (JSON is UTF-8).
+  auto sorted = [](const google::protobuf::Map<std::string, std::string>& m) {
     return nlohmann::ordered_json(std::map<std::string, std::string>(m.begin(), m.end()));
   };
   std::vector<std::string> scope;
@@ -117,7 +118,7 @@ std::string FormatEnvJson(const JobEnvAnswer& a) {
   std::vector<std::string> notes(a.asked.notes);
   notes.insert(notes.end(), s.notes().begin(), s.notes().end());
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  j["env"] = sorted(a.env);
+  j["env"] = a.env;  // a std::map: sorted already
   j["job_env"] = sorted(s.job_env());
   j["pins"] = sorted(s.pins());
   j["rank_gpu"] = s.rank_gpu();
