@@ -22,6 +22,8 @@ build_packages=(
   libssl-dev
   # command line; the Prometheus metrics endpoint (HTTP); the CNI plugin's JSON
   libcli11-dev libmicrohttpd-dev nlohmann-json3-dev
+  # the Kubernetes API server (the DRA driver): HTTPS calls, a kubeconfig file's YAML
+  libcurl4-openssl-dev libyaml-cpp-dev
   # directed-route SMPs to the InfiniBand node behind a port (agent/fabric/neighbors)
   libibumad-dev
   # vendor and device names from the PCI ID database (fabricctl's tables)
@@ -39,6 +41,8 @@ test_packages=(
   # line coverage of the tests
   gcovr
   python3 python3-grpcio python3-protobuf python3-yaml python3-prometheus-client iproute2 systemd
+  # the tests' Kubernetes API server validates what the DRA driver writes against the API's schema
+  python3-jsonschema
   # LLDP neighbour system test: lldpd is the switch (the test starts its own; the service may be off)
   lldpd
   # the Debian packages' install test (a bare Debian 12 root) and their check

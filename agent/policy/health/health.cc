@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -149,6 +150,18 @@ void CheckCabling(Health* h, const Host& host, const SelectionPolicy& policy) {
                      ": one cable cannot end in two ports (stale or spoofed LLDP, or a bridge "
                      "between); check the cabling"));
   }
+}
+
+bool NamesDevice(const Finding& f, const RdmaDevice& dev) {
+  const std::string& s = f.subject();
+  if (s.empty()) return false;
+  if (s == dev.name() || (absl::StartsWith(s, dev.name()) && s.size() > dev.name().size() &&
+                          s[dev.name().size()] == ':')) {
+    return true;
+  }
+  if (dev.has_pci() && !dev.pci().address().empty() && s == dev.pci().address()) return true;
+  return std::any_of(dev.ports().begin(), dev.ports().end(),
+                     [&](const v1::Port& p) { return !p.netdev().empty() && s == p.netdev(); });
 }
 
 int SeverityRank(Severity s) {

@@ -44,6 +44,9 @@ int SeverityRank(v1::Severity s);
 // outside EvaluateHealth: the daemon's own, GID tables changed since start, daemon not serving).
 // A finding without a code gets its check as code; without a repair, NONE.
 void AddFinding(v1::Health* h, v1::Finding f);
+// Whether `f` is about `dev`: its subject is the device, one of its ports ("mlx5_2:1"), its PCI
+// function or a port's netdev. The device plugins and the DRA driver judge a NIC by this.
+bool NamesDevice(const v1::Finding& f, const v1::RdmaDevice& dev);
 // The monitoring-plugin exit code of a verdict: OK 0, WARNING 1, CRITICAL 2, UNKNOWN 3.
 int HealthExitCode(v1::Severity verdict);
 

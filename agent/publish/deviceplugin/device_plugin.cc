@@ -12,6 +12,7 @@
 #include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
+#include "agent/policy/health/health.h"
 #include "agent/policy/rails/rails.h"
 #include "agent/policy/select/env.h"
 #include "agent/publish/cdi/cdi_spec.h"
@@ -161,12 +162,9 @@ std::string Unhealthy(const RdmaDevice& dev, const v1::Health& health) {
   }
   if (dev.uverbs_device().empty()) return "no uverbs node";
   for (const v1::Finding& f : health.findings()) {
-    if (f.severity() != v1::SEVERITY_CRITICAL) continue;
-    const std::string& s = f.subject();
-    bool names = s == dev.name() || absl::StartsWith(s, absl::StrCat(dev.name(), ":")) ||
-                 (dev.has_pci() && !dev.pci().address().empty() && s == dev.pci().address());
-    for (const v1::Port& p : dev.ports()) names = names || (!p.netdev().empty() && s == p.netdev());
-    if (names) return absl::StrCat(f.check(), ": ", f.message());
+    if (f.severity() == v1::SEVERITY_CRITICAL && NamesDevice(f, dev)) {
+      return absl::StrCat(f.check(), ": ", f.message());
+    }
   }
   return "";
 }
