@@ -43,4 +43,6 @@ bool IsValidLabelKey(std::string_view key) {
   return IsValidSubdomain(key.substr(0, slash)) && IsValidName(key.substr(slash + 1));
 }
 
+bool IsDnsSubdomain(std::string_view s) { return IsValidSubdomain(s); }
+
 }  // namespace fabric

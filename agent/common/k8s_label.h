@@ -11,5 +11,8 @@ namespace fabric {
 // [a-z0-9-] separated by dots) and "/", then a name with the rules of a non-empty value.
 bool IsValidLabelValue(std::string_view value);
 bool IsValidLabelKey(std::string_view key);
+// An RFC 1123 subdomain, as object and node names are: at most 253 characters, lower-case labels
+// of [a-z0-9-] (alphanumeric at both ends, at most 63) separated by dots.
+bool IsDnsSubdomain(std::string_view s);
 
 }  // namespace fabric

@@ -19,14 +19,19 @@ absl::StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(Options opti
   auto s = std::unique_ptr<FakeApiServer>(new FakeApiServer());
   s->dir_ = MakeTempDir("fake-apiserver");
   s->ca_ = MakeCert(s->dir_, "ca", "fake cluster CA", nullptr);
-  const Cert server = MakeCert(s->dir_, "server", "kube-apiserver", &s->ca_,
-                               "IP:127.0.0.1,DNS:localhost");
+  const Cert server =
+      MakeCert(s->dir_, "server", "kube-apiserver", &s->ca_, "IP:127.0.0.1,DNS:localhost");
   s->SetServerToken("agent-token-1");
   s->SetClientToken("agent-token-1");
-  std::vector<std::string> argv = {"/usr/bin/python3", "-E",
+  std::vector<std::string> argv = {"/usr/bin/python3",
+                                   "-E",
                                    FABRIC_SOURCE_DIR "/tests/dra/fake_apiserver.py",
-                                   "--cert", server.cert_path, "--key", server.key_path,
-                                   "--token-file", s->dir_ + "/server-token"};
+                                   "--cert",
+                                   server.cert_path,
+                                   "--key",
+                                   server.key_path,
+                                   "--token-file",
+                                   s->dir_ + "/server-token"};
   if (options.client_ca) {
     argv.push_back("--client-ca");
     argv.push_back(s->ca_.cert_path);

@@ -4,10 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "agent/publish/kubeapi/api_client.h"

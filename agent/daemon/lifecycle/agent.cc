@@ -20,6 +20,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "agent/common/errno.h"
+#include "agent/common/excerpt.h"
+#include "agent/common/k8s_label.h"
 #include "agent/common/log.h"
 #include "agent/common/socket_file.h"
 #include "agent/common/status.h"
@@ -211,6 +213,76 @@ absl::Status StartDevicePlugins(AgentState& st) {
   return absl::OkStatus();
 }
 
+// The DRA driver's API server and node, with --dra: credentials that cannot be read and a node
+// name that is not one are a bad config. Reaching the server is not checked here: an API server
+// down at start is a finding and a retry, not a failed start.
+absl::Status StepDraConfig(AgentState& st) {
+  if (!st.opt.dra) return absl::OkStatus();
+  absl::StatusOr<kubeapi::KubeConfig> config =
+      st.opt.kubeconfig.empty()
+          ? kubeapi::InClusterConfig([](const char* name) -> std::optional<std::string> {
+              const char* v = std::getenv(name);
+              return v == nullptr ? std::nullopt : std::optional<std::string>(v);
+            })
+          : kubeapi::LoadKubeconfig(st.opt.kubeconfig);
+  if (!config.ok()) return config.status();
+  st.dra_config = *config;
+  auto api = kubeapi::KubeApiImpl::Create(*std::move(config));
+  if (!api.ok()) return api.status();
+  st.dra_api = *std::move(api);
+  std::string node = st.opt.node_name;
+  if (node.empty() && std::getenv("NODE_NAME") != nullptr) node = std::getenv("NODE_NAME");
+  if (node.empty()) {
+    char name[256] = {};
+    if (gethostname(name, sizeof(name) - 1) == 0) node = name;
+  }
+  if (!IsDnsSubdomain(node)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dra: node name ", Excerpt(node), " is not a DNS subdomain (--node-name)"));
+  }
+  st.dra_node = std::move(node);
+  return absl::OkStatus();
+}
+
+// The DRA driver's slices and kubelet plugin, after the device plugins (whose NICs it leaves out)
+// and the CDI spec (whose per-NIC devices a prepared claim names).
+absl::Status StartDra(AgentState& st) {
+  if (st.dra_api == nullptr) return absl::OkStatus();
+  const v1::DevicePluginConfig dp =
+      st.device_plugins != nullptr ? st.process.config.device_plugin() : v1::DevicePluginConfig{};
+  if (!st.opt.dra_kubelet_dir.empty()) {
+    if (st.cdi == nullptr) {
+      return absl::FailedPreconditionError(
+          "--dra's kubelet plugin prepares claims as CDI devices: keep the CDI spec (--cdi-dir), "
+          "or serve slices only (--dra-kubelet-dir=)");
+    }
+    auto api = kubeapi::KubeApiImpl::Create(st.dra_config);  // Its own connection.
+    if (!api.ok()) return api.status();
+    DraPluginOptions po;
+    po.registry_dir = absl::StrCat(st.opt.dra_kubelet_dir, "/plugins_registry");
+    po.plugin_dir = absl::StrCat(st.opt.dra_kubelet_dir, "/plugins/", dra::kDriver);
+    po.cdi_dir = st.opt.cdi_dir;
+    po.node = st.dra_node;
+    po.device_plugin = dp;
+    auto plugin = DraPlugin::Start(*std::move(api), std::move(po));
+    if (!plugin.ok()) return plugin.status();
+    st.dra_plugin = *std::move(plugin);
+    st.cycle.AddPublisher(st.dra_plugin.get());
+    Log(LogLevel::kInfo, "DRA driver ", dra::kDriver, ": kubelet plugin on ",
+        st.dra_plugin->RegistrationSocket());
+  }
+  DraSlicesOptions o;
+  o.node = st.dra_node;
+  o.device_plugin = dp;
+  auto dra = DraSlices::Start(std::move(st.dra_api), std::move(o));
+  if (!dra.ok()) return dra.status();
+  st.dra = *std::move(dra);
+  st.cycle.AddPublisher(st.dra.get());
+  Log(LogLevel::kInfo, "DRA driver ", dra::kDriver, ": keeping the ResourceSlices of node ",
+      st.dra_node);
+  return absl::OkStatus();
+}
+
 // The publishers first: the first snapshot's labels, CDI spec and published host are written as
 // it is published. A directory that cannot be written is a health finding, not a failed start:
 // the agent serves without it.
@@ -235,9 +307,18 @@ absl::Status StepFirstInventory(AgentState& st) {
     Log(LogLevel::kInfo, "keeping the published host ", st.host_file->path());
   }
   if (absl::Status s = StartDevicePlugins(st); !s.ok()) return s;
+  if (absl::Status s = StartDra(st); !s.ok()) return s;
   return st.cycle.First();
 }
 void StopFirstInventory(AgentState& st) {
+  if (st.dra != nullptr) {
+    st.cycle.RemovePublisher(st.dra.get());
+    st.dra.reset();  // Joins the worker; a call in flight ends within the client's bound.
+  }
+  if (st.dra_plugin != nullptr) {
+    st.cycle.RemovePublisher(st.dra_plugin.get());
+    st.dra_plugin.reset();  // Stops both servers, removes the sockets.
+  }
   if (st.device_plugins != nullptr) {
     st.cycle.RemovePublisher(st.device_plugins.get());
     st.device_plugins.reset();  // Stops the servers, removes the sockets.
@@ -478,6 +559,7 @@ constexpr Step kSteps[] = {
     {"load config", StepConfig, nullptr, kAgentBadConfig},
     {"load TLS certificates", StepTls, nullptr, kAgentBadConfig},
     {"probe options", StepProbeOptions, nullptr, kAgentBadConfig},
+    {"DRA driver's API server", StepDraConfig, nullptr, kAgentBadConfig},
     {"lock the socket", StepSocketLock, StopSocketLock, kAgentFailed},
     {"health monitor", StepHealthMonitor, StopHealthMonitor, kAgentFailed},
     {"first inventory", StepFirstInventory, StopFirstInventory, kAgentFailed},

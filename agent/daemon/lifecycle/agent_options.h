@@ -50,6 +50,15 @@ struct AgentOptions {
   // only for the live host unless set explicitly.
   std::string device_plugin_dir = "/var/lib/kubelet/device-plugins";
   bool device_plugin_dir_explicit = false;
+  // The DRA driver (ResourceSlices of this node's NICs with health as device taints, the node's
+  // FabricHealthy condition): off unless `dra`. The API server from `kubeconfig`, else the pod's
+  // service account; this node as `node_name`, else $NODE_NAME, else the host name.
+  bool dra = false;
+  std::string kubeconfig;
+  std::string node_name;
+  // The kubelet's directory, where --dra serves its kubelet plugin (plugins_registry/ and
+  // plugins/rdma.fabric.io/ below it); empty: slices only, no plugin.
+  std::string dra_kubelet_dir = "/var/lib/kubelet";
   // The health monitor's memory (health-memory.pb) is kept in this directory so that a restart
   // forgets nothing; empty: not kept. As cdi_dir, only for the live host unless set explicitly.
   std::string state_dir = "/var/lib/fabric-agent";

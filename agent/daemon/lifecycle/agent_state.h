@@ -24,12 +24,15 @@
 #include "agent/daemon/transport/tls.h"
 #include "agent/daemon/workers/announcer.h"
 #include "agent/daemon/workers/device_plugin.h"
+#include "agent/daemon/workers/dra/dra_slices.h"
+#include "agent/daemon/workers/dra/kubelet_plugin.h"
 #include "agent/daemon/workers/health_monitor.h"
 #include "agent/daemon/workers/ib_neighbors.h"
 #include "agent/daemon/workers/lldp_listener.h"
 #include "agent/daemon/workers/prober.h"
 #include "agent/hostfs/host_fs.h"
 #include "agent/hostfs/kmsg.h"
+#include "agent/publish/kubeapi/api_client.h"
 #include "agent/publish/metrics/http_server.h"
 #include "fabric/v1/select.pb.h"
 
@@ -68,6 +71,11 @@ struct AgentState {
   std::unique_ptr<PodRecordSweeper> pod_records;  // Beside host_file.
   // Null without device_plugin resources, with --device-plugin-dir= or another root.
   std::unique_ptr<DevicePlugins> device_plugins;
+  std::unique_ptr<kubeapi::KubeApi> dra_api;  // From --dra's config until the driver starts.
+  std::string dra_node;                       // This node's name for --dra.
+  kubeapi::KubeConfig dra_config;             // The kubelet plugin's client is its own.
+  std::unique_ptr<DraSlices> dra;             // Null without --dra.
+  std::unique_ptr<DraPlugin> dra_plugin;      // Null without --dra or --dra-kubelet-dir.
 
   // What wakes the loop: kernel events, the config file, and the loop itself.
   struct Events {

@@ -209,6 +209,23 @@ void AddPublishFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& f) {
       "nodes in the CDI spec and the device plugins' answers are DIR/dev/infiniband/...");
 }
 
+// The DRA driver: the API server it writes to and this node's name there.
+void AddDraFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& /*f*/) {
+  app.add_flag("--dra", opt.dra,
+               "publish this node's RDMA NICs as ResourceSlices of the DRA driver rdma.fabric.io "
+               "(health as device taints) and keep the node's FabricHealthy condition; NICs the "
+               "device plugins serve are left out");
+  app.add_option("--kubeconfig", opt.kubeconfig,
+                 "the API server and credentials for --dra (default: the pod's service account)");
+  app.add_option("--node-name", opt.node_name,
+                 "this node's name for --dra (default: $NODE_NAME, else the host name)");
+  app.add_option("--dra-kubelet-dir", opt.dra_kubelet_dir,
+                 "the kubelet's directory: --dra registers its kubelet plugin in "
+                 "DIR/plugins_registry and serves it in DIR/plugins/rdma.fabric.io (claims "
+                 "prepared as CDI devices: needs the CDI spec); empty: slices only")
+      ->capture_default_str();
+}
+
 // Pods' address announcements handed over by fabric-cni.
 void AddAnnounceFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& f) {
   AddOptionalPath(app, "--announce-socket", &opt.announce_socket,
@@ -314,7 +331,7 @@ int main(int argc, char** argv) {
       "fabric-agent: serves this host's RDMA NICs, GPUs, topology, NIC selection and health "
       "over gRPC (Unix socket, optionally TCP)"};
   app.set_version_flag("--version", absl::StrCat("fabric-agent ", fabric::kFabricVersion));
-  for (auto add : {AddApiFlags, AddDiscoveryFlags, AddPublishFlags, AddAnnounceFlags,
+  for (auto add : {AddApiFlags, AddDiscoveryFlags, AddPublishFlags, AddDraFlags, AddAnnounceFlags,
                    AddNeighborFlags, AddProbeFlags, AddServingFlags}) {
     add(app, opt, f);
   }

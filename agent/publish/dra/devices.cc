@@ -70,8 +70,7 @@ std::vector<Taint> TaintsOf(const v1::RdmaDevice& dev, const v1::Health& health)
     const size_t dot = code.find('.');
     Taint t{absl::StrCat(kDriver, "/", check),
             LabelValue(dot == std::string::npos ? code : std::string_view(code).substr(dot + 1)),
-            f.severity() == v1::SEVERITY_CRITICAL ? "NoSchedule" : "None",
-            Rfc3339(f.first_seen())};
+            f.severity() == v1::SEVERITY_CRITICAL ? "NoSchedule" : "None", Rfc3339(f.first_seen())};
     auto [it, added] = by_key.try_emplace(t.key, rank, t);
     if (!added && rank > it->second.first) it->second = {rank, std::move(t)};
   }
@@ -135,7 +134,7 @@ std::vector<Device> Devices(const v1::Host& host, const v1::SelectionPolicy& pol
     }
     if (pr.neighbor != nullptr) {
       f.leaf = pr.neighbor->switch_label().empty() ? pr.neighbor->system_name()
-                                                    : pr.neighbor->switch_label();
+                                                   : pr.neighbor->switch_label();
     }
   }
   std::map<std::string, const v1::Accelerator*> gpus;
@@ -166,8 +165,8 @@ std::vector<Device> Devices(const v1::Host& host, const v1::SelectionPolicy& pol
       Device& dev = out.emplace_back();
       dev.rdma_device = d->name();
       dev.port = p.number();
-      dev.name = DnsLabel(d->ports_size() > 1 ? absl::StrCat(d->name(), "-p", p.number())
-                                              : d->name());
+      dev.name =
+          DnsLabel(d->ports_size() > 1 ? absl::StrCat(d->name(), "-p", p.number()) : d->name());
       for (int n = 2; !names.insert(dev.name).second; ++n) {
         const std::string suffix = absl::StrCat("-", n);
         dev.name = absl::StrCat(DnsLabel(dev.name.substr(0, 63 - suffix.size())), suffix);
@@ -187,9 +186,9 @@ std::vector<Device> Devices(const v1::Host& host, const v1::SelectionPolicy& pol
       a.Put("netdev", p.netdev());
       a.Put("linkLayer", LinkLayer(p.link_layer()));
       if (p.has_rate_gbps()) a.Put("rateGbps", static_cast<int64_t>(p.rate_gbps()));
-      a.Put("function", !d->has_pci() || pci.address().empty() ? std::string("software")
+      a.Put("function", !d->has_pci() || pci.address().empty()    ? std::string("software")
                         : pci.sriov().role() == v1::SRIOV_ROLE_VF ? std::string("vf")
-                                                                   : std::string("pf"));
+                                                                  : std::string("pf"));
       a.Put("vendorId", pci.vendor_id());
       a.Put("deviceId", pci.device_id());
       a.Put("driver", pci.driver());

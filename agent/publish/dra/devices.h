@@ -57,8 +57,9 @@ struct Device {
 // ("pf", "vf", "software"), vendorId, deviceId, driver, productName, firmware, nodeGuid, rail,
 // leaf, gpu and gpuUuid (the first GPU the host-wide pairing gives this port, in PCI order),
 // gpuCount, gpuDirect. A string longer than the API takes is left out, never cut.
-// Taints: one per finding check that names the device (NamesDevice), keyed "rdma.fabric.io/<check>",
-// CRITICAL as NoSchedule before WARNING as None; dry runs and other severities are left out.
+// Taints: one per finding check that names the device (NamesDevice), keyed
+// "rdma.fabric.io/<check>", CRITICAL as NoSchedule before WARNING as None; dry runs and other
+// severities are left out.
 std::vector<Device> Devices(const v1::Host& host, const v1::SelectionPolicy& policy,
                             const v1::Health& health, const std::set<std::string>& excluded);
 

@@ -119,17 +119,20 @@ absl::StatusOr<std::vector<ListedSlice>> ParseSliceList(std::string_view body) {
   }
   auto items = doc.find("items");
   if (items == doc.end() || items->is_null()) return std::vector<ListedSlice>{};
-  if (!items->is_array()) return absl::InvalidArgumentError("ResourceSlice list: items not an array");
+  if (!items->is_array())
+    return absl::InvalidArgumentError("ResourceSlice list: items not an array");
   std::vector<ListedSlice> out;
   for (const json& item : *items) {
-    if (!item.is_object()) return absl::InvalidArgumentError("ResourceSlice list: an item not an object");
+    if (!item.is_object())
+      return absl::InvalidArgumentError("ResourceSlice list: an item not an object");
     ListedSlice s;
     auto meta = item.find("metadata");
     if (meta != item.end() && meta->is_object()) {
       s.name = StringAt(*meta, "name");
       s.resource_version = StringAt(*meta, "resourceVersion");
     }
-    if (s.name.empty()) return absl::InvalidArgumentError("ResourceSlice list: an item without a name");
+    if (s.name.empty())
+      return absl::InvalidArgumentError("ResourceSlice list: an item without a name");
     auto spec = item.find("spec");
     if (spec != item.end() && spec->is_object()) {
       s.node = StringAt(*spec, "nodeName");

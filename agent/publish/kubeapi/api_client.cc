@@ -137,13 +137,13 @@ absl::StatusOr<ApiResponse> KubeApiImpl::Call(const ApiRequest& request) {
 
   const CURLcode rc = curl_easy_perform(curl);
   if (sink.over) {
-    return absl::ResourceExhaustedError(absl::StrCat(request.method, " ", request.path,
-                                                     ": the answer is over ", options_.max_body,
-                                                     " bytes"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        request.method, " ", request.path, ": the answer is over ", options_.max_body, " bytes"));
   }
   if (rc != CURLE_OK) {
     return absl::UnavailableError(absl::StrCat(request.method, " ", config_.server, request.path,
-                                               ": ", error[0] != 0 ? error : curl_easy_strerror(rc)));
+                                               ": ",
+                                               error[0] != 0 ? error : curl_easy_strerror(rc)));
   }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.code);
   return response;

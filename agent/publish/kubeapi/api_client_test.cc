@@ -13,8 +13,8 @@
 namespace fabric::kubeapi {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FakeApiServer;
+using ::testing::HasSubstr;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -81,13 +81,14 @@ TEST_F(ApiClientTest, FaultsAreErrorsOrStatusesNeverHangs) {
   o.timeout = absl::Seconds(2);
   o.max_body = 1 << 20;
   auto api = Client(server_->Config(), o);
-  ASSERT_TRUE(server_
-                  ->Faults({{{"method", "GET"}, {"path", "/api/v1/nodes/"}, {"mode", "500"}},
-                            {{"method", "GET"}, {"path", "/api/v1/nodes/"}, {"mode", "slow"},
-                             {"seconds", 5}},
-                            {{"method", "GET"}, {"path", "/api/v1/nodes/"}, {"mode", "close"}},
-                            {{"method", "GET"}, {"path", "/api/v1/nodes/"}, {"mode", "huge"}}})
-                  .ok());
+  ASSERT_TRUE(
+      server_
+          ->Faults(
+              {{{"method", "GET"}, {"path", "/api/v1/nodes/"}, {"mode", "500"}},
+               {{"method", "GET"}, {"path", "/api/v1/nodes/"}, {"mode", "slow"}, {"seconds", 5}},
+               {{"method", "GET"}, {"path", "/api/v1/nodes/"}, {"mode", "close"}},
+               {{"method", "GET"}, {"path", "/api/v1/nodes/"}, {"mode", "huge"}}})
+          .ok());
   auto r = api->Call({"GET", "/api/v1/nodes/node-a", ""});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->code, 500);

@@ -53,8 +53,7 @@ absl::StatusOr<std::string> Read(const std::string& path, const char* what) {
   std::error_code ec;
   auto text = fs.ReadFile(std::filesystem::absolute(path, ec).string());
   if (!text.ok()) {
-    return absl::Status(text.status().code(),
-                        absl::StrCat(what, ": ", text.status().message()));
+    return absl::Status(text.status().code(), absl::StrCat(what, ": ", text.status().message()));
   }
   return text;
 }
@@ -126,13 +125,12 @@ absl::StatusOr<ParsedKubeconfig> Parse(std::string_view text, std::string_view d
 
 absl::StatusOr<ParsedKubeconfig> ParseKubeconfig(std::string_view text, std::string_view dir) {
   if (text.size() > kMaxKubeconfigBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("kubeconfig of ", text.size(),
-                                                   " bytes, more than ", kMaxKubeconfigBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kubeconfig of ", text.size(), " bytes, more than ", kMaxKubeconfigBytes));
   }
   // yaml-cpp recurses per nested flow collection; JSON's brackets are YAML's flow collections.
   if (JsonNestingDepth(text) > kMaxFlowDepth) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kubeconfig nests deeper than ", kMaxFlowDepth));
+    return absl::InvalidArgumentError(absl::StrCat("kubeconfig nests deeper than ", kMaxFlowDepth));
   }
   try {
     return Parse(text, dir);
@@ -150,11 +148,10 @@ absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path) {
                         absl::StrCat(path, ": ", parsed.status().message()));
   }
   KubeConfig c = std::move(parsed->config);
-  for (auto [file, out, what] : {std::tuple{&parsed->ca_file, &c.ca_pem, "certificate-authority"},
-                                 std::tuple{&parsed->client_cert_file, &c.client_cert_pem,
-                                            "client-certificate"},
-                                 std::tuple{&parsed->client_key_file, &c.client_key_pem,
-                                            "client-key"}}) {
+  for (auto [file, out, what] :
+       {std::tuple{&parsed->ca_file, &c.ca_pem, "certificate-authority"},
+        std::tuple{&parsed->client_cert_file, &c.client_cert_pem, "client-certificate"},
+        std::tuple{&parsed->client_key_file, &c.client_key_pem, "client-key"}}) {
     if (file->empty()) continue;
     auto bytes = Read(*file, what);
     if (!bytes.ok()) return bytes.status();
@@ -164,8 +161,7 @@ absl::StatusOr<KubeConfig> LoadKubeconfig(const std::string& path) {
 }
 
 absl::StatusOr<KubeConfig> InClusterConfig(
-    const std::function<std::optional<std::string>(const char*)>& getenv,
-    const std::string& dir) {
+    const std::function<std::optional<std::string>(const char*)>& getenv, const std::string& dir) {
   const std::optional<std::string> host = getenv("KUBERNETES_SERVICE_HOST");
   const std::optional<std::string> port = getenv("KUBERNETES_SERVICE_PORT");
   if (!host || host->empty() || !port || port->empty()) {

@@ -30,7 +30,8 @@ std::string Config(const std::string& cluster, const std::string& user) {
 TEST(Kubeconfig, TokenAndInlineCa) {
   const std::string ca = absl::Base64Escape("-----BEGIN CERTIFICATE-----\nabc\n");
   auto p = ParseKubeconfig(Config("    server: https://10.0.0.1:6443\n"
-                                  "    certificate-authority-data: " + ca + "\n",
+                                  "    certificate-authority-data: " +
+                                      ca + "\n",
                                   "    token: s3cret\n"),
                            "/etc/fabric");
   ASSERT_TRUE(p.ok()) << p.status();

@@ -1,8 +1,7 @@
 // The DRA driver's devices and slices on the example hosts: names, the standard attributes and
 // ours, health as taints, vanished devices, the API's limits; the objects it writes validated
-// against resource.k8s.io/v1's published OpenAPI schema (tests/dra/k8s_schema.py).
-#include "agent/publish/dra/devices.h"
-
+// against resource.k8s.io/v1's published OpenAPI schema (tests/dra/k8s_schema.py); claims parsed
+// and prepared: the CDI devices and the claim's own job environment.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/publish/dra/claim.h"
+#include "agent/publish/dra/devices.h"
 #include "agent/publish/dra/slice_json.h"
 #include "tests/hosts/discovered.h"
 #include "tests/hosts/hosts.h"
@@ -24,6 +25,7 @@ using ::testing::ElementsAre;
 using ::testing::Field;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 const Device* Find(const std::vector<Device>& devices, const std::string& name) {
@@ -159,16 +161,19 @@ TEST(DraDevices, HealthBecomesTaints) {
       MakeFinding(v1::SEVERITY_WARNING, "counter", "mlx5_2:1", "counter.symbol_error");
   *health.add_findings() =
       MakeFinding(v1::SEVERITY_CRITICAL, "port_state", "mlx5_2:1", "port_state.down");
-  v1::Finding timed = MakeFinding(v1::SEVERITY_WARNING, "pcie_link", "0000:1f:00.0", "pcie_link.slow");
+  v1::Finding timed =
+      MakeFinding(v1::SEVERITY_WARNING, "pcie_link", "0000:1f:00.0", "pcie_link.slow");
   timed.mutable_first_seen()->set_seconds(1796515200);  // 2026-12-06T00:00:00Z
   *health.add_findings() = timed;
-  *health.add_findings() = MakeFinding(v1::SEVERITY_CRITICAL, "counter", "eth2", "counter.link_downed");
+  *health.add_findings() =
+      MakeFinding(v1::SEVERITY_CRITICAL, "counter", "eth2", "counter.link_downed");
   v1::Finding dry = MakeFinding(v1::SEVERITY_CRITICAL, "kmsg", "mlx5_2", "kmsg.fatal");
   dry.set_dry_run(true);
   *health.add_findings() = dry;
   *health.add_findings() = MakeFinding(v1::SEVERITY_CRITICAL, "uverbs", "mlx5_3", "uverbs.missing");
   *health.add_findings() = MakeFinding(v1::SEVERITY_CRITICAL, "gpudirect", "", "gpudirect.none");
-  *health.add_findings() = MakeFinding(v1::SEVERITY_WARNING, "firmware", "mlx5_2", "firmware.mixed");
+  *health.add_findings() =
+      MakeFinding(v1::SEVERITY_WARNING, "firmware", "mlx5_2", "firmware.mixed");
   *health.add_findings() = MakeFinding(v1::SEVERITY_WARNING, "roce_gid", "mlx5_2:1", "roce_gid.x");
 
   const std::vector<Device> devices = Devices(host, {}, health, {});
@@ -183,7 +188,8 @@ TEST(DraDevices, HealthBecomesTaints) {
             (Taint{"rdma.fabric.io/pcie_link", "slow", "None", "2026-12-06T00:00:00Z"}));
   const Device* other = Find(devices, "mlx5-3");
   ASSERT_NE(other, nullptr);
-  EXPECT_THAT(other->taints, ElementsAre(Taint{"rdma.fabric.io/uverbs", "missing", "NoSchedule", ""}));
+  EXPECT_THAT(other->taints,
+              ElementsAre(Taint{"rdma.fabric.io/uverbs", "missing", "NoSchedule", ""}));
   EXPECT_THAT(Find(devices, "mlx5-1")->taints, IsEmpty());
 }
 
@@ -225,7 +231,8 @@ TEST(DraSliceJson, ListedDevicesCompareAsOurs) {
   const std::vector<Device> devices = Devices(host, {}, health, {});
   SliceMeta meta{"node-a", "uid-1", 7, 1, 0, "41"};
   const std::string object = SliceJson(meta, devices);
-  auto listed = ParseSliceList(absl::StrCat(R"({"kind":"ResourceSliceList","items":[)", object, "]}"));
+  auto listed =
+      ParseSliceList(absl::StrCat(R"({"kind":"ResourceSliceList","items":[)", object, "]}"));
   ASSERT_TRUE(listed.ok()) << listed.status();
   ASSERT_THAT(*listed, SizeIs(1));
   const ListedSlice& s = (*listed)[0];
@@ -268,8 +275,9 @@ TEST(DraSliceJson, BadListsAreRefused) {
 // server's strict field validation) and the limits its validation adds.
 TEST(DraSliceJson, ObjectsValidateAgainstTheApiSchema) {
   const std::string dir = testing::MakeTempDir("dra-schema");
-  std::vector<std::string> argv = {"/usr/bin/python3", "-E", FABRIC_SOURCE_DIR "/tests/dra/k8s_schema.py",
-                                   "--kind", "ResourceSlice"};
+  std::vector<std::string> argv = {"/usr/bin/python3", "-E",
+                                   FABRIC_SOURCE_DIR "/tests/dra/k8s_schema.py", "--kind",
+                                   "ResourceSlice"};
   for (const std::string& name : testing::ExampleHostNames()) {
     const v1::Host& host = testing::DiscoveredExampleHost(name);
     v1::Health health;
@@ -287,9 +295,8 @@ TEST(DraSliceJson, ObjectsValidateAgainstTheApiSchema) {
     const auto slices = Split(devices);
     for (size_t i = 0; i < slices.size(); ++i) {
       const std::string path = absl::StrCat(dir, "/", name, "-", i, ".json");
-      std::ofstream(path) << SliceJson({name, "0b6e2f4c-uid", 3, static_cast<int64_t>(slices.size()),
-                                        i, ""},
-                                       slices[i]);
+      std::ofstream(path) << SliceJson(
+          {name, "0b6e2f4c-uid", 3, static_cast<int64_t>(slices.size()), i, ""}, slices[i]);
       argv.push_back(path);
     }
   }
@@ -303,12 +310,102 @@ TEST(DraSliceJson, ObjectsValidateAgainstTheApiSchema) {
                      << R"("metadata":{"name":"x"},"spec":{"driver":"rdma.fabric.io",)"
                      << R"("nodeName":"x","pool":{"name":"x","generation":1,)"
                      << R"("resourceSliceCount":1},"devices":[{"name":"a","colour":"red"}]}})";
-  auto refused = testing::Run({"/usr/bin/python3", "-E", FABRIC_SOURCE_DIR "/tests/dra/k8s_schema.py", "--kind",
-                               "ResourceSlice", bad},
-                              absl::Seconds(60));
+  auto refused =
+      testing::Run({"/usr/bin/python3", "-E", FABRIC_SOURCE_DIR "/tests/dra/k8s_schema.py",
+                    "--kind", "ResourceSlice", bad},
+                   absl::Seconds(60));
   ASSERT_TRUE(refused.ok()) << refused.status();
   EXPECT_NE(refused->status, 0);
   EXPECT_THAT(refused->out + refused->err, HasSubstr("colour"));
+}
+
+std::string ClaimJson(const std::string& results, const std::string& uid = "7d4b0c1e-11") {
+  return R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c1",)"
+         R"("namespace":"ns","uid":")" +
+         uid + R"(","resourceVersion":"5"},"status":{"allocation":{"devices":{"results":[)" +
+         results + "]}}}}";
+}
+
+TEST(DraClaim, ParsesOurResultsOnly) {
+  auto c = ParseClaim(
+      ClaimJson(R"({"request":"nic","driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-3"},)"
+                R"({"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"})"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->uid, "7d4b0c1e-11");
+  EXPECT_EQ(c->namespace_, "ns");
+  EXPECT_EQ(c->name, "c1");
+  EXPECT_TRUE(c->allocated);
+  ASSERT_THAT(c->results, SizeIs(1));
+  EXPECT_EQ(c->results[0].device, "mlx5-3");
+  EXPECT_EQ(c->results[0].request, "nic");
+  auto pending = ParseClaim(R"({"metadata":{"uid":"u"},"status":{}})");
+  ASSERT_TRUE(pending.ok());
+  EXPECT_FALSE(pending->allocated);
+  for (const char* bad :
+       {"", "[]", R"({"metadata":{}})",
+        R"({"metadata":{"uid":"u"},"status":{"allocation":{"devices":{"results":{}}}}})",
+        R"({"metadata":{"uid":"u"},"status":{"allocation":{"devices":{"results":[1]}}}})"}) {
+    EXPECT_FALSE(ParseClaim(bad).ok()) << bad;
+  }
+}
+
+TEST(DraClaim, PreparesCdiDevicesAndTheClaimsEnvironment) {
+  const v1::Host& host = testing::DiscoveredExampleHost("roce-9port");
+  const std::vector<Device> published = Devices(host, {}, {}, {});
+  auto c = ParseClaim(ClaimJson(
+      R"({"request":"nic","driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-3"},)"
+      R"({"request":"nic","driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-4"})"));
+  ASSERT_TRUE(c.ok());
+  auto p = PrepareClaim(*c, "node-a", published, host, {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_THAT(p->devices, SizeIs(2));
+  EXPECT_THAT(p->devices[0].cdi_ids,
+              ElementsAre("fabric.io/rdma=mlx5_3", "fabric.io/rdma=claim-7d4b0c1e-11"));
+  EXPECT_THAT(p->devices[1].cdi_ids, ElementsAre("fabric.io/rdma=mlx5_4"));
+  EXPECT_EQ(p->spec_file, "fabric.io-rdma-claim-7d4b0c1e-11.json");
+  // The claim's environment names exactly its NICs.
+  EXPECT_THAT(p->spec_json, HasSubstr("\"name\": \"claim-7d4b0c1e-11\""));
+  EXPECT_THAT(p->spec_json, HasSubstr("NCCL_IB_HCA==mlx5_3:1,mlx5_4:1"));
+  EXPECT_THAT(p->spec_json, Not(HasSubstr("mlx5_5")));
+
+  // Another driver's claim prepares to nothing.
+  auto other = ParseClaim(
+      ClaimJson(R"({"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"})"));
+  ASSERT_TRUE(other.ok());
+  auto none = PrepareClaim(*other, "node-a", published, host, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_THAT(none->devices, IsEmpty());
+  EXPECT_TRUE(none->spec_json.empty());
+}
+
+TEST(DraClaim, RefusedWithTheReason) {
+  const v1::Host& host = testing::DiscoveredExampleHost("roce-9port");
+  const std::vector<Device> published = Devices(host, {}, {}, {});
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {ClaimJson(R"({"request":"n","driver":"rdma.fabric.io","pool":"node-b","device":"mlx5-3"})"),
+       "another node's"},
+      {ClaimJson(R"({"request":"n","driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-99"})"),
+       "not one this node published"},
+      {ClaimJson(R"({"request":"n","driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-3"})",
+                 "a/b"),
+       "cannot name a CDI device"},
+      {R"({"metadata":{"uid":"u","name":"c","namespace":"n"},"status":{}})", "not allocated"},
+  };
+  for (const auto& [body, why] : cases) {
+    auto c = ParseClaim(body);
+    ASSERT_TRUE(c.ok()) << body;
+    auto p = PrepareClaim(*c, "node-a", published, host, {});
+    ASSERT_FALSE(p.ok()) << body;
+    EXPECT_THAT(p.status().message(), HasSubstr(why)) << body;
+  }
+  // A device gone since it was published.
+  v1::Host fewer = host;
+  fewer.mutable_rdma_devices()->erase(fewer.mutable_rdma_devices()->begin() + 3);
+  auto c = ParseClaim(
+      ClaimJson(R"({"request":"n","driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-3"})"));
+  auto gone = PrepareClaim(*c, "node-a", published, fewer, {});
+  ASSERT_FALSE(gone.ok());
+  EXPECT_THAT(gone.status().message(), HasSubstr("gone"));
 }
 
 }  // namespace
