@@ -189,6 +189,7 @@ def _check_slice(obj, errors):
             v = t.get("value", "")
             if v and (len(v) > 63 or not LABEL_NAME.match(v)):
                 errors.append("%s/value: %r is not a label value" % (tw, v))
+            # "None" (seen, never blocking) since 1.35 (KEP-5055); older documents name two.
             if t.get("effect") not in ("NoSchedule", "NoExecute", "None"):
                 errors.append("%s/effect: %r is not NoSchedule, NoExecute or None"
                               % (tw, t.get("effect")))

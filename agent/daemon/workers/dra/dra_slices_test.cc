@@ -211,7 +211,9 @@ TEST_F(DraSlicesTest, AnUnreachableServerIsAFindingThatClears) {
   std::vector<v1::Finding> findings;
   d->Findings(absl::Now(), &findings);
   EXPECT_THAT(findings, SizeIs(0));
-  EXPECT_GE(d->stats().failures, 4u);
+  // Two 500s and the closes: libcurl sends a request again once on a fresh connection when a
+  // reused one closed before answering, so the two closes may fail one sync or two.
+  EXPECT_GE(d->stats().failures, 3u);
   EXPECT_EQ(Slices().size(), 1u);
 }
 
