@@ -225,7 +225,7 @@ function(fabric_fuzz name)
     set_tests_properties(${name}.corpus PROPERTIES LABELS fuzz)
     fabric_add_to_unit_tests(${name})
     if(FABRIC_FUZZ)
-      # The bounded run itself (FABRIC_FUZZ_SECONDS, 20 s): a test like the others, so ctest
+      # The bounded run itself (FABRIC_FUZZ_SECONDS, 15 s): a test like the others, so ctest
       # runs it on whichever core is free, beside the VM's tests (scripts/test.sh).
       add_test(NAME ${name}.fuzz COMMAND ${PROJECT_SOURCE_DIR}/tests/fuzz/run.sh
         $<TARGET_FILE:${name}> ${ARG_CORPUS} ${PROJECT_BINARY_DIR}/crash-${name}-)

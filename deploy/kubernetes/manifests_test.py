@@ -840,7 +840,9 @@ def check_conflists(examples, readme, cni, handoff):
 
 def check_pod_examples(d, objects):
     """deploy/kubernetes/examples/: each workload asks for a resource the ConfigMap's devicePlugin
-    section defines and starts its command through the helper Allocate mounts."""
+    section defines and starts its command through the helper Allocate mounts. DRA examples
+    (ResourceClaimTemplates, pods that name resourceClaims) get their NICs and environment from
+    CDI instead: tests/dra/manifests_dra_test.py checks those."""
     with open(os.path.join(REPO, "agent", "publish", "deviceplugin", "device_plugin.h"),
               encoding="utf-8") as fh:
         helper = re.search(r'kPodHelperInContainer\[\] = "([^"]+)"', fh.read())
@@ -858,6 +860,10 @@ def check_pod_examples(d, objects):
     files, docs = load_documents(examples)
     check(files, f"{examples} holds pod examples")
     for f, doc in docs:
+        if doc.get("kind") == "ResourceClaimTemplate" or dig(doc, "spec", "resourceClaims"):
+            print(f"note: {f}: {doc.get('kind')} {dig(doc, 'metadata', 'name')} is a DRA "
+                  "example (dra.manifests checks it)")
+            continue
         templates = []
 
         def walk(x):

@@ -1,7 +1,7 @@
 #!/bin/bash
 # One bounded libFuzzer run (ctest's NAME.fuzz, label fuzzrun, the ASan build's):
 #   run.sh FUZZER CORPUS ARTIFACT_PREFIX
-# FABRIC_FUZZ_SECONDS (default 20) bounds it. New inputs go to a scratch folder, so the seed
+# FABRIC_FUZZ_SECONDS (default 15) bounds it. New inputs go to a scratch folder, so the seed
 # corpus in the checkout stays as committed; a crash, a leak, undefined behaviour or an input
 # slower than 10 s fails it and leaves the input at ARTIFACT_PREFIX*.
 set -uo pipefail
@@ -14,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/new"
 # Undefined behaviour fails the run, as a crash does (UBSan only reports by default).
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  "$fuzzer" -max_total_time="${FABRIC_FUZZ_SECONDS:-20}" -timeout=10 -artifact_prefix="$prefix" \
+  "$fuzzer" -max_total_time="${FABRIC_FUZZ_SECONDS:-15}" -timeout=10 -artifact_prefix="$prefix" \
   "$work/new" "$corpus" >"$log" 2>&1
 rc=$?
 if ((rc != 0)); then

@@ -31,6 +31,11 @@ size_t Write(char* data, size_t size, size_t n, void* user) {
   return bytes;
 }
 
+// libcurl asks this about once a second and whenever data moves: non-zero ends the transfer.
+int Progress(void* cancelled, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<std::atomic<bool>*>(cancelled)->load() ? 1 : 0;
+}
+
 class Headers {
  public:
   ~Headers() { curl_slist_free_all(list_); }
@@ -85,6 +90,7 @@ absl::StatusOr<std::string> KubeApiImpl::Token() {
 
 absl::StatusOr<ApiResponse> KubeApiImpl::Call(const ApiRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_.load()) return absl::CancelledError("the API client was stopped");
   auto* curl = static_cast<CURL*>(curl_);
   curl_easy_reset(curl);  // Keeps the connection and its TLS session, drops every option.
   absl::StatusOr<std::string> token = Token();
@@ -121,6 +127,9 @@ absl::StatusOr<ApiResponse> KubeApiImpl::Call(const ApiRequest& request) {
                    static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options_.timeout)));
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, Progress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &cancelled_);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Write);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
@@ -139,6 +148,9 @@ absl::StatusOr<ApiResponse> KubeApiImpl::Call(const ApiRequest& request) {
   if (sink.over) {
     return absl::ResourceExhaustedError(absl::StrCat(
         request.method, " ", request.path, ": the answer is over ", options_.max_body, " bytes"));
+  }
+  if (rc == CURLE_ABORTED_BY_CALLBACK) {
+    return absl::CancelledError(absl::StrCat(request.method, " ", request.path, ": stopped"));
   }
   if (rc != CURLE_OK) {
     return absl::UnavailableError(absl::StrCat(request.method, " ", config_.server, request.path,

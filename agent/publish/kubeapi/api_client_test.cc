@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <thread>
 
 #include "tests/dra/fake_apiserver.h"
 
@@ -108,6 +109,27 @@ TEST_F(ApiClientTest, FaultsAreErrorsOrStatusesNeverHangs) {
   r = api->Call({"GET", "/api/v1/nodes/node-a", ""});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->code, 200);
+}
+
+TEST_F(ApiClientTest, CancelEndsACallInFlightAtOnce) {
+  auto api = Client(server_->Config());
+  ASSERT_TRUE(
+      server_
+          ->Faults(
+              {{{"method", "GET"}, {"path", "/api/v1/nodes/"}, {"mode", "slow"}, {"seconds", 20}}})
+          .ok());
+  std::thread canceller([&] {
+    absl::SleepFor(absl::Milliseconds(300));
+    api->Cancel();
+  });
+  const absl::Time start = absl::Now();
+  auto r = api->Call({"GET", "/api/v1/nodes/node-a", ""});
+  canceller.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(api->Call({"GET", "/api/v1/nodes/node-a", ""}).status().code(),
+            absl::StatusCode::kCancelled);
 }
 
 TEST_F(ApiClientTest, NobodyListeningIsUnavailable) {

@@ -30,6 +30,14 @@ std::string Refusal(const kubeapi::ApiResponse& r) {
 
 bool Ok(long code) { return code >= 200 && code < 300; }
 
+// An answer that is not the one wanted: 401 and 403 say the agent's credentials or RBAC are wrong
+// (an expired token, a missing rule), anything else that the server is not serving.
+absl::Status NotServed(const std::string& what, const kubeapi::ApiResponse& r) {
+  const std::string message = absl::StrCat(what, ": ", Refusal(r));
+  if (r.code == 401 || r.code == 403) return absl::PermissionDeniedError(message);
+  return absl::UnavailableError(message);
+}
+
 std::string Rfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }
@@ -55,6 +63,7 @@ DraSlices::~DraSlices() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
+  if (api_ != nullptr) api_->Cancel();  // A call in flight ends now, not at its time-out.
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
 }
@@ -108,9 +117,11 @@ void DraSlices::Findings(absl::Time, std::vector<v1::Finding>* out) const {
   v1::Finding* f = &out->emplace_back();
   f->set_severity(v1::SEVERITY_WARNING);
   f->set_check(kCheck);
-  const bool unreachable = last_error_.code() == absl::StatusCode::kUnavailable ||
-                           last_error_.code() == absl::StatusCode::kResourceExhausted;
-  f->set_code(unreachable ? "dra.api_unreachable" : "dra.write_refused");
+  const absl::StatusCode code = last_error_.code();
+  f->set_code(code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kResourceExhausted
+                  ? "dra.api_unreachable"
+              : code == absl::StatusCode::kPermissionDenied ? "dra.unauthorized"
+                                                            : "dra.write_refused");
   f->set_message(absl::StrCat("the DRA driver's ResourceSlices for node ", opt_.node,
                               " are not up to date on the API server: ", last_error_.message()));
 }
@@ -197,7 +208,7 @@ absl::Status DraSlices::SyncSlices(const std::vector<dra::Device>& devices) {
         node_uid_ = j["metadata"]["uid"].get<std::string>();
       }
     } else if (r->code != 404 && r->code != 403) {
-      return absl::UnavailableError(absl::StrCat("reading node ", opt_.node, ": ", Refusal(*r)));
+      return NotServed(absl::StrCat("reading node ", opt_.node), *r);
     }
   }
   const std::vector<std::vector<dra::Device>> slices = dra::Split(devices);
@@ -208,9 +219,7 @@ absl::Status DraSlices::SyncSlices(const std::vector<dra::Device>& devices) {
   for (int attempt = 0; attempt <= opt_.max_conflicts; ++attempt) {
     auto r = Call("GET", list_path, "");
     if (!r.ok()) return r.status();
-    if (r->code != 200) {
-      return absl::UnavailableError(absl::StrCat("listing ResourceSlices: ", Refusal(*r)));
-    }
+    if (r->code != 200) return NotServed("listing ResourceSlices", *r);
     auto listed = dra::ParseSliceList(r->body);
     if (!listed.ok()) return absl::UnavailableError(listed.status().message());
     std::map<std::string, const dra::ListedSlice*> by_name;

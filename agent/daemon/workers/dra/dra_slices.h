@@ -58,8 +58,9 @@ class DraSlices final : public Publisher {
   DraSlices& operator=(const DraSlices&) = delete;
 
   void Publish(const Publication& p) override;
-  // WARNING dra.api_unreachable (no answer) or dra.write_refused (an answer that refused a write),
-  // with the error, while the last sync failed.
+  // WARNING while the last sync failed, with the error: dra.api_unreachable (no answer, or not
+  // served), dra.unauthorized (401 or 403: an expired token, a missing RBAC rule) or
+  // dra.write_refused (a write the server refused).
   void Findings(absl::Time now, std::vector<v1::Finding>* out) const override;
 
   struct Stats {

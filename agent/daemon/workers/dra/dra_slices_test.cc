@@ -10,6 +10,7 @@
 #include "agent/publish/dra/slice_json.h"
 #include "tests/dra/fake_apiserver.h"
 #include "tests/hosts/discovered.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 namespace {
@@ -215,6 +216,29 @@ TEST_F(DraSlicesTest, AnUnreachableServerIsAFindingThatClears) {
   // reused one closed before answering, so the two closes may fail one sync or two.
   EXPECT_GE(d->stats().failures, 3u);
   EXPECT_EQ(Slices().size(), 1u);
+}
+
+// An expired token (the server takes another now): a finding that says so, cleared once the
+// kubelet's rotation reaches the agent's file.
+TEST_F(DraSlicesTest, AnExpiredTokenIsUnauthorizedUntilRotated) {
+  server_->SetServerToken("rotated");
+  auto d = Start();
+  Publish(d.get(), testing::DiscoveredExampleHost("roce-9port"));
+  std::vector<v1::Finding> findings;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        findings.clear();
+        d->Findings(absl::Now(), &findings);
+        return !findings.empty();
+      },
+      absl::Seconds(10)));
+  EXPECT_EQ(findings[0].code(), "dra.unauthorized");
+  EXPECT_THAT(findings[0].message(), HasSubstr("401"));
+  server_->SetClientToken("rotated");
+  ASSERT_TRUE(d->WaitSynced(absl::Seconds(30)));
+  findings.clear();
+  d->Findings(absl::Now(), &findings);
+  EXPECT_THAT(findings, SizeIs(0));
 }
 
 TEST(DraSlices, ANodeNameThatIsNotOneIsRefused) {

@@ -35,8 +35,12 @@ template <typename Api, typename Req, typename Resp, typename UReq, typename URe
 class DraService final : public Api::Service {
  public:
   explicit DraService(DraPlugin* plugin) : plugin_(plugin) {}
-  grpc::Status NodePrepareResources(grpc::ServerContext*, const Req* req, Resp* resp) override {
-    *resp = Convert<Resp>(plugin_->Prepare(Convert<drav1::NodePrepareResourcesRequest>(*req)));
+  grpc::Status NodePrepareResources(grpc::ServerContext* ctx, const Req* req, Resp* resp) override {
+    const auto deadline = ctx->deadline();
+    *resp = Convert<Resp>(plugin_->Prepare(Convert<drav1::NodePrepareResourcesRequest>(*req),
+                                           deadline == std::chrono::system_clock::time_point::max()
+                                               ? absl::InfiniteFuture()
+                                               : absl::FromChrono(deadline)));
     return grpc::Status::OK;
   }
   grpc::Status NodeUnprepareResources(grpc::ServerContext*, const UReq* req, UResp* resp) override {
@@ -124,6 +128,7 @@ DraPlugin::~DraPlugin() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
+  if (api_ != nullptr) api_->Cancel();  // Claims being read end now; their answers say so.
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
   StopServing();
@@ -266,7 +271,7 @@ drav1::NodePrepareResourceResponse DraPlugin::PrepareOne(const drav1::Claim& cla
 }
 
 drav1::NodePrepareResourcesResponse DraPlugin::Prepare(
-    const drav1::NodePrepareResourcesRequest& req) {
+    const drav1::NodePrepareResourcesRequest& req, absl::Time deadline) {
   drav1::NodePrepareResourcesResponse resp;
   auto& claims = *resp.mutable_claims();
   if (static_cast<size_t>(req.claims_size()) > opt_.max_claims) {
@@ -285,6 +290,11 @@ drav1::NodePrepareResourcesResponse DraPlugin::Prepare(
   for (const drav1::Claim& c : req.claims()) {
     if (auto it = prepared_.find(c.uid()); it != prepared_.end()) {
       claims[c.uid()] = it->second;  // Prepared before: the same answer.
+      continue;
+    }
+    if (absl::Now() >= deadline) {
+      claims[c.uid()].set_error(
+          "not prepared: the call's deadline passed (the kubelet asks again)");
       continue;
     }
     drav1::NodePrepareResourceResponse one =

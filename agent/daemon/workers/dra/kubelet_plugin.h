@@ -68,8 +68,10 @@ class DraPlugin final : public Publisher {
   std::string DraSocket() const;
   size_t serves() const { return serves_.load(); }  // Times the sockets were (re)served.
 
-  // The calls, as the gRPC services answer them (both API versions).
-  drav1::NodePrepareResourcesResponse Prepare(const drav1::NodePrepareResourcesRequest& req);
+  // The calls, as the gRPC services answer them (both API versions). Claims not reached by the
+  // call's `deadline` (the kubelet's) are answered with that error: the kubelet asks again.
+  drav1::NodePrepareResourcesResponse Prepare(const drav1::NodePrepareResourcesRequest& req,
+                                              absl::Time deadline = absl::InfiniteFuture());
   drav1::NodeUnprepareResourcesResponse Unprepare(const drav1::NodeUnprepareResourcesRequest& req);
   void Registered(bool ok, const std::string& error);
 

@@ -197,6 +197,19 @@ TEST_F(KubeletPluginTest, AThousandClaimsAtOnce) {
   auto resp = Prepare(names_uids);
   ASSERT_EQ(resp.claims().size(), 1000u);
   for (const auto& [uid, one] : resp.claims()) EXPECT_EQ(one.error(), "") << uid;
+  // A call whose deadline has passed answers the claims it did not prepare before with why.
+  drav1::NodePrepareResourcesRequest late;
+  drav1::Claim* first = late.add_claims();
+  first->set_namespace_("jobs");
+  first->set_name("c0");
+  first->set_uid("uid-0");
+  drav1::Claim* fresh = late.add_claims();
+  fresh->set_namespace_("jobs");
+  fresh->set_name("x");
+  fresh->set_uid("uid-late");
+  auto late_resp = plugin_->Prepare(late, absl::Now() - absl::Seconds(1));
+  EXPECT_EQ(late_resp.claims().at("uid-0").error(), "");  // Prepared before: answered.
+  EXPECT_THAT(late_resp.claims().at("uid-late").error(), HasSubstr("deadline passed"));
   // Over the bound: every claim refused with the reason, none prepared.
   std::vector<std::string> too_many;
   for (int i = 0; i < 2049; ++i) {
