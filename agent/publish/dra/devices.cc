@@ -52,10 +52,8 @@ std::string LabelValue(std::string_view raw) {
   return out;
 }
 
-std::string Rfc3339(const google::protobuf::Timestamp& t) {
-  if (t.seconds() <= 0) return "";
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(t.seconds()),
-                          absl::UTCTimeZone());
+std::string TimeAdded(const google::protobuf::Timestamp& t) {
+  return t.seconds() <= 0 ? "" : Rfc3339(absl::FromUnixSeconds(t.seconds()));
 }
 
 std::vector<Taint> TaintsOf(const v1::RdmaDevice& dev, const v1::Health& health) {
@@ -70,7 +68,8 @@ std::vector<Taint> TaintsOf(const v1::RdmaDevice& dev, const v1::Health& health)
     const size_t dot = code.find('.');
     Taint t{absl::StrCat(kDriver, "/", check),
             LabelValue(dot == std::string::npos ? code : std::string_view(code).substr(dot + 1)),
-            f.severity() == v1::SEVERITY_CRITICAL ? "NoSchedule" : "None", Rfc3339(f.first_seen())};
+            f.severity() == v1::SEVERITY_CRITICAL ? "NoSchedule" : "None",
+            TimeAdded(f.first_seen())};
     auto [it, added] = by_key.try_emplace(t.key, rank, t);
     if (!added && rank > it->second.first) it->second = {rank, std::move(t)};
   }
@@ -109,6 +108,10 @@ struct GpuFacts {
 };
 
 }  // namespace
+
+std::string Rfc3339(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
+}
 
 std::string DnsLabel(std::string_view raw) {
   std::string out;

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
@@ -72,6 +73,10 @@ void KeepVanished(const std::vector<Device>& before, const std::string& since,
 
 // Cut into slices of kDevicesPerSlice, in order. No device: no slice.
 std::vector<std::vector<Device>> Split(const std::vector<Device>& devices);
+
+// `t` as the API writes times (RFC 3339 in UTC, whole seconds: "2026-12-06T01:00:00Z"): the taints'
+// timeAdded, the node condition's times.
+std::string Rfc3339(absl::Time t);
 
 // `raw` as a DNS label (RFC 1123: [a-z0-9-], at most 63, alphanumeric at both ends): lower case,
 // every other character '-', cut to 63; "x" when nothing is left.

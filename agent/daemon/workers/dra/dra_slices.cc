@@ -38,10 +38,6 @@ absl::Status NotServed(const std::string& what, const kubeapi::ApiResponse& r) {
   return absl::UnavailableError(message);
 }
 
-std::string Rfc3339(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DraSlices>> DraSlices::Start(std::unique_ptr<kubeapi::KubeApi> api,
@@ -82,7 +78,7 @@ std::vector<dra::Device> DraDevicesOf(const Snapshot& s, const v1::DevicePluginC
 void DraSlices::Publish(const Publication& p) {
   Desired d;
   d.devices = DraDevicesOf(p.snapshot, opt_.device_plugin);
-  dra::KeepVanished(published_, Rfc3339(p.now), &d.devices);
+  dra::KeepVanished(published_, dra::Rfc3339(p.now), &d.devices);
   published_ = d.devices;
   const v1::Severity verdict = p.snapshot.health.verdict();
   d.condition_status = verdict == v1::SEVERITY_CRITICAL ? "False" : "True";
@@ -299,7 +295,7 @@ absl::Status DraSlices::SyncCondition(const Desired& d) {
   const std::string key =
       absl::StrCat(d.condition_status, "\n", d.condition_reason, "\n", d.condition_message);
   if (key == condition_written_) return absl::OkStatus();
-  const std::string now = Rfc3339(absl::Now());
+  const std::string now = dra::Rfc3339(absl::Now());
   // The transition is when the status last changed, not every message's change.
   if (d.condition_status != condition_status_) condition_transition_ = now;
   nlohmann::json cond = {

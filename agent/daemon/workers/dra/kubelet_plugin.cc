@@ -84,7 +84,7 @@ class Registration final : public reg::Registration::Service {
 
 absl::StatusOr<std::pair<std::unique_ptr<grpc::Server>, BoundSocketFile>> ServeOn(
     const std::string& path, const std::vector<grpc::Service*>& services) {
-  if (absl::Status s = ClearStaleSocket(path, "--dra-plugin-dir"); !s.ok()) return s;
+  if (absl::Status s = ClearStaleSocket(path, "--dra-kubelet-dir"); !s.ok()) return s;
   std::unique_ptr<grpc::Server> server;
   auto file = BindSocketWithMode(path, 0600, [&](const std::string& private_path) {
     grpc::ServerBuilder b;
