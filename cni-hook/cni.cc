@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -350,6 +351,17 @@ absl::StatusOr<Env> ParseEnv(const EnvMap& env) {
     }
   }
   return out;
+}
+
+std::string PodUid(const Env& env) {
+  for (const auto& [key, value] : env.args) {
+    if (key != "K8S_POD_UID") continue;
+    const bool uid = !value.empty() && value.size() <= 64 &&
+                     std::all_of(value.begin(), value.end(),
+                                 [](char ch) { return absl::ascii_isalnum(ch) || ch == '-'; });
+    return uid ? value : "";
+  }
+  return "";
 }
 
 std::string PeekVersion(std::string_view stdin_bytes) {

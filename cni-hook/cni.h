@@ -65,6 +65,9 @@ using EnvMap = std::map<std::string, std::string, std::less<>>;
 // Errors are code 4 (invalid env). Container ids and interface names are checked as the spec
 // restricts them, which also keeps them safe in the state and env file names built from them.
 absl::StatusOr<Env> ParseEnv(const EnvMap& env);
+// K8S_POD_UID of CNI_ARGS (containerd and CRI-O pass it), when it looks like a UID (1 to 64
+// letters, digits and dashes): the pod record carries it for the DRA driver. "" otherwise.
+std::string PodUid(const Env& env);
 
 struct Attachment {  // GC's cni.dev/valid-attachments
   std::string container_id;

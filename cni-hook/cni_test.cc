@@ -109,6 +109,24 @@ TEST(ParseEnvTest, Fields) {
   EXPECT_EQ(env->args[1].second, "web-0");
 }
 
+TEST(ParseEnvTest, PodUid) {
+  const struct {
+    std::string args, uid;
+  } cases[] = {
+      {"K8S_POD_NAME=web-0;K8S_POD_UID=5d0c7a0e-91b2-4c36-9d5f-0a8e1c2b3d4f",
+       "5d0c7a0e-91b2-4c36-9d5f-0a8e1c2b3d4f"},
+      {"K8S_POD_NAME=web-0", ""},                   // podman, or a runtime without it
+      {"K8S_POD_UID=../../etc", ""},                // not a UID: never written to a record
+      {"K8S_POD_UID=" + std::string(65, 'a'), ""},  // longer than any UID
+      {"K8S_POD_UID=a b", ""},
+  };
+  for (const auto& c : cases) {
+    auto env = ParseEnv(With(Full("ADD"), "CNI_ARGS", c.args));
+    ASSERT_TRUE(env.ok()) << c.args << ": " << env.status();
+    EXPECT_EQ(PodUid(*env), c.uid) << c.args;
+  }
+}
+
 // ---- The config on stdin ----
 
 // prevResult shapes as the reference and common plugins write them.

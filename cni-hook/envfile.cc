@@ -130,7 +130,7 @@ podrecord::PodRecord PodRecordOf(const std::vector<EnvInterface>& ifaces,
                                  const std::vector<RdmaMatch>& rdma) {
   podrecord::PodRecord r;
   for (const EnvInterface& in : ifaces) {
-    podrecord::Interface i{in.ifname, {}};
+    podrecord::Interface i{in.ifname, {}, in.mac};
     for (const announce::Address& a : in.addresses) {
       i.addresses.push_back(absl::StrCat(IpToString(a.family, a.addr), "/", a.prefix_len));
     }

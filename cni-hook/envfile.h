@@ -19,6 +19,7 @@ struct EnvInterface {
   // device's (rxe, siw) parent.
   std::string lower_netdev;
   std::vector<announce::Address> addresses;
+  std::string mac;  // As prevResult gave it (the DRA driver's networkData); may be empty.
 };
 
 // One RDMA port found behind an interface.

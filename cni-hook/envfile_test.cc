@@ -43,7 +43,7 @@ class EnvFileTest : public ::testing::Test {
   }
   static EnvInterface Iface(const std::string& name, const std::string& bdf,
                             std::vector<std::string> cidrs) {
-    EnvInterface e{name, bdf, "", {}};
+    EnvInterface e{name, bdf, "", {}, ""};
     for (const auto& c : cidrs) e.addresses.push_back(*ParseCidr(c));
     return e;
   }

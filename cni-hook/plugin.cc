@@ -444,12 +444,14 @@ absl::Status WriteEnvFile(const Ctx& c, const std::vector<Prepared>& prepared) {
       bus = BusInfo(lower);
       if (!bus.empty()) Debug(c, p.pod.name, ": lower device ", lower, " at ", bus);
     }
-    ifaces.push_back({p.pod.name, bus, bus.empty() ? std::string(lower) : "", p.pod.addresses});
+    ifaces.push_back(
+        {p.pod.name, bus, bus.empty() ? std::string(lower) : "", p.pod.addresses, p.pod.mac});
   }
   const std::vector<RdmaMatch> rdma = FindRdma(c.config.sysfs_root, ifaces);
   FABRIC_RETURN_IF_ERROR(
       WriteAtomically(c.config.env_dir, c.env.container_id + ".env", RenderEnvFile(ifaces, rdma)));
   podrecord::PodRecord record = PodRecordOf(ifaces, rdma);
+  record.pod_uid = PodUid(c.env);
   record.container_id = c.env.container_id;
   record.ifname = c.env.ifname;
   record.netns = c.env.netns;

@@ -316,8 +316,8 @@ class PluginTest : public ::testing::TestWithParam<std::string> {
   std::string PrevResult(const PodNet& pod) const {
     const std::string v4 = Version() == "0.4.0" ? R"("version":"4",)" : "";
     return absl::StrCat(R"({"cniVersion":")", Version(), R"(","interfaces":[{"name":"h0"},)",
-                        R"({"name":"eth0","sandbox":")", pod.netns_path(), R"("}],"ips":[{)", v4,
-                        R"("interface":1,"address":")", kPodIp,
+                        R"({"name":"eth0","mac":"0a:58:0a:4d:00:02","sandbox":")", pod.netns_path(),
+                        R"("}],"ips":[{)", v4, R"("interface":1,"address":")", kPodIp,
                         R"(/24","gateway":"10.77.0.1"}],"dns":{}})");
   }
 
@@ -336,8 +336,13 @@ class PluginTest : public ::testing::TestWithParam<std::string> {
 
   std::vector<std::string> Env(const std::string& command, const std::string& id,
                                const std::string& netns) const {
-    return {"CNI_COMMAND=" + command, "CNI_CONTAINERID=" + id, "CNI_NETNS=" + netns,
-            "CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin"};
+    return {"CNI_COMMAND=" + command,
+            "CNI_CONTAINERID=" + id,
+            "CNI_NETNS=" + netns,
+            "CNI_IFNAME=eth0",
+            "CNI_PATH=/opt/cni/bin",
+            "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=jobs;K8S_POD_NAME=job-0;"
+            "K8S_POD_UID=5d0c7a0e-91b2-4c36-9d5f-0a8e1c2b3d4f"};
   }
 
   RunResult Cni(const std::string& command, const std::string& id, const std::string& netns,
@@ -416,8 +421,11 @@ TEST_P(PluginTest, AddCheckDel) {
   ASSERT_TRUE(record.ok()) << record.status() << " " << record_path;
   EXPECT_EQ(record->container_id, "ctr1");
   EXPECT_EQ(record->netns, pod->netns_path());
+  // The pod's UID and the interface's MAC, for the DRA driver's networkData.
+  EXPECT_EQ(record->pod_uid, "5d0c7a0e-91b2-4c36-9d5f-0a8e1c2b3d4f");
   ASSERT_EQ(record->interfaces.size(), 1u);
   EXPECT_EQ(record->interfaces[0].name, "eth0");
+  EXPECT_EQ(record->interfaces[0].mac, "0a:58:0a:4d:00:02");
   EXPECT_EQ(record->interfaces[0].addresses, std::vector<std::string>{"10.77.0.2/24"});
   EXPECT_TRUE(record->ports.empty());
   ASSERT_EQ(stat(record_path.c_str(), &st), 0);

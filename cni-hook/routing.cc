@@ -96,7 +96,7 @@ absl::StatusOr<bool> Wanted(announce::RoutingOs& os, const Config& config,
   if (!sib.ok()) return sib.status();
   *siblings = std::move(*sib);
   if (!siblings->empty()) return true;
-  return !FindRdma(sysfs_root, {{pod.name, BusInfo(pod.name), "", pod.addresses}}).empty();
+  return !FindRdma(sysfs_root, {{pod.name, BusInfo(pod.name), "", pod.addresses, pod.mac}}).empty();
 }
 
 // Runs `f` inside `netns`; false when the namespace is gone (NotFound), with a log line for any

@@ -23,15 +23,11 @@ absl::StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(Options opti
       MakeCert(s->dir_, "server", "kube-apiserver", &s->ca_, "IP:127.0.0.1,DNS:localhost");
   s->SetServerToken("agent-token-1");
   s->SetClientToken("agent-token-1");
-  std::vector<std::string> argv = {"/usr/bin/python3",
-                                   "-E",
-                                   FABRIC_SOURCE_DIR "/tests/dra/fake_apiserver.py",
-                                   "--cert",
-                                   server.cert_path,
-                                   "--key",
-                                   server.key_path,
-                                   "--token-file",
-                                   s->dir_ + "/server-token"};
+  std::vector<std::string> argv = {
+      "/usr/bin/python3", "-E", FABRIC_SOURCE_DIR "/tests/dra/fake_apiserver.py", "--cert",
+      server.cert_path, "--key", server.key_path, "--token-file", s->dir_ + "/server-token",
+      // The DaemonSet's ClusterRole: a call it does not grant is 403.
+      "--rbac", FABRIC_SOURCE_DIR "/deploy/kubernetes/components/dra/rbac.yaml"};
   if (options.client_ca) {
     argv.push_back("--client-ca");
     argv.push_back(s->ca_.cert_path);

@@ -13,6 +13,7 @@ Not a fake of the agent's side: it knows nothing of our driver. Control (for the
                                "seconds": S}]}  (method and path are prefixes; "" matches all)
   POST /fake/objects           {"objects": [...]}: store (claims, nodes) as the cluster has them
 usage: fake_apiserver.py --cert C --key K --token-file F [--client-ca CA] [--node NAME]
+                         [--rbac CLUSTERROLE.yaml]
 prints "listening on 127.0.0.1:PORT" once serving.
 """
 import argparse
@@ -95,6 +96,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
             token = f.read().strip()
         return self.headers.get("Authorization") == "Bearer " + token
 
+    def forbidden(self):
+        """With --rbac: the request's verb on its resource must be one the ClusterRole grants
+        (the DaemonSet's service account has nothing else), as the API server's authorizer asks."""
+        rules = self.server.rbac_rules
+        if rules is None:
+            return None
+        url = urllib.parse.urlsplit(self.path)
+        parts = [p for p in url.path.split("/") if p]
+        group = parts[1] if parts and parts[0] == "apis" else ""
+        rest = parts[3:] if group else parts[2:]
+        if len(rest) >= 2 and rest[0] == "namespaces":
+            rest = rest[2:]
+        resource = rest[0] if rest else ""
+        if len(rest) >= 3:
+            resource += "/" + rest[2]
+        verb = {"GET": "get" if len(rest) >= 2 else "list", "POST": "create", "PUT": "update",
+                "PATCH": "patch", "DELETE": "delete"}.get(self.command, "")
+        for r in rules:
+            if group in r.get("apiGroups", []) and resource in r.get("resources", []) and \
+                    verb in r.get("verbs", []):
+                return None
+        return '%s %s.%s is forbidden to the service account' % (verb, resource, group)
+
     def fault(self):
         st = self.server.state
         with st.lock:
@@ -146,6 +170,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not self.authorized():
             self.body()
             return self.send(*status(401, "Unauthorized", "Unauthorized"))
+        denied = self.forbidden()
+        if denied:
+            self.body()
+            return self.send(*status(403, "Forbidden", denied))
         code, obj = self.route()
         self.send(code, obj)
 
@@ -333,6 +361,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with st.lock:
                 if obj["metadata"].get("resourceVersion") != old["metadata"]["resourceVersion"]:
                     return status(409, "Conflict", "the object has been modified")
+                # As the API validates status.devices: each entry an allocated device, once
+                # (a list keyed by driver, pool and device).
+                results = ((old.get("status") or {}).get("allocation") or {}).get(
+                    "devices", {}).get("results") or []
+                allocated = {(r.get("driver"), r.get("pool"), r.get("device")) for r in results}
+                seen = set()
+                for d in (obj.get("status") or {}).get("devices") or []:
+                    key = (d.get("driver"), d.get("pool"), d.get("device"))
+                    if key not in allocated:
+                        return status(422, "Invalid", "status.devices: %s is not allocated" %
+                                      "/".join(str(k) for k in key))
+                    if key in seen:
+                        return status(422, "Invalid", "status.devices: duplicate %s" %
+                                      "/".join(str(k) for k in key))
+                    seen.add(key)
+                if (obj.get("status") or {}).get("allocation") != (old.get("status") or {}).get(
+                        "allocation"):
+                    return status(422, "Invalid", "status.allocation is immutable")
                 old["status"] = obj.get("status", {})
                 st.bump(old)
                 return 200, old
@@ -352,6 +398,7 @@ def main():
     ap.add_argument("--client-ca")
     ap.add_argument("--node", action="append", default=[])
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--rbac", help="a ClusterRole's YAML: requests it does not grant get 403")
     args = ap.parse_args()
     server = Server(("127.0.0.1", args.port), Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -363,6 +410,12 @@ def main():
     server.state = State(args.node)
     server.token_file = args.token_file
     server.client_ca = args.client_ca
+    server.rbac_rules = None
+    if args.rbac:
+        import yaml  # python3-yaml; only with --rbac.
+        with open(args.rbac, encoding="utf-8") as f:
+            roles = [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "ClusterRole"]
+        server.rbac_rules = roles[0]["rules"]
     print("listening on 127.0.0.1:%d" % server.server_address[1], flush=True)
     server.serve_forever()
 

@@ -218,6 +218,8 @@ def _check_claim(obj, errors):
             ips = nd.get("ips") or []
             if len(ips) > 16:
                 errors.append("%s/networkData/ips: more than 16" % where)
+            if len(set(ips)) != len(ips):
+                errors.append("%s/networkData/ips: duplicates" % where)
             for ip in ips:
                 try:
                     ipaddress.ip_interface(ip)

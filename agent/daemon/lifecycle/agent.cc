@@ -264,6 +264,10 @@ absl::Status StartDra(AgentState& st) {
     po.cdi_dir = st.opt.cdi_dir;
     po.node = st.dra_node;
     po.device_plugin = dp;
+    // The claims' network data from fabric-cni's records (its envDir is the published host's).
+    if (st.host_file != nullptr) {
+      po.records_dir = absl::StrCat(st.opt.host_file_dir, "/", podrecord::kDirName);
+    }
     auto plugin = DraPlugin::Start(*std::move(api), std::move(po));
     if (!plugin.ok()) return plugin.status();
     st.dra_plugin = *std::move(plugin);

@@ -5,12 +5,14 @@
 // the claim's own spec carrying the job environment for exactly those NICs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/publish/dra/devices.h"
+#include "agent/publish/podrecord/pod_record.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
 
@@ -31,6 +33,7 @@ struct ParsedClaim {
   std::string resource_version;
   bool allocated = false;            // status.allocation is there.
   std::vector<ClaimResult> results;  // status.allocation.devices.results of our driver only.
+  std::vector<std::string> pods;     // UIDs of the pods in status.reservedFor.
 };
 
 // InvalidArgument for a body that is not a ResourceClaim object (not JSON, too large or deep,
@@ -67,5 +70,36 @@ std::string ClaimSpecFile(std::string_view uid);
 absl::StatusOr<Prepared> PrepareClaim(const ParsedClaim& claim, std::string_view node,
                                       const std::vector<Device>& published, const v1::Host& host,
                                       const v1::SelectionPolicy& policy);
+
+// What a claim's status says of a prepared device's network (status.devices[].networkData,
+// stable in Kubernetes 1.37): the pod's interface on that NIC, its addresses and MAC.
+inline constexpr size_t kMaxNetworkIps = 16;  // The API's bound.
+struct NetworkData {
+  std::string interface_name;
+  std::vector<std::string> ips;  // "10.50.0.11/24": an interface's address with its prefix.
+  std::string hardware_address;
+};
+struct DeviceNetwork {
+  std::string pool;
+  std::string device;
+  NetworkData data;
+};
+
+// For each prepared device, the interface that fabric-cni's records of the claim's pods put on its
+// RDMA port (records of other pods are not looked at; the first record in the given order wins
+// when pods share the claim). A device no record names is left out: no pod interface of that NIC
+// (yet), or a runtime that does not pass the pod's UID. Addresses that are not an IP with a prefix,
+// past the API's 16, or a name or MAC past its lengths are dropped rather than refused by it.
+std::vector<DeviceNetwork> NetworkOf(const ParsedClaim& claim,
+                                     const std::vector<PreparedDevice>& devices,
+                                     const std::vector<podrecord::PodRecord>& records);
+
+// The claim as read (`body`), its status.devices holding `net` for our driver's devices: an entry
+// of ours is kept (its conditions and data) with networkData set, one missing is added, every
+// other driver's entry is left as it is. nullopt when the status says so already; InvalidArgument
+// for a body that is not a ResourceClaim object. The result is what PUT .../status takes, the
+// claim's resourceVersion included (a 409 means: read it again).
+absl::StatusOr<std::optional<std::string>> ClaimStatusUpdate(std::string_view body,
+                                                             const std::vector<DeviceNetwork>& net);
 
 }  // namespace fabric::dra

@@ -14,6 +14,7 @@
 #include "agent/publish/dra/claim.h"
 #include "agent/publish/dra/devices.h"
 #include "agent/publish/dra/slice_json.h"
+#include "nlohmann/json.hpp"
 #include "tests/hosts/discovered.h"
 #include "tests/hosts/hosts.h"
 #include "tests/testing/subprocess.h"
@@ -406,6 +407,121 @@ TEST(DraClaim, RefusedWithTheReason) {
   auto gone = PrepareClaim(*c, "node-a", published, fewer, {});
   ASSERT_FALSE(gone.ok());
   EXPECT_THAT(gone.status().message(), HasSubstr("gone"));
+}
+
+// A pod record as fabric-cni writes it: `ifname` of pod `pod` on mlx5_<nic>:1.
+podrecord::PodRecord Record(const std::string& pod, const std::string& ifname, int nic,
+                            std::vector<std::string> addresses, const std::string& mac) {
+  podrecord::PodRecord r;
+  r.pod_uid = pod;
+  r.interfaces.push_back({ifname, std::move(addresses), mac});
+  jobenv::Pick p;
+  p.device = absl::StrCat("mlx5_", nic);
+  p.port = 1;
+  p.netdev = ifname;
+  r.ports.push_back(p);
+  return r;
+}
+
+TEST(DraClaimNetwork, ThePodsInterfaceOnEachNic) {
+  const v1::Host& host = testing::DiscoveredExampleHost("roce-9port");
+  std::string body =
+      ClaimJson(R"({"request":"nic","driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-3"},)"
+                R"({"request":"nic","driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-4"})");
+  body.insert(body.rfind("}}"), R"(,"reservedFor":[{"resource":"pods","name":"job-0",)"
+                                R"("uid":"pod-1"},{"resource":"jobs","apiGroup":"batch",)"
+                                R"("name":"j","uid":"job-uid"}])");
+  auto c = ParseClaim(body);
+  ASSERT_TRUE(c.ok()) << c.status() << body;
+  EXPECT_THAT(c->pods, ElementsAre("pod-1"));  // pods only: not the Job
+  auto p = PrepareClaim(*c, "node-a", Devices(host, {}, {}, {}), host, {});
+  ASSERT_TRUE(p.ok()) << p.status();
+
+  const std::vector<podrecord::PodRecord> records = {
+      // Another pod on the same NIC: not this claim's.
+      Record("pod-9", "net1", 3, {"10.50.0.9/24"}, "0a:00:00:00:00:09"),
+      Record("pod-1", "net1", 3, {"10.50.0.11/24", "fd00::11/64", "garbage", "10.50.0.11/24"},
+             "0a:58:0a:32:00:0b"),
+      Record("", "net2", 4, {"10.60.0.11/24"}, ""),  // No pod UID (podman): never matched.
+  };
+  std::vector<DeviceNetwork> net = NetworkOf(*c, p->devices, records);
+  ASSERT_THAT(net, SizeIs(1));  // mlx5-4 has no interface of the claim's pods
+  EXPECT_EQ(net[0].pool, "node-a");
+  EXPECT_EQ(net[0].device, "mlx5-3");
+  EXPECT_EQ(net[0].data.interface_name, "net1");
+  // Addresses as the API takes them: with their prefix, once, none that is not an address.
+  EXPECT_THAT(net[0].data.ips, ElementsAre("10.50.0.11/24", "fd00::11/64"));
+  EXPECT_EQ(net[0].data.hardware_address, "0a:58:0a:32:00:0b");
+
+  // At most 16 addresses; a MAC past 128 characters is dropped, the rest kept.
+  std::vector<std::string> many;
+  for (int i = 1; i <= 20; ++i) many.push_back(absl::StrCat("10.70.0.", i, "/24"));
+  auto capped =
+      NetworkOf(*c, p->devices, {Record("pod-1", "net1", 3, many, std::string(129, 'a'))});
+  ASSERT_THAT(capped, SizeIs(1));
+  EXPECT_THAT(capped[0].data.ips, SizeIs(kMaxNetworkIps));
+  EXPECT_EQ(capped[0].data.hardware_address, "");
+}
+
+TEST(DraClaimNetwork, StatusKeepsOtherEntriesAndWritesOnlyChanges) {
+  std::string body =
+      ClaimJson(R"({"request":"nic","driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-3"},)"
+                R"({"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"})");
+  body.insert(body.rfind("}}"), R"(,"devices":[{"driver":"gpu.nvidia.com","pool":"node-a",)"
+                                R"("device":"gpu-0","data":{"uuid":"GPU-1"}}])");
+  const std::vector<DeviceNetwork> net = {
+      {"node-a", "mlx5-3", {"net1", {"10.50.0.11/24"}, "0a:58:0a:32:00:0b"}}};
+  auto update = ClaimStatusUpdate(body, net);
+  ASSERT_TRUE(update.ok()) << update.status();
+  ASSERT_TRUE(update->has_value());
+  const nlohmann::json j = nlohmann::json::parse(**update);
+  EXPECT_EQ(j["metadata"]["resourceVersion"], "5");  // a 409 if the claim changed since
+  ASSERT_EQ(j["status"]["devices"].size(), 2u);
+  EXPECT_EQ(j["status"]["devices"][0]["data"]["uuid"], "GPU-1");  // the GPU driver's, untouched
+  EXPECT_EQ(j["status"]["devices"][1],
+            nlohmann::json::parse(R"({"driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-3",
+              "networkData":{"interfaceName":"net1","ips":["10.50.0.11/24"],
+              "hardwareAddress":"0a:58:0a:32:00:0b"}})"));
+  EXPECT_TRUE(j["status"].contains("allocation"));
+
+  // Written once: the same data again is no update; new data replaces ours in place.
+  auto again = ClaimStatusUpdate(**update, net);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->has_value());
+  auto moved = ClaimStatusUpdate(**update, {{"node-a", "mlx5-3", {"net1", {"10.50.0.12/24"}, ""}}});
+  ASSERT_TRUE(moved.ok() && moved->has_value());
+  const nlohmann::json m = nlohmann::json::parse(**moved);
+  ASSERT_EQ(m["status"]["devices"].size(), 2u);
+  EXPECT_EQ(m["status"]["devices"][1]["networkData"],
+            nlohmann::json::parse(R"({"interfaceName":"net1","ips":["10.50.0.12/24"]})"));
+
+  for (const char* bad : {"", "[]", R"({"metadata":{}})", R"({"metadata":{"uid":"u"},"status":[]})",
+                          R"({"metadata":{"uid":"u"},"status":{"devices":{}}})"}) {
+    EXPECT_FALSE(ClaimStatusUpdate(bad, net).ok()) << bad;
+  }
+}
+
+TEST(DraClaimNetwork, StatusValidatesAgainstTheApiSchema) {
+  const std::string dir = testing::MakeTempDir("dra-claim-schema");
+  std::string claim =
+      ClaimJson(R"({"request":"nic","driver":"rdma.fabric.io","pool":"node-a","device":"mlx5-3"})");
+  claim.insert(claim.find(R"("status")"), R"("spec":{},)");  // The API's claims have one.
+  auto update = ClaimStatusUpdate(
+      claim,
+      {{"node-a", "mlx5-3", {"net1", {"10.50.0.11/24", "fd00::11/64"}, "0a:58:0a:32:00:0b"}}});
+  ASSERT_TRUE(update.ok() && update->has_value());
+  const std::string good = dir + "/claim.json", bad = dir + "/bad.json";
+  std::ofstream(good) << **update;
+  std::string wrong = **update;
+  wrong.replace(wrong.find("10.50.0.11/24"), 13, "10.50.0.11");  // no prefix: not what it takes
+  std::ofstream(bad) << wrong;
+  for (const auto& [path, ok] : {std::pair{good, true}, {bad, false}}) {
+    auto run = testing::Run({"/usr/bin/python3", "-E", FABRIC_SOURCE_DIR "/tests/dra/k8s_schema.py",
+                             "--kind", "ResourceClaim", path},
+                            absl::Seconds(60));
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->status == 0, ok) << path << run->out << run->err;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "agent/common/excerpt.h"
 #include "agent/common/json_depth.h"
 #include "agent/common/strings.h"
+#include "agent/publish/dra/json_at.h"
 
 namespace fabric::dra {
 namespace {
@@ -36,16 +37,6 @@ json DeviceJson(const Device& d, bool with_time) {
     out["taints"] = std::move(taints);
   }
   return out;
-}
-
-std::string StringAt(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-int64_t IntAt(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
 // The listed devices as DevicesKey renders ours: every field but the taints' timeAdded.
@@ -128,20 +119,20 @@ absl::StatusOr<std::vector<ListedSlice>> ParseSliceList(std::string_view body) {
     ListedSlice s;
     auto meta = item.find("metadata");
     if (meta != item.end() && meta->is_object()) {
-      s.name = StringAt(*meta, "name");
-      s.resource_version = StringAt(*meta, "resourceVersion");
+      s.name = JsonString(*meta, {"name"});
+      s.resource_version = JsonString(*meta, {"resourceVersion"});
     }
     if (s.name.empty())
       return absl::InvalidArgumentError("ResourceSlice list: an item without a name");
     auto spec = item.find("spec");
     if (spec != item.end() && spec->is_object()) {
-      s.node = StringAt(*spec, "nodeName");
-      s.driver = StringAt(*spec, "driver");
+      s.node = JsonString(*spec, {"nodeName"});
+      s.driver = JsonString(*spec, {"driver"});
       auto pool = spec->find("pool");
       if (pool != spec->end() && pool->is_object()) {
-        s.pool = StringAt(*pool, "name");
-        s.generation = IntAt(*pool, "generation");
-        s.slice_count = IntAt(*pool, "resourceSliceCount");
+        s.pool = JsonString(*pool, {"name"});
+        s.generation = JsonInt(*pool, {"generation"});
+        s.slice_count = JsonInt(*pool, {"resourceSliceCount"});
       }
       s.devices_key = ListedDevicesKey(*spec);
     } else {

@@ -114,13 +114,16 @@ std::optional<uint64_t> InodeOfName(std::string_view name) {
 std::string RecordJson(const PodRecord& r) {
   Json j = Json::object();
   j["format"] = kFormat;
+  if (!r.pod_uid.empty()) j["pod_uid"] = r.pod_uid;
   j["container_id"] = r.container_id;
   j["ifname"] = r.ifname;
   j["netns"] = r.netns;
   j["netns_inode"] = r.netns_inode;
   j["interfaces"] = Json::array();
   for (const Interface& i : r.interfaces) {
-    j["interfaces"].push_back({{"name", i.name}, {"addresses", i.addresses}});
+    Json iface = {{"name", i.name}, {"addresses", i.addresses}};
+    if (!i.mac.empty()) iface["mac"] = i.mac;
+    j["interfaces"].push_back(std::move(iface));
   }
   j["ports"] = Json::array();
   for (const jobenv::Pick& p : r.ports) {
@@ -158,8 +161,10 @@ absl::StatusOr<PodRecord> ParseRecord(std::string_view bytes) {
     return Bad(absl::StrCat("format ", *format, " is newer than this reader's ", kFormat));
   }
   PodRecord r;
-  for (auto [key, out] :
-       {std::pair{"container_id", &r.container_id}, {"ifname", &r.ifname}, {"netns", &r.netns}}) {
+  for (auto [key, out] : {std::pair{"pod_uid", &r.pod_uid},
+                          {"container_id", &r.container_id},
+                          {"ifname", &r.ifname},
+                          {"netns", &r.netns}}) {
     if (absl::Status s = Str(j, key, out); !s.ok()) return s;
   }
   if (absl::Status s = Uint(j, "netns_inode", UINT64_MAX, &inode); !s.ok()) return s;
@@ -171,6 +176,7 @@ absl::StatusOr<PodRecord> ParseRecord(std::string_view bytes) {
     Interface in;
     if (absl::Status s = Str(i, "name", &in.name); !s.ok()) return s;
     if (in.name.empty()) return Bad("an interface has no name");
+    if (absl::Status s = Str(i, "mac", &in.mac); !s.ok()) return s;
     const Json* addrs = nullptr;
     if (absl::Status s = Array(i, "addresses", &addrs); !s.ok()) return s;
     for (const Json& a : *addrs) {

@@ -36,9 +36,13 @@ inline constexpr size_t kMaxFiles = 64;          // Records read for one namespa
 struct Interface {
   std::string name;                    // The pod's interface, e.g. "net1".
   std::vector<std::string> addresses;  // "10.50.0.11/24", "fd00::5/64".
+  std::string mac;                     // As the previous plugin gave it; may be empty.
 };
 
 struct PodRecord {
+  // K8S_POD_UID of CNI_ARGS (containerd and CRI-O pass it): the DRA driver finds the interfaces
+  // of a claim's pods by it. Empty outside Kubernetes. Added in format 1 (older readers skip it).
+  std::string pod_uid;
   std::string container_id;
   std::string ifname;  // CNI_IFNAME of the attachment.
   std::string netns;   // CNI_NETNS as given (a host path).

@@ -10,11 +10,12 @@ using ::testing::HasSubstr;
 
 PodRecord Sample() {
   PodRecord r;
+  r.pod_uid = "5d0c7a0e-91b2-4c36-9d5f-0a8e1c2b3d4f";
   r.container_id = "0123abcd";
   r.ifname = "net1";
   r.netns = "/var/run/netns/cni-1";
   r.netns_inode = 4026532345;
-  r.interfaces = {{"net1", {"10.50.0.11/24", "fd00::11/64"}}};
+  r.interfaces = {{"net1", {"10.50.0.11/24", "fd00::11/64"}, "0a:58:0a:32:00:0b"}};
   jobenv::Pick p;
   p.device = "mlx5_4";
   p.port = 1;
@@ -32,12 +33,14 @@ TEST(PodRecord, RoundTrip) {
   const PodRecord r = Sample();
   absl::StatusOr<PodRecord> back = ParseRecord(RecordJson(r));
   ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->pod_uid, "5d0c7a0e-91b2-4c36-9d5f-0a8e1c2b3d4f");
   EXPECT_EQ(back->container_id, "0123abcd");
   EXPECT_EQ(back->ifname, "net1");
   EXPECT_EQ(back->netns, "/var/run/netns/cni-1");
   EXPECT_EQ(back->netns_inode, 4026532345u);
   ASSERT_EQ(back->interfaces.size(), 1u);
   EXPECT_EQ(back->interfaces[0].addresses, r.interfaces[0].addresses);
+  EXPECT_EQ(back->interfaces[0].mac, "0a:58:0a:32:00:0b");
   ASSERT_EQ(back->ports.size(), 1u);
   const jobenv::Pick& p = back->ports[0];
   EXPECT_EQ(p.Port(), "mlx5_4:1");
@@ -79,6 +82,8 @@ TEST(PodRecord, RefusesWhatIsNotARecord) {
       {R"({"format":1,"interfaces":[1]})", "an interface is not an object"},
       {R"({"format":1,"interfaces":[{"addresses":[]}]})", "an interface has no name"},
       {R"({"format":1,"interfaces":[{"name":"a","addresses":[1]}]})", "an address is not"},
+      {R"({"format":1,"interfaces":[{"name":"a","mac":7}]})", "\"mac\" is not a string"},
+      {R"({"format":1,"pod_uid":[]})", "\"pod_uid\" is not a string"},
       {R"({"format":1,"ports":[{}]})", "a port names no device"},
       {R"({"format":1,"ports":["x"]})", "a port is not an object"},
       {R"({"format":1,"ports":[{"device":"m","port":256}]})", "\"port\" is not a number"},
@@ -102,6 +107,13 @@ TEST(PodRecord, OlderAndPartialRecordsParse) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->ports[0].port, 1u);  // the default port
   EXPECT_TRUE(r->interfaces.empty());
+  EXPECT_EQ(r->pod_uid, "");  // written before records named their pod
+  // And a record without them is written as before: older readers see the same keys.
+  PodRecord plain = Sample();
+  plain.pod_uid.clear();
+  plain.interfaces[0].mac.clear();
+  EXPECT_EQ(RecordJson(plain).find("pod_uid"), std::string::npos);
+  EXPECT_EQ(RecordJson(plain).find("\"mac\""), std::string::npos);
 }
 
 TEST(PodRecord, FileNames) {

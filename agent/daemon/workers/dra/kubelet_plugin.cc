@@ -118,6 +118,9 @@ absl::StatusOr<std::unique_ptr<DraPlugin>> DraPlugin::Start(std::unique_ptr<kube
 
 DraPlugin::DraPlugin(std::unique_ptr<kubeapi::KubeApi> api, DraPluginOptions opt)
     : api_(std::move(api)), opt_(std::move(opt)) {
+  if (!opt_.records_dir.empty()) {
+    network_ = std::make_unique<ClaimNetwork>(api_.get(), opt_.records_dir);
+  }
   services_.push_back(std::make_unique<DraV1>(this));
   services_.push_back(std::make_unique<DraV1beta1>(this));
   services_.push_back(std::make_unique<Registration>(this));
@@ -186,6 +189,7 @@ void DraPlugin::Run() {
       StopServing();
       if (absl::Status s = Serve(); !s.ok()) Log(LogLevel::kWarning, "DRA plugin: ", s.message());
     }
+    if (network_ != nullptr) network_->Tick(absl::Now());
     lock.lock();
   }
 }
@@ -260,6 +264,7 @@ drav1::NodePrepareResourceResponse DraPlugin::PrepareOne(const drav1::Claim& cla
       return out;
     }
   }
+  if (network_ != nullptr) network_->Track(*parsed, prepared->devices, absl::Now());
   for (const dra::PreparedDevice& d : prepared->devices) {
     drav1::Device* dev = out.add_devices();
     dev->add_request_names(d.request);
@@ -329,6 +334,7 @@ drav1::NodeUnprepareResourcesResponse DraPlugin::Unprepare(
       }
     }
     prepared_.erase(c.uid());
+    if (network_ != nullptr) network_->Forget(c.uid());
   }
   return resp;
 }

@@ -6,7 +6,8 @@
 // of the claim's own spec (written to the CDI directory) with the job environment for exactly
 // those NICs. Each claim is answered on its own (one bad claim fails no other), and preparing or
 // unpreparing a claim again answers as the first time did (by claim UID). When the kubelet wipes
-// its directories the worker serves both sockets again within `recheck`.
+// its directories the worker serves both sockets again within `recheck`, and there writes the
+// prepared claims' network data once their pods' interfaces are known (claim_network.h).
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include "absl/time/time.h"
 #include "agent/common/socket_file.h"
 #include "agent/daemon/cycle/publisher.h"
+#include "agent/daemon/workers/dra/claim_network.h"
 #include "agent/publish/dra/devices.h"
 #include "agent/publish/kubeapi/api_client.h"
 #include "k8s/dra/v1/api.pb.h"
@@ -43,6 +45,9 @@ struct DraPluginOptions {
   std::string plugin_dir = kPluginDir;
   std::string cdi_dir;  // Where the claims' own CDI specs are written (the agent's CDI dir).
   std::string node;     // This node: the pool whose devices it prepares.
+  // fabric-cni's pod records (<envDir>/pods): the claims' network data comes from there. Empty:
+  // claims get none.
+  std::string records_dir;
   v1::DevicePluginConfig device_plugin;  // NICs the device plugins serve are not ours.
   absl::Duration recheck = absl::Seconds(2);
   // One call naming more claims than this is refused for every claim; prepared claims kept.
@@ -103,6 +108,7 @@ class DraPlugin final : public Publisher {
   std::string not_registered_;  // The kubelet's error; empty when registered or not yet told.
   std::mutex prepared_mu_;      // Held across a claim's preparation: one claim at a time.
   std::map<std::string, drav1::NodePrepareResourceResponse> prepared_;  // By claim UID.
+  std::unique_ptr<ClaimNetwork> network_;                               // With records_dir.
   std::thread worker_;
 };
 

@@ -1,7 +1,8 @@
 // The DRA kubelet plugin with this test as the kubelet (a client generated from the kubelet's own
 // .proto files) and the tests' API server holding the claims: registration, preparing claims
 // (each on its own, again by UID, both API versions), the claim's CDI spec, unpreparing, a call
-// of 1,000 claims, and the kubelet wiping its directories.
+// of 1,000 claims, the claim's network data from fabric-cni's records, and the kubelet wiping its
+// directories.
 #include "agent/daemon/workers/dra/kubelet_plugin.h"
 
 #include <gmock/gmock.h>
@@ -12,11 +13,13 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "agent/publish/podrecord/pod_record.h"
 #include "k8s/dra/v1/api.grpc.pb.h"
 #include "k8s/dra/v1beta1/api.grpc.pb.h"
 #include "k8s/pluginregistration/v1/api.grpc.pb.h"
 #include "tests/dra/fake_apiserver.h"
 #include "tests/hosts/discovered.h"
+#include "tests/testing/subprocess.h"
 
 namespace fabric {
 namespace {
@@ -55,6 +58,7 @@ class KubeletPluginTest : public ::testing::Test {
     o.cdi_dir = dir_ + "/cdi";
     std::filesystem::create_directories(o.cdi_dir);
     o.node = "node-a";
+    o.records_dir = dir_ + "/pods";
     o.recheck = absl::Milliseconds(50);
     auto p = DraPlugin::Start(*std::move(api), o);
     ASSERT_TRUE(p.ok()) << p.status();
@@ -182,6 +186,75 @@ TEST_F(KubeletPluginTest, EachClaimIsAnsweredOnItsOwnAndAgainAlike) {
     EXPECT_EQ(uresp.claims().at("uid-good").error(), "");
   }
   EXPECT_FALSE(std::filesystem::exists(spec));
+}
+
+// fabric-cni's record of the claim's pod names its interface on the claimed NIC: the claim's
+// status gets that interface's name, addresses and MAC (validated by the tests' API server against
+// the API's schema and rules), written again only when the record changes.
+TEST_F(KubeletPluginTest, ClaimStatusCarriesThePodsInterface) {
+  nlohmann::json claim = Claim("net", "uid-net", "node-a", "mlx5-3");
+  claim["status"]["reservedFor"] = {{{"resource", "pods"}, {"name", "job-0"}, {"uid", "pod-1"}}};
+  claim["status"]["allocation"]["devices"]["results"].push_back(
+      {{"request", "gpu"}, {"driver", "gpu.nvidia.com"}, {"pool", "node-a"}, {"device", "gpu-0"}});
+  claim["status"]["devices"] = {{{"driver", "gpu.nvidia.com"},
+                                 {"pool", "node-a"},
+                                 {"device", "gpu-0"},
+                                 {"data", {{"uuid", "GPU-1"}}}}};
+  ASSERT_TRUE(server_->Objects(nlohmann::json::array({claim})).ok());
+  ASSERT_EQ(Prepare({"net", "uid-net"}).claims().at("uid-net").error(), "");
+
+  // The records as fabric-cni writes them: another pod's on the same NIC, then the claim's pod.
+  std::filesystem::create_directories(dir_ + "/pods");
+  auto write = [&](uint64_t inode, const std::string& pod, const std::string& address) {
+    podrecord::PodRecord r;
+    r.pod_uid = pod;
+    r.container_id = "c" + pod;
+    r.ifname = "net1";
+    r.netns_inode = inode;
+    r.interfaces.push_back({"net1", {address, "fd00::11/64"}, "0a:58:0a:32:00:0b"});
+    jobenv::Pick p;
+    p.device = "mlx5_3";
+    p.port = 1;
+    p.netdev = "net1";
+    r.ports.push_back(p);
+    const std::string name = podrecord::FileName(inode, r.container_id, "net1");
+    std::ofstream(dir_ + "/pods/" + name + ".tmp") << podrecord::RecordJson(r);
+    std::filesystem::rename(dir_ + "/pods/" + name + ".tmp", dir_ + "/pods/" + name);
+  };
+  write(100, "pod-other", "10.50.0.9/24");
+  write(200, "pod-1", "10.50.0.11/24");
+  auto ours = [&]() -> nlohmann::json {
+    auto st = server_->State();
+    if (!st.ok()) return nullptr;
+    for (const auto& d : (*st)["claims"]["jobs/net"]["status"]["devices"]) {
+      if (d["driver"] == "rdma.fabric.io") return d;
+    }
+    return nullptr;
+  };
+  ASSERT_TRUE(testing::WaitFor([&] { return !ours().is_null(); }, absl::Seconds(10)));
+  EXPECT_EQ(ours(), nlohmann::json::parse(R"({"driver":"rdma.fabric.io","pool":"node-a",
+      "device":"mlx5-3","networkData":{"interfaceName":"net1",
+      "ips":["10.50.0.11/24","fd00::11/64"],"hardwareAddress":"0a:58:0a:32:00:0b"}})"));
+  auto st = server_->State();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ((*st)["claims"]["jobs/net"]["status"]["devices"][0]["data"]["uuid"], "GPU-1");
+  auto puts = [&] {
+    size_t n = 0;
+    const auto now = server_->State();  // Held: the loop below reads into it.
+    if (!now.ok()) return n;
+    for (const auto& r : (*now)["requests"]) n += r["method"] == "PUT" ? 1 : 0;
+    return n;
+  };
+  const size_t written = puts();
+  EXPECT_EQ(written, 1u);
+  absl::SleepFor(absl::Milliseconds(300));  // Six passes: nothing new, nothing written.
+  EXPECT_EQ(puts(), written);
+
+  // The pod's sandbox again, with a new address: written again.
+  write(200, "pod-1", "10.50.0.12/24");
+  ASSERT_TRUE(testing::WaitFor([&] { return ours()["networkData"]["ips"][0] == "10.50.0.12/24"; },
+                               absl::Seconds(10)));
+  EXPECT_EQ(puts(), written + 1);
 }
 
 TEST_F(KubeletPluginTest, AThousandClaimsAtOnce) {
