@@ -34,6 +34,7 @@ FLOORS = [
     ("agent/daemon/lifecycle/", 13),
     ("agent/fabricctl/", 14),
     ("agent/fabricenv/", 14),
+    ("agent/ncclenv/", 14),
     ("cni-hook/", 14),
 ]
 

@@ -55,7 +55,7 @@ std::vector<podrecord::PodRecord> TwoRails() {
   r.container_id = "c1";
   r.ifname = "net1";
   r.netns_inode = 77;
-  r.interfaces = {{"net1", {"10.50.0.11/24"}}, {"net2", {"10.50.0.12/24"}}};
+  r.interfaces = {{"net1", {"10.50.0.11/24"}, ""}, {"net2", {"10.50.0.12/24"}, ""}};
   r.ports = {PodPort("bnxt_re0", "net1", "10.50.0.11"), PodPort("bnxt_re4", "net2", "10.50.0.12")};
   return {r};
 }
@@ -205,7 +205,7 @@ TEST_F(ViewForTest, APodWithoutAValidRecordHasNoAnswer) {
   EXPECT_THAT(std::string(none.status().message()), HasSubstr("inode 77, not the host's"));
   // A dead pod's record under a reused inode: its addresses are not ours.
   podrecord::PodRecord stale = TwoRails()[0];
-  stale.interfaces = {{"net1", {"10.50.0.200/24"}}};
+  stale.interfaces = {{"net1", {"10.50.0.200/24"}, ""}};
   Write(stale);
   std::ofstream(absl::StrCat(dir_, "/77-junk-net9.json")) << "{not json";
   absl::StatusOr<View> v = ViewFor(File(), dir_, pod_);

@@ -169,6 +169,10 @@ for b in /usr/bin/fabric-env /usr/lib/cni/fabric-cni; do
     sh -c "chroot '$root' ldd '$b' 2>&1 | grep -q 'not a dynamic executable'"
 done
 check "fabric-cni --version runs" in_root /usr/lib/cni/fabric-cni --version
+plugin=$(cd "$root" && ls usr/lib/*/fabric-agent/libnccl-env-fabric.so 2>/dev/null | head -n 1)
+check "NCCL's env plugin is in /usr/lib/<triplet>/fabric-agent, needing libc alone" \
+  sh -c "[ -n '$plugin' ] && chroot '$root' ldd '/$plugin' | grep -v -E 'linux-vdso|libc.so|ld-linux' |
+         (! grep -q .)"
 "$mkhost" roce-9port "$root/tmp/host" >/dev/null
 check "fabricctl inventory --sysfs on the example host roce-9port lists its mlx5 NICs" \
   sh -c "chroot '$root' fabricctl inventory --sysfs=/tmp/host/sys --procfs=/tmp/host/proc |

@@ -105,7 +105,7 @@ int Main(int argc, char** argv) {
       r.container_id = "bench";
       r.ifname = "net1";
       r.netns_inode = st.st_ino;
-      r.interfaces = {{"net1", {"10.50.0.11/24"}}};
+      r.interfaces = {{"net1", {"10.50.0.11/24"}, ""}};
       jobenv::Pick p;
       p.device = devices.front();
       p.netdev = "net1";

@@ -335,7 +335,7 @@ TEST_F(FabricEnvTest, InAPodTheRecordsOfItsNamespaceDecide) {
   r.container_id = "ctr";
   r.ifname = "net1";
   r.netns_inode = st.st_ino;
-  r.interfaces = {{"net1", {"10.50.0.11/24"}}};
+  r.interfaces = {{"net1", {"10.50.0.11/24"}, ""}};
   jobenv::Pick p;
   p.device = "bnxt_re2";
   p.netdev = "net1";
@@ -346,7 +346,7 @@ TEST_F(FabricEnvTest, InAPodTheRecordsOfItsNamespaceDecide) {
   // First a dead pod's record under the same inode: its address is not the pod's.
   podrecord::PodRecord stale = r;
   stale.container_id = "dead";
-  stale.interfaces = {{"net1", {"10.50.0.99/24"}}};
+  stale.interfaces = {{"net1", {"10.50.0.99/24"}, ""}};
   std::ofstream(records + "/" + podrecord::FileName(st.st_ino, "dead", "net1"))
       << podrecord::RecordJson(stale);
   const std::string ns = (*pod)->pod();
