@@ -80,14 +80,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def send(self, code, obj):
         data = json.dumps(obj).encode()
+        # Recorded before it is answered: a test that counts requests after its call returned
+        # sees that call (recorded after the write, a count raced the answer).
+        if not self.path.startswith("/fake/"):
+            st = self.server.state
+            with st.lock:
+                st.requests.append({"method": self.command, "path": self.path, "code": code})
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        st = self.server.state
-        with st.lock:
-            st.requests.append({"method": self.command, "path": self.path, "code": code})
 
     def authorized(self):
         if self.server.client_ca and self.connection.getpeercert():

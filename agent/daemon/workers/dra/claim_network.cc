@@ -54,6 +54,7 @@ size_t ClaimNetwork::tracked() const {
 bool ClaimNetwork::ReadRecords() {
   struct stat st {};
   if (stat(dir_.c_str(), &st) != 0) {
+    if (dir_changed_ns_ != -1 || !records_.empty()) ++records_version_;
     records_.clear();
     dir_changed_ns_ = -1;
     return false;
@@ -76,6 +77,7 @@ bool ClaimNetwork::ReadRecords() {
   }
   records_ = std::move(records);
   dir_changed_ns_ = changed;
+  ++records_version_;
   return true;
 }
 
@@ -113,7 +115,11 @@ int ClaimNetwork::Tick(absl::Time now) {
   ReadRecords();
   int written = 0;
   for (auto& [uid, e] : claims) {
-    const std::vector<dra::DeviceNetwork> net = dra::NetworkOf(e.claim, e.devices, records_);
+    // Matched against these records before, and written (or nothing to write): only the
+    // give-up clock moves. A write that failed is tried again every pass.
+    const bool seen = e.looked_at == records_version_ && e.error.empty();
+    const std::vector<dra::DeviceNetwork> net =
+        seen ? std::vector<dra::DeviceNetwork>{} : dra::NetworkOf(e.claim, e.devices, records_);
     const std::string key = NetworkKey(net);
     bool drop = false;
     std::string error;
@@ -143,6 +149,7 @@ int ClaimNetwork::Tick(absl::Time now) {
       continue;
     }
     it->second.written = e.written;
+    it->second.looked_at = records_version_;
     if (!error.empty() && error != it->second.error) {
       Log(LogLevel::kWarning, "DRA claim ", e.claim.namespace_, "/", e.claim.name,
           ": writing its network data: ", error);

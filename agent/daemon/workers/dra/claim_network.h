@@ -7,6 +7,7 @@
 // UID), one written is kept until unprepared and written again when its pods' records change.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -40,8 +41,9 @@ class ClaimNetwork {
     dra::ParsedClaim claim;
     std::vector<dra::PreparedDevice> devices;
     absl::Time since;
-    std::string written;  // The network data last written (or found there), as a key.
-    std::string error;    // The last write's error: logged once, not every pass.
+    std::string written;     // The network data last written (or found there), as a key.
+    std::string error;       // The last write's error: logged once, not every pass.
+    int64_t looked_at = -1;  // The records' version it was last matched against.
   };
   bool ReadRecords();
   // OK with whether the claim's status changed; an error the log says.
@@ -55,6 +57,7 @@ class ClaimNetwork {
   // Worker thread only: the records as last read, and the directory's change time then.
   std::vector<podrecord::PodRecord> records_;
   int64_t dir_changed_ns_ = -1;
+  int64_t records_version_ = 0;  // Counts the reads that changed records_.
 };
 
 }  // namespace fabric
