@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int name_ok(const char* s, size_t n) {
+int fabric_env_name_ok(const char* s, size_t n) {
   if (n == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z'))) {
     return 0;
   }
@@ -56,7 +56,7 @@ int fabric_env_table_parse(const char* bytes, size_t len, fabric_env_table* t, s
       break;
     }
     char* eq = memchr(rec, '=', rec_len);
-    if (eq != NULL && name_ok(rec, (size_t)(eq - rec))) {
+    if (eq != NULL && fabric_env_name_ok(rec, (size_t)(eq - rec))) {
       *eq = '\0';
       entries[n].name = rec;
       entries[n].value = eq + 1;

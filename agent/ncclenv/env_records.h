@@ -22,6 +22,10 @@ typedef struct {
   size_t count;
 } fabric_env_table;
 
+/* Whether s[0..n) is a variable name fabric-env's records may set (a C identifier). The SPANK
+ * plugin, which sets the same records into a task, asks it too. */
+int fabric_env_name_ok(const char* s, size_t n);
+
 /* Parses `len` bytes into `t` (which it owns after; free with fabric_env_table_free). Records
  * whose name is not a C identifier, with no '=', or past the last NUL are skipped (*skipped
  * counts them); a name given twice keeps its first value, as the shell's environment does.

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/ncclenv/env_records.h"
+
 SPANK_PLUGIN(fabric, 1);
 
 #ifndef FABRIC_SPANK_FABRICCTL
@@ -424,19 +426,6 @@ static int run_fabricctl(char** argv, char** envp, long deadline, char* out, siz
   return 0;
 }
 
-static int valid_name(const char* s, size_t n) {
-  if (n == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z'))) {
-    return 0;
-  }
-  for (size_t i = 1; i < n; i++) {
-    char c = s[i];
-    if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) {
-      return 0;
-    }
-  }
-  return 1;
-}
-
 // Sets each valid NAME=VALUE record the task has not set; records what it set in kOwnedVar.
 // Returns the number of records set, and counts the skipped ones.
 static int apply(spank_t sp, char* out, size_t len, int* invalid) {
@@ -447,7 +436,7 @@ static int apply(spank_t sp, char* out, size_t len, int* invalid) {
   for (char* rec = out; rec < out + len; rec += strlen(rec) + 1) {
     char* eq = strchr(rec, '=');
     size_t name_len = eq ? (size_t)(eq - rec) : 0;
-    if (!eq || !valid_name(rec, name_len) ||
+    if (!eq || !fabric_env_name_ok(rec, name_len) ||
         (name_len == sizeof kOwnedVar - 1 && !strncmp(rec, kOwnedVar, name_len))) {
       if (*rec) (*invalid)++;
       continue;

@@ -96,6 +96,11 @@ absl::StatusOr<ParsedClaim> ParseClaim(std::string_view body) {
   return c;
 }
 
+std::string ClaimApiPath(std::string_view namespace_, std::string_view name) {
+  return absl::StrCat("/apis/resource.k8s.io/v1/namespaces/", Av(namespace_), "/resourceclaims/",
+                      Av(name));
+}
+
 std::string ClaimCdiDevice(std::string_view uid) { return absl::StrCat("claim-", Av(uid)); }
 
 std::string ClaimSpecFile(std::string_view uid) {

@@ -59,6 +59,9 @@ struct Prepared {
   std::string spec_file;
 };
 
+// The claim's path on the API server (GET; "/status" appended for its status).
+std::string ClaimApiPath(std::string_view namespace_, std::string_view name);
+
 // The CDI device the claim's own spec names, and that spec's file in the CDI directory.
 std::string ClaimCdiDevice(std::string_view uid);
 std::string ClaimSpecFile(std::string_view uid);

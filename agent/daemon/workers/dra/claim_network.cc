@@ -27,11 +27,6 @@ std::string NetworkKey(const std::vector<dra::DeviceNetwork>& net) {
   return key;
 }
 
-std::string ClaimPath(const dra::ParsedClaim& c) {
-  return absl::StrCat("/apis/resource.k8s.io/v1/namespaces/", c.namespace_, "/resourceclaims/",
-                      c.name);
-}
-
 }  // namespace
 
 void ClaimNetwork::Track(const dra::ParsedClaim& claim, std::vector<dra::PreparedDevice> devices,
@@ -46,25 +41,20 @@ void ClaimNetwork::Forget(const std::string& uid) {
   claims_.erase(uid);
 }
 
-size_t ClaimNetwork::tracked() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return claims_.size();
-}
-
-bool ClaimNetwork::ReadRecords() {
+void ClaimNetwork::ReadRecords() {
   struct stat st {};
   if (stat(dir_.c_str(), &st) != 0) {
     if (dir_changed_ns_ != -1 || !records_.empty()) ++records_version_;
     records_.clear();
     dir_changed_ns_ = -1;
-    return false;
+    return;
   }
   // A record is written by rename into the directory and removed by unlink: either changes it.
   const int64_t changed = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  if (changed == dir_changed_ns_) return false;
+  if (changed == dir_changed_ns_) return;
   const HostFsImpl fs("/");
   absl::StatusOr<std::vector<std::string>> names = fs.ListDir(dir_);
-  if (!names.ok()) return false;
+  if (!names.ok()) return;
   std::sort(names->begin(), names->end());  // The first record wins when pods share a claim.
   std::vector<podrecord::PodRecord> records;
   for (const std::string& name : *names) {
@@ -78,12 +68,11 @@ bool ClaimNetwork::ReadRecords() {
   records_ = std::move(records);
   dir_changed_ns_ = changed;
   ++records_version_;
-  return true;
 }
 
 absl::StatusOr<bool> ClaimNetwork::Write(const Entry& e,
                                          const std::vector<dra::DeviceNetwork>& net) {
-  const std::string path = ClaimPath(e.claim);
+  const std::string path = dra::ClaimApiPath(e.claim.namespace_, e.claim.name);
   auto got = api_->Call({"GET", path, ""});
   if (!got.ok()) return got.status();
   if (got->code == 404) return absl::NotFoundError("the claim is gone");

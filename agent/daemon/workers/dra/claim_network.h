@@ -34,7 +34,6 @@ class ClaimNetwork {
   // The worker's pass: reads the records (when a claim waits and the directory changed) and
   // writes each claim whose network data changed. Returns the claims written.
   int Tick(absl::Time now);
-  size_t tracked() const;
 
  private:
   struct Entry {
@@ -45,14 +44,15 @@ class ClaimNetwork {
     std::string error;       // The last write's error: logged once, not every pass.
     int64_t looked_at = -1;  // The records' version it was last matched against.
   };
-  bool ReadRecords();
+  // records_ as the directory holds them now, read again only when it changed.
+  void ReadRecords();
   // OK with whether the claim's status changed; an error the log says.
   absl::StatusOr<bool> Write(const Entry& e, const std::vector<dra::DeviceNetwork>& net);
 
   kubeapi::KubeApi* const api_;
   const std::string dir_;
   const absl::Duration give_up_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::map<std::string, Entry> claims_;  // By UID.
   // Worker thread only: the records as last read, and the directory's change time then.
   std::vector<podrecord::PodRecord> records_;

@@ -225,10 +225,7 @@ drav1::NodePrepareResourceResponse DraPlugin::PrepareOne(const drav1::Claim& cla
                                                          const View& view) {
   drav1::NodePrepareResourceResponse out;
   const std::string ref = absl::StrCat(claim.namespace_(), "/", claim.name());
-  auto r = api_->Call({"GET",
-                       absl::StrCat("/apis/resource.k8s.io/v1/namespaces/", claim.namespace_(),
-                                    "/resourceclaims/", claim.name()),
-                       ""});
+  auto r = api_->Call({"GET", dra::ClaimApiPath(claim.namespace_(), claim.name()), ""});
   if (!r.ok()) {
     out.set_error(absl::StrCat("reading ResourceClaim ", ref, ": ", r.status().message()));
     return out;
