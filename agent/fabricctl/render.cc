@@ -33,6 +33,13 @@ std::string RenderSelection(const Selection& selection) {
                     a.has_gid_index() ? absl::StrCat(a.gid_index()) : "-",
                     addr.empty() ? "" : absl::StrCat(" (", addr, ")"), "\n");
     for (const std::string& r : a.reasons()) absl::StrAppend(&out, "    why: ", r, "\n");
+    if (!a.nic_profile().empty() || !a.rail().empty()) {
+      absl::StrAppend(&out, "    nic: profile ", Or(a.nic_profile()), ", rail ", Or(a.rail()),
+                      "\n");
+    }
+    if (!a.gpudirect().empty()) {
+      absl::StrAppend(&out, "    gpudirect: ", a.gpudirect(), " (", a.gpudirect_reason(), ")\n");
+    }
     for (const Rejection& r : a.rejected()) {
       absl::StrAppend(&out, "    not ", r.port(), ": ", r.reason(), "\n");
     }

@@ -145,8 +145,13 @@ absl::StatusOr<v1::Selection> SelectPodPorts(const v1::PublishedHost& narrowed,
     for (const v1::Port& p : d.ports()) ports.push_back(absl::StrCat(d.name(), ":", p.number()));
   }
   std::sort(ports.begin(), ports.end(), NaturalLess);
-  absl::StatusOr<jobenv::Result> r =
-      RenderPortsEnv(narrowed.host(), ports, narrowed.policy(), *consumers);
+  EnvOptions opt{.consumers = *consumers, .rank = {}, .nccl_version = {}};
+  if (!req.nccl_version().empty()) {
+    absl::StatusOr<jobenv::Version> v = jobenv::ParseVersion(req.nccl_version());
+    if (!v.ok()) return absl::InvalidArgumentError(v.status().message());
+    opt.nccl_version = *v;
+  }
+  absl::StatusOr<jobenv::Result> r = RenderPortsEnv(narrowed.host(), ports, narrowed.policy(), opt);
   if (!r.ok()) return r.status();
   v1::Selection sel;
   for (const auto& [k, v] : r->job) (*sel.mutable_job_env())[k] = v;

@@ -59,6 +59,9 @@ void AddJobEnvFlags(CLI::App* cmd, JobEnvOptions* opt, const char* rank_default)
                                "to the default set ('+vllm,-uccl'); known: ",
                                absl::StrJoin(jobenv::ConsumerNames(), ", ")))
       ->capture_default_str();
+  cmd->add_option("--nccl-version", opt->nccl_version,
+                  "the NCCL the job loads (\"2.30.7\"; NCCL's environment plugin passes it): "
+                  "from 2.30.7 NCCL_IB_HCA names each port's rail, in NCCL's own order");
 }
 
 void AddEnvFormatFlags(CLI::App* cmd, JobEnvOptions* opt) {
@@ -78,9 +81,15 @@ absl::StatusOr<JobEnvAnswer> AskJobEnv(const SelectFn& select, const JobEnvOptio
   if (auto consumers = jobenv::ParseConsumers(opt.consumers); !consumers.ok()) {
     return absl::InvalidArgumentError(consumers.status().message());
   }
+  if (!opt.nccl_version.empty()) {
+    if (auto v = jobenv::ParseVersion(opt.nccl_version); !v.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--nccl-version: ", v.status().message()));
+    }
+  }
   auto asked = ReadJobRequest(opt.gpus, opt.rank, opt.consumers, ProcessEnv);
   if (!asked.ok()) return absl::InvalidArgumentError(asked.status().message());
   a.asked = *std::move(asked);
+  a.asked.req.set_nccl_version(opt.nccl_version);
   auto sel = select(a.asked.req);
   if (!sel.ok()) return sel.status();
   a.selection = *std::move(sel);

@@ -23,6 +23,7 @@ struct JobEnvOptions {
   std::string gpus;
   std::string rank = "none";
   std::string consumers = "default";
+  std::string nccl_version;  // Empty: unknown.
   std::string format = "shell";
   bool keep_set = false;
   bool is_export = false;
@@ -30,7 +31,7 @@ struct JobEnvOptions {
 
 // --gpus (select, env, exec), required unless `default_value` is given.
 void AddGpusFlag(CLI::App* cmd, std::string* gpus, const char* default_value = nullptr);
-// --rank-gpu (default `rank_default`) and --consumers.
+// --rank-gpu (default `rank_default`), --consumers and --nccl-version.
 void AddJobEnvFlags(CLI::App* cmd, JobEnvOptions* opt, const char* rank_default);
 // --format (and --export) as `fabricctl env` takes them.
 void AddEnvFormatFlags(CLI::App* cmd, JobEnvOptions* opt);

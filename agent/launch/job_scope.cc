@@ -116,7 +116,9 @@ absl::StatusOr<JobRequest> ReadJobRequest(std::string_view gpus, std::string_vie
   bool slurm = false;
   std::string scope = std::string(gpus);
   if (gpus == "job") {
-    for (const char* var : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
+    // FABRIC_JOB_GPUS: the step's GPUs on the node, which the SPANK plugin hands NCCL's
+    // environment plugin (a task bound to one GPU sees only its own in Slurm's variables).
+    for (const char* var : {"FABRIC_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
       const char* v = getenv(var);
       if (v == nullptr || *v == '\0') continue;
       auto names = ExpandIndexList(v);

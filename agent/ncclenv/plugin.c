@@ -47,7 +47,7 @@ static void drop_table(void) {
   fabric_env_table_free(&table);
 }
 
-static ncclResult_t fabric_init(void) {
+static ncclResult_t fabric_init(uint8_t major, uint8_t minor, uint8_t patch) {
   drop_table(); /* A second init (NCCL initialised again after a finalize) asks again. */
   char path[4096], why[768];
   if (fabric_env_find((const void*)&fabric_init, path, sizeof path, why, sizeof why) != 0) {
@@ -55,7 +55,11 @@ static ncclResult_t fabric_init(void) {
     return FABRIC_NCCL_SUCCESS;
   }
   char host_file[4200];
-  char* argv[8];
+  /* What NCCL_IB_HCA may say depends on the NCCL that asks (rails from 2.30.7). */
+  char version[48];
+  snprintf(version, sizeof version, "--nccl-version=%u.%u.%u", (unsigned)major, (unsigned)minor,
+           (unsigned)patch);
+  char* argv[10];
   int argc = 0;
   argv[argc++] = path;
   const char* given = getenv("FABRIC_HOST_FILE");
@@ -67,6 +71,7 @@ static ncclResult_t fabric_init(void) {
   argv[argc++] = (char*)"--gpus=job";
   argv[argc++] = (char*)"--rank-gpu=auto";
   argv[argc++] = (char*)"--format=nul";
+  argv[argc++] = version;
   argv[argc] = NULL;
   char* out = NULL;
   size_t len = 0;
@@ -93,16 +98,16 @@ static ncclResult_t fabric_init(void) {
 }
 
 static ncclResult_t init_v1(uint8_t major, uint8_t minor, uint8_t patch, const char* suffix) {
-  (void)major, (void)minor, (void)patch, (void)suffix;
+  (void)suffix;
   nccl_log = NULL;
-  return fabric_init();
+  return fabric_init(major, minor, patch);
 }
 
 static ncclResult_t init_v2(uint8_t major, uint8_t minor, uint8_t patch, const char* suffix,
                             ncclDebugLogger_t log) {
-  (void)major, (void)minor, (void)patch, (void)suffix;
+  (void)suffix;
   nccl_log = log;
-  return fabric_init();
+  return fabric_init(major, minor, patch);
 }
 
 static ncclResult_t fabric_finalize(void) {

@@ -5,6 +5,7 @@
 // what lets it load in any container: the libc versions it needs and the symbols it shows.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -62,17 +63,19 @@ class PluginTest : public ::testing::Test {
   void TearDown() override { v1_->finalize(); }
 
   // The published host of example host `name`, as the agent writes it.
-  std::string Publish(const std::string& name) {
+  std::string Publish(const std::string& name, const v1::SelectionPolicy& policy = {}) {
     const std::string path = absl::StrCat(dir_, "/", name, ".pb");
-    std::ofstream(path) << hostfile::HostFileBytes(testing::DiscoveredExampleHost(name), {},
+    std::ofstream(path) << hostfile::HostFileBytes(testing::DiscoveredExampleHost(name), policy,
                                                    hostfile::OwnNetnsInode());
     return path;
   }
 
   // What `fabric-env env` gives this process (the reference): NAME -> VALUE.
   std::map<std::string, std::string> FabricEnvAnswer(const std::string& host_file) {
-    auto r = testing::Run({testing::kFabricEnvBinary, "--host-file=" + host_file, "env",
-                           "--gpus=job", "--rank-gpu=auto", "--format=nul"});
+    // The version Init's NCCL says it is.
+    auto r =
+        testing::Run({testing::kFabricEnvBinary, "--host-file=" + host_file, "env", "--gpus=job",
+                      "--rank-gpu=auto", "--format=nul", "--nccl-version=2.30.7"});
     EXPECT_TRUE(r.ok()) << r.status();
     std::map<std::string, std::string> out;
     if (!r.ok() || r->status != 0) return out;
@@ -151,6 +154,28 @@ TEST_F(PluginTest, EveryExampleHostAndRankAnswersAsFabricEnv) {
   unsetenv("LOCAL_RANK");
   EXPECT_GE(answered, 24u);  // The hosts with RDMA ports answer, and each rank of them.
   EXPECT_GT(variables, 200u);
+}
+
+// The NCCL that loads the plugin says its version at init: 2.30.7 reads rails in NCCL_IB_HCA,
+// 2.28.7 does not (nor does it sort by PCI path, so the list is in name order).
+TEST_F(PluginTest, TheRailsFollowTheVersionNcclGives) {
+  v1::SelectionPolicy policy;
+  for (const char* dev :
+       {"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"}) {
+    v1::Rail* r = policy.add_rails();
+    r->set_name(absl::StrCat("rail-", policy.rails_size() - 1));
+    r->set_switch_pattern(absl::StrCat("leaf-", policy.rails_size() - 1, "-*"));
+    r->add_ports(dev);
+  }
+  setenv("FABRIC_HOST_FILE", Publish("dgx-h100-ib", policy).c_str(), 1);
+  EXPECT_EQ(v1_->init(2, 30, 7, ""), FABRIC_NCCL_SUCCESS);
+  EXPECT_THAT(Get("NCCL_IB_HCA"), ::testing::StartsWith("=mlx5_0:1:0,mlx5_3:1:1,"));
+  v1_->finalize();
+  EXPECT_EQ(v1_->init(2, 28, 7, ""), FABRIC_NCCL_SUCCESS);
+  EXPECT_EQ(Get("NCCL_IB_HCA"),
+            "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,"
+            "mlx5_11:1");
+  v1_->finalize();
 }
 
 TEST_F(PluginTest, TheUsersVariablesAreTheirs) {

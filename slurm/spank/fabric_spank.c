@@ -35,6 +35,9 @@ SPANK_PLUGIN(fabric, 1);
 #define FABRIC_SPANK_FABRIC_ENV "/usr/bin/fabric-env"
 #endif
 #define FABRIC_SPANK_HOST_FILE "/run/fabric-env/host.pb"
+#ifndef FABRIC_SPANK_NCCL_ENV_PLUGIN
+#define FABRIC_SPANK_NCCL_ENV_PLUGIN "/usr/lib/fabric-agent/libnccl-env-fabric.so"
+#endif
 
 enum {
   kPathMax = 4096,
@@ -53,8 +56,11 @@ static char host_file[kPathMax] = FABRIC_SPANK_HOST_FILE;
 static char target[kPathMax];
 static char fallback_sysfs[kPathMax];
 static long timeout_ms = 2000;
+// nccl_env_plugin=: NCCL and RCCL get NCCL_ENV_PLUGIN (which answers with the NCCL version, so
+// rails too) instead of the NCCL_* and RCCL_* variables; empty: off.
+static char nccl_env_plugin[kPathMax];
 static int enabled = 1;         // default=, then --fabric-env.
-static char config_error[256];  // A bad plugstack.conf argument: reported in each task.
+static char config_error[384];  // A bad plugstack.conf argument: reported in each task.
 // The step's GPUs on this node, from user_init: under per-task binding the task itself only sees
 // its own (SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES are both narrowed), and the job variables
 // must come from the whole step's scope to be the same on every task.
@@ -125,6 +131,12 @@ static void parse_args(int ac, char** av) {
     } else if (!strncmp(a, "timeout=", 8)) {
       timeout_ms = parse_timeout_ms(a + 8);
       bad = timeout_ms < 0;
+    } else if (!strcmp(a, "nccl_env_plugin=on")) {
+      bad = set_string(nccl_env_plugin, sizeof nccl_env_plugin, FABRIC_SPANK_NCCL_ENV_PLUGIN);
+    } else if (!strcmp(a, "nccl_env_plugin=off")) {
+      nccl_env_plugin[0] = '\0';
+    } else if (!strncmp(a, "nccl_env_plugin=", 16)) {
+      bad = set_string(nccl_env_plugin, sizeof nccl_env_plugin, a + 16) || a[16] != '/';
     } else if (!strcmp(a, "default=on") || !strcmp(a, "default=off")) {
       enabled = !strcmp(a, "default=on");
     } else {
@@ -133,7 +145,8 @@ static void parse_args(int ac, char** av) {
     if (bad) {
       snprintf(config_error, sizeof config_error,
                "plugstack.conf argument '%.80s' is not valid (fabricctl=/PATH, fabric_env=/PATH, "
-               "host_file=/PATH, target=, timeout=%d..%dms, fallback_sysfs=DIR, default=on|off)",
+               "host_file=/PATH, target=, timeout=%d..%dms, fallback_sysfs=DIR, "
+               "nccl_env_plugin=on|off|/PATH, default=on|off)",
                a, kTimeoutMinMs, kTimeoutMaxMs);
     }
   }
@@ -426,9 +439,15 @@ static int run_fabricctl(char** argv, char** envp, long deadline, char* out, siz
   return 0;
 }
 
-// Sets each valid NAME=VALUE record the task has not set; records what it set in kOwnedVar.
-// Returns the number of records set, and counts the skipped ones.
-static int apply(spank_t sp, char* out, size_t len, int* invalid) {
+// NCCL's and RCCL's own variables, which NCCL's environment plugin answers when it is loaded.
+static int nccl_owned(const char* rec) {
+  return !strncmp(rec, "NCCL_", 5) || !strncmp(rec, "RCCL_", 5);
+}
+
+// Sets each valid NAME=VALUE record the task has not set (but NCCL's and RCCL's when `skip_nccl`);
+// records what it set in kOwnedVar. Returns the number of records set, and counts the skipped
+// ones.
+static int apply(spank_t sp, char* out, size_t len, int skip_nccl, int* invalid) {
   static char owned[kValueMax];
   size_t owned_len = 0;
   int set = 0;
@@ -441,6 +460,7 @@ static int apply(spank_t sp, char* out, size_t len, int* invalid) {
       if (*rec) (*invalid)++;
       continue;
     }
+    if (skip_nccl && nccl_owned(rec) && strncmp(rec, "NCCL_ENV_PLUGIN=", 16)) continue;
     *eq = '\0';
     // overwrite=0: a variable the user set, even to "", is theirs.
     if (spank_setenv(sp, rec, eq + 1, 0) == ESPANK_SUCCESS) {
@@ -458,10 +478,29 @@ static int apply(spank_t sp, char* out, size_t len, int* invalid) {
   return set;
 }
 
-// Sets `out`'s records; one line when none came or some were malformed.
-static void apply_and_report(spank_t sp, char* out, size_t len, const char* from) {
+// Sets `out`'s records; one line when none came or some were malformed. `with_plugin`: the
+// answer came from the published host, which NCCL's environment plugin reads too, so NCCL gets
+// the plugin (when configured and readable) in place of its variables.
+static void apply_and_report(spank_t sp, char* out, size_t len, const char* from, int with_plugin) {
   int invalid = 0;
-  int set = apply(sp, out, len, &invalid);
+  int skip_nccl = 0;
+  if (with_plugin && nccl_env_plugin[0] && len > 0) {
+    if (access(nccl_env_plugin, R_OK) != 0) {
+      report("fabric-env: %s cannot be read (%s): NCCL's variables are set instead",
+             nccl_env_plugin, strerror(errno));
+    } else {
+      // Appended as records, so that they are set and owned as the others are.
+      // FABRIC_JOB_GPUS: the step's scope for the plugin's fabric-env, as build_env gives it.
+      int n = snprintf(out + len, kOutputMax - len,
+                       "NCCL_ENV_PLUGIN=%s%cFABRIC_HOST_FILE=%s%cFABRIC_JOB_GPUS=%s%c",
+                       nccl_env_plugin, 0, host_file, 0, have_step_gpus ? step_gpus : "", 0);
+      if (n > 0 && (size_t)n < kOutputMax - len) {
+        len += (size_t)n;
+        skip_nccl = 1;
+      }
+    }
+  }
+  int set = apply(sp, out, len, skip_nccl, &invalid);
   if (set == 0 && invalid == 0 && len == 0) {
     report("fabric-env: no fabric settings for this task: %s printed none", from);
   } else if (invalid) {
@@ -499,10 +538,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   if (!target[0] && access(host_file, R_OK) == 0 && access(fabric_env_path, X_OK) == 0) {
     char file_arg[kPathMax + 16];
     snprintf(file_arg, sizeof file_arg, "--host-file=%s", host_file);
-    char* env_argv[] = {fabric_env_path, file_arg,       "env", "--gpus=job", "--rank-gpu=auto",
-                        "--format=nul",  NULL};
+    char* env_argv[] = {fabric_env_path,   file_arg,       "env", "--gpus=job",
+                        "--rank-gpu=auto", "--format=nul", NULL};
     if (run_fabricctl(env_argv, envp, deadline, out, &len, &code, why, sizeof why) == 0) {
-      apply_and_report(sp, out, len, fabric_env_path);
+      apply_and_report(sp, out, len, fabric_env_path, 1);
       return 0;
     }
     // 2: the request itself is bad (a malformed GPU list): fabricctl would say the same.
@@ -542,6 +581,6 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     }
   }
   if (file_why[0]) report("fabric-env: %s; asked fabricctl", file_why);
-  apply_and_report(sp, out, len, fabricctl_path);
+  apply_and_report(sp, out, len, fabricctl_path, 0);
   return 0;
 }

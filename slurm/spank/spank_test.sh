@@ -8,11 +8,12 @@
 # The tasks get their settings through fabric-env (the agent's published host) when no target is
 # named, else through fabricctl.
 #   usage: spank_test.sh --plugin SO --agent BIN --fabricctl BIN --fabric-env BIN --mkhost BIN
+#          --nccl-env-plugin SO
 # Exits 77 (skip) when not root or when Slurm or munge is missing; with CI=true a missing tool is
 # a failure instead (CI installs them: scripts/install-deps.sh).
 set -uo pipefail
 
-plugin= agent= fabricctl= fabric_env= mkhost=
+plugin= agent= fabricctl= fabric_env= mkhost= nccl_env_plugin=
 bench_runs=${FABRIC_SPANK_BENCH_RUNS:-9}  # Read now: FABRIC_* is cleared before the tasks run.
 while (($#)); do
   case $1 in
@@ -21,17 +22,20 @@ while (($#)); do
     --fabricctl) fabricctl=$2 ;;
     --fabric-env) fabric_env=$2 ;;
     --mkhost) mkhost=$2 ;;
-    *) echo "usage: $0 --plugin SO --agent BIN --fabricctl BIN --fabric-env BIN --mkhost BIN" >&2
+    --nccl-env-plugin) nccl_env_plugin=$2 ;;
+    *) echo "usage: $0 --plugin SO --agent BIN --fabricctl BIN --fabric-env BIN --mkhost BIN" \
+         "--nccl-env-plugin SO" >&2
        exit 2 ;;
   esac
   shift 2
 done
-for f in "$plugin" "$agent" "$fabricctl" "$fabric_env" "$mkhost"; do
+for f in "$plugin" "$agent" "$fabricctl" "$fabric_env" "$mkhost" "$nccl_env_plugin"; do
   [[ -n $f && -e $f ]] || { echo "spank_test: missing or unbuilt: '$f'" >&2; exit 2; }
 done
 # slurmstepd and the tasks run elsewhere (the spool): absolute paths.
 plugin=$(realpath "$plugin") agent=$(realpath "$agent") fabricctl=$(realpath "$fabricctl")
 fabric_env=$(realpath "$fabric_env") mkhost=$(realpath "$mkhost")
+nccl_env_plugin=$(realpath "$nccl_env_plugin")
 
 if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root (munged, slurmd, mknod)"; exit 77; fi
 for tool in munged mungekey slurmctld slurmd srun sbatch sinfo; do
@@ -200,6 +204,35 @@ if [[ $(val 0 NCCL_IB_HCA) == "$want_hca" && $(val 1 NCCL_IB_HCA) == "$want_hca"
   pass "fabric-env from the published host: the same NCCL_IB_HCA and pins, fabricctl not asked"
 else fail "fabric-env: NCCL_IB_HCA '$(val 0 NCCL_IB_HCA)', pins '$(val 0 UCX_NET_DEVICES)'" \
   "'$(val 1 UCX_NET_DEVICES)', stderr '$(cat "$R/err")'"; fi
+# 1c. nccl_env_plugin=: NCCL gets the environment plugin in place of its variables; a task that
+# loads it as NCCL does (dlopen, ncclEnvPlugin_v1, init with NCCL's version) gets the step's
+# NCCL_IB_HCA for NCCL 2.30.7, and the pins still come as variables.
+plugstack fabricctl="$R/nofabricctl" fabric_env="$fabric_env" host_file="$R/run/fe/host.pb" \
+  nccl_env_plugin="$nccl_env_plugin"
+cat >"$R/nccl_load.py" <<'PY'
+import ctypes, os
+v1 = ctypes.CFUNCTYPE
+class Plugin(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p),
+                ("init", v1(ctypes.c_int, ctypes.c_uint8, ctypes.c_uint8, ctypes.c_uint8, ctypes.c_char_p)),
+                ("finalize", v1(ctypes.c_int)),
+                ("getEnv", v1(ctypes.c_char_p, ctypes.c_char_p))]
+p = Plugin.in_dll(ctypes.CDLL(os.environ["NCCL_ENV_PLUGIN"]), "ncclEnvPlugin_v1")
+assert p.init(2, 30, 7, b"") == 0
+print("PLUGIN_HCA=" + (p.getEnv(b"NCCL_IB_HCA") or b"<null>").decode())
+PY
+FABRIC_ENV_BIN=$fabric_env run -n2 --gpus-per-task=1 sh -c "env; /usr/bin/python3 -E $R/nccl_load.py" ||
+  die "srun (nccl_env_plugin) failed: $(cat "$R/err")"
+pl_gpus="$(val 0 CUDA_VISIBLE_DEVICES),$(val 1 CUDA_VISIBLE_DEVICES)"
+pl_want=$(ctl env --gpus="$pl_gpus" --nccl-version=2.30.7 --format=nul | tr '\0' '\n' |
+  sed -n 's/^NCCL_IB_HCA=//p')
+if [[ $(val 0 NCCL_ENV_PLUGIN) == "$nccl_env_plugin" && -z $(task 0 | grep '^NCCL_IB_HCA=') &&
+  -n $pl_want && $(val 0 PLUGIN_HCA) == "$pl_want" && $(val 1 PLUGIN_HCA) == "$pl_want" &&
+  -n $(val 0 UCX_NET_DEVICES) ]] && ! grep -qE 'fabric-env|fabric NCCL env plugin' "$R/err"; then
+  pass "nccl_env_plugin: NCCL_ENV_PLUGIN set, no NCCL_IB_HCA variable; the plugin loaded as NCCL does answers $pl_want"
+else fail "nccl_env_plugin: NCCL_ENV_PLUGIN '$(val 0 NCCL_ENV_PLUGIN)', plugin's NCCL_IB_HCA" \
+  "'$(val 0 PLUGIN_HCA)'/'$(val 1 PLUGIN_HCA)' (want '$pl_want'), stderr '$(cat "$R/err")'"; fi
+
 # A file fabric-env cannot read: fabricctl is asked, and the line says why.
 echo "not a published host" >"$R/corrupt.pb"
 plugstack fabricctl="$fabricctl" fabric_env="$fabric_env" host_file="$R/corrupt.pb" \

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "tests/cli/cli_fixture.h"
+#include "tests/hosts/hosts.h"
 
 namespace fabric {
 namespace {
@@ -75,10 +76,7 @@ TEST_P(GoldenTest, EveryCommandPrintsItsGoldenBytes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(ExampleHosts, GoldenTest,
-                         ::testing::Values("roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt",
-                                           "many-hcas", "broken", "ipv6-roce", "ib-prefix-gids",
-                                           "pcie-2x2", "sriov-512vf"),
+INSTANTIATE_TEST_SUITE_P(ExampleHosts, GoldenTest, ::testing::ValuesIn(testing::ExampleHostNames()),
                          [](const auto& p) {
                            return absl::StrReplaceAll(p.param, {{"-", "_"}});
                          });

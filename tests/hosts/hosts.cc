@@ -239,7 +239,7 @@ std::string IpText(uint32_t ip) {
 // RoCE GIDs as the kernel fills them for a netdev: link-local (v1, v2), then per IPv4 address
 // the mapped GID (v1, v2). Entries from `first` on, the first `limit` only.
 std::vector<GidSpec> RoceGids(const std::string& mac, const std::string& ipv4,
-                              const std::string& ndev, int first = 0, int limit = 4) {
+                              const std::string& ndev, int first, int limit) {
   std::vector<GidSpec> gids;
   const std::string ll = LinkLocalGidFromMac(mac);
   gids.push_back({first, ll, "IB/RoCE v1", ndev});
@@ -253,7 +253,7 @@ std::vector<GidSpec> RoceGids(const std::string& mac, const std::string& ipv4,
 }
 
 RdmaPortSpec RocePort(std::string rate, std::vector<GidSpec> gids, CounterList hw_counters,
-                      uint64_t seed, int gid_table_size = 256) {
+                      uint64_t seed, int gid_table_size) {
   RdmaPortSpec p;
   p.rate = std::move(rate);
   p.link_layer = "Ethernet";
@@ -280,7 +280,7 @@ RdmaDeviceSpec Mlx5(std::string name, std::string pci, std::string guid, const c
 }
 
 ModuleSpec Module(std::string name, int64_t size, std::vector<std::string> used_by,
-                  std::string taint = "", std::string version = "") {
+                  std::string taint, std::string version) {
   ModuleSpec m;
   m.name = std::move(name);
   m.size = size;
@@ -935,8 +935,9 @@ std::string ExampleHostTestName(std::string name) {
 }
 
 std::vector<std::string> ExampleHostNames() {
-  return {"roce-9port", "dgx-h100-ib",    "amd-mi300x-bnxt", "many-hcas",  "broken",
-          "ipv6-roce",  "ib-prefix-gids", "pcie-2x2",        "sriov-512vf"};
+  return {"roce-9port",  "dgx-h100-ib",        "amd-mi300x-bnxt",  "many-hcas",
+          "broken",      "ipv6-roce",          "ib-prefix-gids",   "pcie-2x2",
+          "sriov-512vf", "amd-mi300x-pollara", "mixed-h100-mi300x"};
 }
 
 absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {
@@ -948,6 +949,8 @@ absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {
   if (name == "ib-prefix-gids") return IbPrefixGids();
   if (name == "pcie-2x2") return Pcie2x2();
   if (name == "sriov-512vf") return Sriov512Vf();
+  if (name == "amd-mi300x-pollara") return AmdMi300xPollara();
+  if (name == "mixed-h100-mi300x") return MixedH100Mi300x();
   if (name == "broken") {
     HostSpec s = Roce9Port();
     s.after_write = BreakTree;

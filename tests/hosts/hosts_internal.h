@@ -33,6 +33,9 @@ extern const PciIds kConnectX7Vf;
 extern const PciIds kH100Sxm;
 extern const PciIds kIntelI210;
 extern const char kProprietaryNvidiaVersion[];
+extern const char kOpenNvidiaVersion[];
+extern const PciIds kAmdRootPort;
+extern const PciIds kMi300x;
 
 // "0000:1b:00.0" and "pci0000:15".
 std::string Bdf(int domain, int bus, int dev, int fn);
@@ -60,6 +63,15 @@ uint32_t Ip(int a, int b, int c, int d);
 RdmaDeviceSpec Mlx5(std::string name, std::string pci, std::string guid, const char* hca_type,
                     const char* fw_ver, const char* board_id, const std::string& hostname,
                     int uverbs);
+std::string IpText(uint32_t ip);
+// RoCE GIDs as the kernel fills them for a netdev: link-local (v1, v2), then per IPv4 address
+// the mapped GID (v1, v2). Entries from `first` on, the first `limit` only.
+std::vector<GidSpec> RoceGids(const std::string& mac, const std::string& ipv4,
+                              const std::string& ndev, int first = 0, int limit = 4);
+RdmaPortSpec RocePort(std::string rate, std::vector<GidSpec> gids, CounterList hw_counters,
+                      uint64_t seed, int gid_table_size = 256);
+ModuleSpec Module(std::string name, int64_t size, std::vector<std::string> used_by,
+                  std::string taint = "", std::string version = "");
 // Stable, distinct counter values per device name.
 uint64_t Seed(std::string_view name);
 std::vector<ModuleSpec> MlxNvidiaModules(bool peermem, bool open_nvidia);
@@ -93,5 +105,7 @@ void AddI210FrontEnd(HostSpec& s, int last_octet);
 HostSpec Ipv6Roce();
 HostSpec IbPrefixGids();
 HostSpec Sriov512Vf();
+HostSpec AmdMi300xPollara();
+HostSpec MixedH100Mi300x();
 
 }  // namespace fabric::testing::hosts_internal

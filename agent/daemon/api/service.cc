@@ -148,7 +148,7 @@ absl::StatusOr<std::shared_ptr<const std::string>> FabricAgentService::Select(
     default:
       key.append("-\n");
   }
-  absl::StrAppend(&key, req.consumers(), "\n");
+  absl::StrAppend(&key, req.consumers(), "\n", req.nccl_version(), "\n");
   for (const std::string& g : *gpus) {
     key.append(g);
     key.push_back('\n');

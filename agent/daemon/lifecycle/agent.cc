@@ -204,6 +204,7 @@ absl::Status StartDevicePlugins(AgentState& st) {
   o.config = config;
   if (st.host_file != nullptr) o.allocate.host_file_dir = st.opt.host_file_dir;
   o.allocate.pod_helper = st.opt.pod_helper;
+  o.allocate.nccl_env_plugin = st.opt.pod_nccl_env_plugin;
   o.allocate.dev_root = st.opt.dev_root;
   o.allocate.cdi = st.cdi != nullptr;
   auto plugins = DevicePlugins::Start(std::move(o));
@@ -296,8 +297,14 @@ absl::Status StepFirstInventory(AgentState& st) {
     st.cycle.AddPublisher(st.nfd.get());
   }
   if (Publishes(st, st.opt.cdi_dir, st.opt.cdi_dir_explicit)) {
-    st.cdi = std::make_unique<CdiPublisher>(st.opt.cdi_dir,
-                                            cdi::SpecOptions{.dev_root = st.opt.dev_root});
+    // NCCL's environment plugin in every container given a device of the spec, where the
+    // published host is kept for it to read.
+    const bool host_file = Publishes(st, st.opt.host_file_dir, st.opt.host_file_dir_explicit);
+    st.cdi = std::make_unique<CdiPublisher>(
+        st.opt.cdi_dir, cdi::SpecOptions{.dev_root = st.opt.dev_root,
+                                         .nccl_env_plugin = st.opt.pod_nccl_env_plugin,
+                                         .pod_helper = st.opt.pod_helper,
+                                         .host_file_dir = host_file ? st.opt.host_file_dir : ""});
     st.cycle.AddPublisher(st.cdi.get());
     Log(LogLevel::kInfo, "keeping the CDI spec ", st.cdi->path());
   }

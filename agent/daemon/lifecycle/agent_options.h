@@ -70,6 +70,9 @@ struct AgentOptions {
   // The helper mounted into pods the device plugins allocate for (read-only at
   // /usr/local/bin/fabric-env); empty: none.
   std::string pod_helper = "/usr/bin/fabric-env";
+  // NCCL's environment plugin the device plugins mount beside the helper (NCCL_ENV_PLUGIN);
+  // empty: none, the NCCL variables are set at Allocate as before.
+  std::string pod_nccl_env_plugin;
   // Events within this window after the first are handled by one rescan.
   absl::Duration debounce = absl::Milliseconds(50);
   int netlink_rcvbuf = 1 << 20;

@@ -202,6 +202,10 @@ void AddPublishFlags(CLI::App& app, fabric::AgentOptions& opt, Flags& f) {
                  "the fabric-env binary the device plugins mount read-only into the containers "
                  "they allocate for, at /usr/local/bin/fabric-env; empty: none")
       ->capture_default_str();
+  app.add_option("--pod-nccl-env-plugin", opt.pod_nccl_env_plugin,
+                 "NCCL's environment plugin (libnccl-env-fabric.so) the device plugins mount "
+                 "beside the helper, at /usr/local/lib/fabric-agent/, with NCCL_ENV_PLUGIN naming "
+                 "it in place of the NCCL_* variables; empty (the default): none");
   // --cdi-dev-root: its first name, when only the CDI spec named device nodes.
   app.add_option(
       "--dev-root,--cdi-dev-root", opt.dev_root,

@@ -130,9 +130,9 @@ bool SameList(const RepeatedPtrField<T>& a, const RepeatedPtrField<T>& b) {
 
 // A device's own fields: all but name (the key) and ports.
 bool SameDeviceRest(const RdmaDevice& a, const RdmaDevice& b) {
-  return a.node_guid() == b.node_guid() && a.fw_ver() == b.fw_ver() &&
-         a.hca_type() == b.hca_type() && a.node_type() == b.node_type() &&
-         SameMsg(a.has_pci(), a.pci(), b.has_pci(), b.pci()) &&
+  return a.node_guid() == b.node_guid() && a.sys_image_guid() == b.sys_image_guid() &&
+         a.fw_ver() == b.fw_ver() && a.hca_type() == b.hca_type() &&
+         a.node_type() == b.node_type() && SameMsg(a.has_pci(), a.pci(), b.has_pci(), b.pci()) &&
          a.uverbs_device() == b.uverbs_device() && a.parent_netdev() == b.parent_netdev() &&
          SameList(a.problems(), b.problems());
 }

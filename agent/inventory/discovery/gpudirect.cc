@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/common/strings.h"
 #include "agent/inventory/discovery/discovery_internal.h"
@@ -57,7 +58,8 @@ void ReadGpuDirect(const HostFs& proc, const std::set<std::string>& modules, Hos
   // export them (NVIDIA: open kernel modules 515+; AMD amdgpu; Habana habanalabs).
   auto kv = KernelVersion(host->kernel_release());
   const bool kernel_ok = kv && *kv >= std::make_pair(5, 12);
-  std::string exporter;
+  // Every GPU driver that exports: on a host with GPUs of two vendors each serves its own.
+  std::vector<std::string> exporters;
   if (nvidia) {
     auto v = proc.ReadFile("driver/nvidia/version");
     if (!v.ok()) {
@@ -73,18 +75,19 @@ void ReadGpuDirect(const HostFs& proc, const std::set<std::string>& modules, Hos
           (void)absl::SimpleAtoi(Av(rest.substr(0, rest.find('.'))), &major);
         }
         if (major >= 515) {
-          exporter = absl::StrCat("NVIDIA open kernel module ", major);
+          exporters.push_back(absl::StrCat("NVIDIA open kernel module ", major));
         }
       }
     }
   }
-  if (exporter.empty() && amd && modules.count("amdgpu")) exporter = "amdgpu";
-  if (exporter.empty() && habana && modules.count("habanalabs")) exporter = "habanalabs";
-  if (kernel_ok && !exporter.empty()) {
+  if (amd && modules.count("amdgpu")) exporters.push_back("amdgpu");
+  if (habana && modules.count("habanalabs")) exporters.push_back("habanalabs");
+  if (kernel_ok && !exporters.empty()) {
     GpuDirectPath* p = gd->add_paths();
     p->set_mechanism("dma_buf");
-    p->set_detail(absl::StrCat("kernel ", host->kernel_release(), " imports dma-buf; ", exporter,
-                               " exports it"));
+    p->set_detail(absl::StrCat("kernel ", host->kernel_release(), " imports dma-buf; ",
+                               absl::StrJoin(exporters, " and "),
+                               exporters.size() == 1 ? " exports it" : " export it"));
   }
   if (!any) {
     gd->set_reason("no GPU or accelerator");
@@ -95,7 +98,7 @@ void ReadGpuDirect(const HostFs& proc, const std::set<std::string>& modules, Hos
         absl::StrCat("no nvidia_peermem or nv_peer_mem module loaded, and no dma-buf path "
                      "(kernel ",
                      host->kernel_release().empty() ? "unknown" : host->kernel_release(),
-                     exporter.empty() ? ", no GPU driver exporting dma-buf" : "", ")"));
+                     exporters.empty() ? ", no GPU driver exporting dma-buf" : "", ")"));
   }
   gd->set_available(any && !host->rdma_devices().empty() && !gd->paths().empty());
 }

@@ -119,6 +119,12 @@ void ReadRdmaDevice(const HostFs& sys, const std::string& name, const RdmaNodes&
   if (auto v = ReadField(dd, "node_guid", "node_guid", problems, ParseGuid)) {
     dev->set_node_guid(*v);
   }
+  // A core attribute of every device; NCCL 2.30.7 orders its HCAs by it.
+  if (dd.Exists("sys_image_guid")) {
+    if (auto v = ReadField(dd, "sys_image_guid", "sys_image_guid", problems, ParseGuid)) {
+      dev->set_sys_image_guid(*v);
+    }
+  }
   // Software devices (rxe, siw) have no hca_type and an empty fw_ver: not a problem there.
   const bool software = !dd.Exists("device");
   if (software) {

@@ -5,6 +5,8 @@
 #include <climits>
 #include <cstdlib>
 #include <iterator>
+#include <set>
+#include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -29,7 +31,25 @@ bool PlainName(std::string_view name) {
   return true;
 }
 
-// "name[:port[:...]]" as atoi reads the port; problems noted against `what`.
+// A rail or plane field as NCCL 2.30.7 reads it (utils.cc parseStringList): empty is -1, else
+// atoi kept in an int16_t, so "x" is 0 and 40000 wraps; what reads otherwise than it looks is
+// noted.
+int NcclIdField(std::string_view raw, std::string_view field, std::string_view text,
+                std::vector<std::string>* problems) {
+  if (text.empty()) return -1;
+  const std::string s(text);
+  const int16_t v = static_cast<int16_t>(std::atoi(s.c_str()));
+  const bool digits =
+      std::all_of(text.begin(), text.end(), [](char c) { return absl::ascii_isdigit(c); });
+  if (!digits || text.size() > 5 || std::to_string(v) != s) {
+    problems->push_back(absl::StrCat("NCCL entry ", Excerpt(raw), ": ", Av(field), " ",
+                                     Excerpt(text), " is read as ", v));
+  }
+  return v;
+}
+
+// "name[:port[:rail[:plane]]]" as NCCL reads it (UCX: "name[:port]"); problems noted against
+// `what`.
 ListEntry ParseEntry(std::string_view raw, const char* what, std::vector<std::string>* problems) {
   ListEntry e;
   const size_t colon = raw.find(':');
@@ -43,6 +63,22 @@ ListEntry ParseEntry(std::string_view raw, const char* what, std::vector<std::st
         e.port <= 0) {
       problems->push_back(absl::StrCat(what, " entry ", Excerpt(raw), ": port ", Excerpt(digits),
                                        " is read as ", e.port, ", which no RDMA port has"));
+    }
+    std::vector<absl::string_view> more = absl::StrSplit(Av(rest), ':');
+    if (more.size() > 1 && std::string_view(what) != "NCCL") {
+      problems->push_back(absl::StrCat(what, " entry ", Excerpt(raw), ": ", what,
+                                       " names a port as device:port; no device has this name"));
+    } else if (more.size() > 1) {
+      e.rail = NcclIdField(raw, "rail", Sv(more[1]), problems);
+      if (more.size() > 2) e.plane = NcclIdField(raw, "plane", Sv(more[2]), problems);
+      if (e.plane >= 0 && (e.plane & (1 << 14)) != 0) {
+        problems->push_back(absl::StrCat("NCCL entry ", Excerpt(raw), ": plane ", e.plane,
+                                         " has bit 14 set, which NCCL refuses (invalid usage)"));
+      }
+      if (more.size() > 3) {
+        problems->push_back(
+            absl::StrCat("NCCL entry ", Excerpt(raw), ": what follows the plane is ignored"));
+      }
     }
   }
   if (!PlainName(e.name)) {
@@ -141,6 +177,14 @@ DeviceList ParseNcclList(std::string_view value, size_t max_entries) {
     l.entries.push_back(ParseEntry(Sv(raw), "NCCL", &l.problems));
   }
   if (l.entries.empty()) l.problems.push_back("no device name in the value");
+  // ncclIbGetPlaneIndex: 12 planes and the undefined one at most.
+  std::set<int> planes;
+  for (const ListEntry& e : l.entries) planes.insert(e.plane);
+  if (planes.size() > 13) {
+    l.problems.push_back(absl::StrCat(planes.size(),
+                                      " distinct planes (the undefined one "
+                                      "counted): NCCL 2.30.7 takes 13 at most and fails"));
+  }
   return l;
 }
 

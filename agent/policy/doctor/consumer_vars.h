@@ -33,6 +33,10 @@ inline constexpr size_t kUcxMaxEntries = 256;
 struct ListEntry {
   std::string name;
   int port = -1;  // -1: any port.
+  // NCCL 2.30.7's "hca:port:rail:plane" (older releases ignore both): -1 when absent or empty,
+  // else as NCCL reads them (atoi, kept in 16 bits).
+  int rail = -1;
+  int plane = -1;
 };
 
 // What a consumer will do with a value, and what in it the consumer takes silently but the user

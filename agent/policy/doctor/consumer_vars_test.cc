@@ -41,6 +41,26 @@ struct NcclCase {
   const char* problem;  // Substring of the first problem; "" when none.
 };
 
+TEST(ConsumerVarsTest, RailsAndPlanesAsNccl2307ReadsThem) {
+  DeviceList l = ParseNcclList("=mlx5_0:1:0,mlx5_1:1:1:2,mlx5_2:1,mlx5_3::7");
+  ASSERT_EQ(l.entries.size(), 4u);
+  EXPECT_EQ(l.entries[0].rail, 0);
+  EXPECT_EQ(l.entries[0].plane, -1);
+  EXPECT_EQ(l.entries[1].rail, 1);
+  EXPECT_EQ(l.entries[1].plane, 2);
+  EXPECT_EQ(l.entries[2].rail, -1);
+  EXPECT_EQ(l.entries[3].rail, 7);
+  // An empty port: "any port" from 2.30, port 0 before; the doctor says what older ones read.
+  EXPECT_THAT(absl::StrJoin(l.problems, "\n"), HasSubstr("port \"\" is read as 0"));
+  std::vector<std::string> many;
+  for (int i = 0; i < 14; ++i) many.push_back(absl::StrCat("mlx5_", i, ":1:0:", i));
+  l = ParseNcclList("=" + absl::StrJoin(many, ","));
+  EXPECT_THAT(absl::StrJoin(l.problems, "\n"), HasSubstr("14 distinct planes"));
+  // UCX takes no rail: "mlx5_0:1:0" is a name no device has.
+  l = ParseUcxDevices("mlx5_0:1:0");
+  EXPECT_THAT(absl::StrJoin(l.problems, "\n"), HasSubstr("UCX names a port as device:port"));
+}
+
 TEST(ConsumerVarsTest, NcclListsAsNcclReadsThem) {
   const NcclCase cases[] = {
       {"mlx5_1", "mlx5_1,mlx5_10,mlx5_11", ""},  // A prefix: the surprise NCCL users meet.
@@ -51,6 +71,12 @@ TEST(ConsumerVarsTest, NcclListsAsNcclReadsThem) {
       {"^=mlx5_1", "mlx5_0,mlx5_2,mlx5_10,mlx5_11", ""},
       {"=^mlx5_1", "", "characters no device name has"},  // "^" must come first.
       {"mlx5_1:1:0:1", "mlx5_1,mlx5_10,mlx5_11", ""},     // 2.30's rail and plane fields.
+      {"=mlx5_1:1:3", "mlx5_1", ""},
+      {"=mlx5_1:1:", "mlx5_1", ""},  // An empty rail is no rail.
+      {"=mlx5_1:1:r1", "mlx5_1", "rail \"r1\" is read as 0"},
+      {"=mlx5_1:1:40000", "mlx5_1", "rail \"40000\" is read as -25536"},
+      {"=mlx5_1:1:0:16384", "mlx5_1", "plane 16384 has bit 14 set"},
+      {"=mlx5_1:1:0:1:9", "mlx5_1", "what follows the plane is ignored"},
       {"=mlx5_0,,mlx5_2,", "mlx5_0,mlx5_2", ""},
       {"=mlx5_1:x", "", "port \"x\" is read as 0"},
       {"=mlx5_1:", "", "port \"\" is read as 0"},

@@ -134,6 +134,7 @@ v1::DoctorReport Judge(const DoctorFacts& facts) {
   }
   judge_internal::JudgeGpuDirect(c);
   judge_internal::JudgeJob(c);
+  judge_internal::JudgeVendors(c);
   // Checks in area order, the order the areas ran in is not the reading order.
   static const char* const kAreas[] = {"devices",   "gids",      "limits",
                                        "fallbacks", "gpudirect", "job"};

@@ -54,5 +54,6 @@ void JudgeLimits(Ctx& c);
 void JudgeFallbacks(Ctx& c);
 void JudgeGpuDirect(Ctx& c);  // Sets the report's transport between NET_IB and NET_IB_GDRDMA.
 void JudgeJob(Ctx& c);
+void JudgeVendors(Ctx& c);  // The NIC vendor's recipe; GPUs of two vendors in one job.
 
 }  // namespace fabric::doctor::judge_internal

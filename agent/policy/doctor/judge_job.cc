@@ -14,6 +14,7 @@
 #include "agent/common/excerpt.h"
 #include "agent/inventory/topology/topology.h"
 #include "agent/policy/doctor/judge_internal.h"
+#include "agent/policy/select/port_facts.h"
 
 namespace fabric::doctor::judge_internal {
 namespace {
@@ -48,9 +49,11 @@ bool HasGpus(const v1::Host& host) {
   return false;
 }
 
-// Variables that decide which NICs, GIDs and interfaces the consumers use.
+// Variables that decide which NICs, GIDs and interfaces the consumers use, and how (the NIC
+// vendor's recipe, GPUDirect, UCC's transports).
 bool Decides(const std::string& key) {
-  for (const char* p : {"NCCL_", "UCX_", "NVSHMEM_", "MC_", "UCCL_", "VLLM_", "SGLANG_"}) {
+  for (const char* p : {"NCCL_", "RCCL_", "UCX_", "UCC_", "FI_EFA_", "NVSHMEM_", "MC_", "UCCL_",
+                        "VLLM_", "SGLANG_"}) {
     if (absl::StartsWith(key, p)) return true;
   }
   return false;
@@ -69,16 +72,37 @@ void JudgeGpuDirect(Ctx& c) {
   std::vector<std::string> mechanisms;
   for (const v1::GpuDirectPath& p : gd.paths()) mechanisms.push_back(p.detail());
   bool direct = gd.available();
+  // A path of the host serves only its GPU vendor (peer memory NVIDIA's, dma-buf its exporter's).
+  std::vector<const v1::Accelerator*> job_gpus;
+  bool served = false;
+  for (const std::string& g : gpus) {
+    for (const v1::Accelerator& a : host.accelerators()) {
+      if (a.pci_address() != g) continue;
+      job_gpus.push_back(&a);
+      served |= DecideGpuDirect(host, a, v1::DISTANCE_CLASS_PIX).way != "none";
+    }
+  }
+  v1::DoctorCheck* path = nullptr;
   if (!direct) {
-    Add(c, "gpudirect", "gpudirect_path", v1::SEVERITY_WARNING, "",
-        absl::StrCat("no GPUDirect RDMA path: NCCL stages every transfer through host memory",
-                     gd.reason().empty() ? "" : absl::StrCat(" (", gd.reason(), ")")))
-        ->set_fix(
-            "load nvidia_peermem, or use the open kernel modules (515+) on a 5.12+ "
-            "kernel for dma-buf");
+    path = Add(c, "gpudirect", "gpudirect_path", v1::SEVERITY_WARNING, "",
+               absl::StrCat("no GPUDirect RDMA path: NCCL stages every transfer through host "
+                            "memory",
+                            gd.reason().empty() ? "" : absl::StrCat(" (", gd.reason(), ")")));
+    path->set_fix(
+        "load nvidia_peermem, or use the open kernel modules (515+) on a 5.12+ "
+        "kernel for dma-buf");
+  } else if (!job_gpus.empty() && !served) {
+    direct = false;
+    path = Add(c, "gpudirect", "gpudirect_path", v1::SEVERITY_WARNING, "",
+               absl::StrCat("no GPUDirect RDMA path serves the job's GPUs (the host has ",
+                            absl::StrJoin(mechanisms, ", "),
+                            "): NCCL stages every transfer through host memory"));
+    path->set_fix(
+        "load the GPU driver that exports dma-buf for these GPUs (amdgpu, NVIDIA's open "
+        "kernel modules 515+) on a 5.12+ kernel");
   } else {
-    Add(c, "gpudirect", "gpudirect_path", v1::SEVERITY_OK, "",
-        absl::StrCat("GPUDirect RDMA through ", absl::StrJoin(mechanisms, ", ")));
+    path = Add(c, "gpudirect", "gpudirect_path", v1::SEVERITY_OK, "",
+               absl::StrCat("GPUDirect RDMA through ", absl::StrJoin(mechanisms, ", ")));
   }
   // Distance: NCCL reads GPU memory over the NIC only up to NCCL_NET_GDR_LEVEL.
   std::vector<std::string> problems;
@@ -92,6 +116,12 @@ void JudgeGpuDirect(Ctx& c) {
     for (const v1::TopologyPair& t : host.topology()) {
       if (t.accelerator() != g || !used.count(t.rdma_device())) continue;
       if (best == nullptr || t.distance() < best->distance()) best = &t;
+    }
+    for (const v1::Accelerator* a : job_gpus) {
+      if (a->pci_address() != g) continue;
+      const GpuDirectWay way = DecideGpuDirect(
+          host, *a, best == nullptr ? v1::DISTANCE_CLASS_UNSPECIFIED : best->distance());
+      path->add_evidence(absl::StrCat(g, ": ", way.way, " (", way.reason, ")"));
     }
     if (best == nullptr) continue;
     const std::string line =

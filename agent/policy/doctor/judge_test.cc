@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/policy/jobenv/profiles.h"
 #include "tests/hosts/discovered.h"
 
 namespace fabric::doctor {
@@ -261,6 +262,96 @@ INSTANTIATE_TEST_SUITE_P(
                 "ranks_agree", v1::SEVERITY_CRITICAL, v1::NCCL_TRANSPORT_NET_IB_GDRDMA,
                 "GPUDirect"}),
     [](const ::testing::TestParamInfo<Mistake>& i) { return i.param.name; });
+
+// The vendors' part: the NIC vendor's recipe when the agent's answer is not at hand, GPUs of two
+// vendors, GPUDirect per GPU with its reason, and 2.30.7's rails in NCCL_IB_HCA.
+v1::RdmaDevice* Device(DoctorFacts& f, const std::string& name) {
+  for (v1::RdmaDevice& d : *f.host->mutable_rdma_devices()) {
+    if (d.name() == name) return &d;
+  }
+  return nullptr;
+}
+
+v1::Accelerator* Gpu(DoctorFacts& f, const std::string& pci) {
+  for (v1::Accelerator& a : *f.host->mutable_accelerators()) {
+    if (a.pci_address() == pci) return &a;
+  }
+  return nullptr;
+}
+
+TEST(JudgeVendorsTest, TheNicVendorsRecipeIsComparedWithoutTheAgentsAnswer) {
+  DoctorFacts f = Good();
+  EXPECT_EQ(Find(Judge(f), "nic_profile"), nullptr);  // mlx5: NCCL's defaults are its recipe.
+  Device(f, "mlx5_1")->mutable_pci()->set_driver("ionic");
+  v1::DoctorReport r = Judge(f);
+  const v1::DoctorCheck* k = Find(r, "nic_profile");
+  ASSERT_NE(k, nullptr) << r.DebugString();
+  EXPECT_THAT(k->verdict(), HasSubstr("AMD Pensando Pollara (ionic)"));
+  EXPECT_THAT(k->evidence(), Contains(HasSubstr("NCCL_NET_PLUGIN is not set")));
+  f.env["NCCL_IB_TC"] = "41";
+  for (const jobenv::Profile& p : jobenv::Profiles()) {
+    if (p.name != "ionic") continue;
+    for (const jobenv::ProfileVar& v : p.vars) {
+      if (v.name != "NCCL_IB_TC") f.env[std::string(v.name)] = std::string(v.value);
+    }
+  }
+  r = Judge(f);
+  k = Find(r, "nic_profile");
+  ASSERT_NE(k, nullptr);
+  EXPECT_THAT(k->evidence(), ElementsAre(HasSubstr("NCCL_IB_TC=\"41\"")));
+  f.env["NCCL_IB_TC"] = "104";
+  EXPECT_EQ(Find(Judge(f), "nic_profile"), nullptr);
+  // With the agent's answer, that comparison (the site's changes included) decides.
+  f.agent_env = std::map<std::string, std::string>{{"NCCL_IB_TC", "41"}};
+  r = Judge(f);
+  EXPECT_EQ(Find(r, "nic_profile"), nullptr);
+  EXPECT_NE(Find(r, "agent_answer"), nullptr);
+}
+
+TEST(JudgeVendorsTest, NvidiaAndAmdGpusInOneJobAreNamed) {
+  DoctorFacts f = Good();
+  Gpu(f, "0000:1e:00.0")->set_vendor(v1::ACCELERATOR_VENDOR_AMD);
+  f.gpus.push_back("0000:1e:00.0");
+  const v1::DoctorReport r = Judge(f);
+  const v1::DoctorCheck* k = Find(r, "gpu_vendors");
+  ASSERT_NE(k, nullptr) << r.DebugString();
+  EXPECT_THAT(k->verdict(), HasSubstr("ROCm/rccl#1220"));
+  EXPECT_THAT(k->evidence(), Contains(HasSubstr("AMD (RCCL): 0000:1e:00.0")));
+  EXPECT_THAT(k->fix(), HasSubstr("UCC"));
+}
+
+TEST(JudgeVendorsTest, GpuDirectPerGpuWithItsReason) {
+  DoctorFacts f = Good();
+  v1::DoctorReport r = Judge(f);
+  const v1::DoctorCheck* path = nullptr;
+  for (const v1::DoctorCheck& k : r.checks()) {
+    if (k.check() == "gpudirect_path") path = &k;
+  }
+  ASSERT_NE(path, nullptr);
+  EXPECT_THAT(path->evidence(), Contains(HasSubstr("0000:1a:00.0: ")));
+  // The host's only paths serve NVIDIA GPUs; an AMD GPU gets none of them.
+  f.host->mutable_gpudirect()->clear_paths();
+  v1::GpuDirectPath* p = f.host->mutable_gpudirect()->add_paths();
+  p->set_mechanism("nvidia_peermem");
+  p->set_detail("module nvidia_peermem loaded");
+  Gpu(f, "0000:1a:00.0")->set_vendor(v1::ACCELERATOR_VENDOR_AMD);
+  r = Judge(f);
+  const v1::DoctorCheck* k = Find(r, "gpudirect_path");
+  ASSERT_NE(k, nullptr) << r.DebugString();
+  EXPECT_THAT(k->verdict(), HasSubstr("no GPUDirect RDMA path serves the job's GPUs"));
+  EXPECT_THAT(k->evidence(), Contains(HasSubstr("0000:1a:00.0: none")));
+  EXPECT_EQ(r.transport(), v1::NCCL_TRANSPORT_NET_IB);
+}
+
+TEST(JudgeVendorsTest, RailsInNcclIbHcaAreReadAndTheDevicesStillMatch) {
+  DoctorFacts f = Good();
+  f.env["NCCL_IB_HCA"] = "=mlx5_1:1:0";
+  v1::DoctorReport r = Judge(f);
+  EXPECT_THAT(Problems(r), ::testing::IsEmpty()) << r.DebugString();
+  EXPECT_THAT(r.devices(), ElementsAre("mlx5_1:1"));
+  f.env["NCCL_IB_HCA"] = "=mlx5_1:1:0:16384";
+  EXPECT_THAT(Judge(f).DebugString(), HasSubstr("bit 14"));
+}
 
 TEST(JudgeTest, PrefixMatchTakesMlx5_10) {
   DoctorFacts f = Good();

@@ -14,6 +14,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -21,6 +22,7 @@
 #include "agent/common/cidr.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
+#include "agent/policy/jobenv/profiles.h"
 
 namespace fabric::jobenv {
 namespace {
@@ -255,9 +257,145 @@ std::string SglangMap(const Request& req) {
   return absl::StrCat("{", absl::StrJoin(items, ","), "}");
 }
 
+std::string VersionText(const Version& v) {
+  return absl::StrFormat("%d.%d.%d", v.major, v.minor, v.patch);
+}
+
+// NCCL_IB_HCA's entries ("=" prefix aside): NCCL's own order (PCI path, 2.29.7 and later) where
+// the version is known, else natural order; each port's rail from 2.30.7 when every port has one.
+std::string NcclHcaList(const Request& req, std::vector<const Pick*> ports, const NoteFn& note) {
+  const std::optional<Version>& v = req.nccl_version;
+  if (v && *v >= kNcclPciOrder) {
+    // ncclIbCompareDevs: by the PCI path's last component, devices without one last.
+    std::stable_sort(ports.begin(), ports.end(), [](const Pick* a, const Pick* b) {
+      if (a->device_pci.empty() != b->device_pci.empty()) return b->device_pci.empty();
+      return a->device_pci < b->device_pci;
+    });
+  }
+  std::vector<std::string> railless, shared;
+  std::map<std::string, std::vector<std::string>> by_guid;
+  for (const Pick* p : ports) {
+    if (!p->rail) railless.push_back(p->Port());
+    if (!p->sys_image_guid.empty()) by_guid[p->sys_image_guid].push_back(p->device);
+  }
+  for (auto& [guid, devs] : by_guid) {
+    devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+    if (devs.size() > 1)
+      shared.push_back(absl::StrCat(absl::StrJoin(devs, " and "), " (", guid, ")"));
+  }
+  const bool some_rails = railless.size() < ports.size();
+  const bool rails = some_rails && railless.empty() && v && *v >= kNcclRails;
+  if (some_rails && !rails) {
+    note(!railless.empty() ? absl::StrCat("rails left out of NCCL_IB_HCA: no rail known for ",
+                                          absl::StrJoin(railless, ", "))
+         : !v ? std::string("rails left out of NCCL_IB_HCA: the job's NCCL version is unknown "
+                            "(NCCL 2.30.7 reads them; NCCL's environment plugin, or "
+                            "--nccl-version, says which NCCL asks)")
+              : absl::StrCat("rails left out of NCCL_IB_HCA: NCCL ", VersionText(*v),
+                             " reads none (2.30.7 does)"));
+  }
+  if (!rails && !shared.empty()) {
+    note(
+        absl::StrCat("one NIC's functions share a system image GUID: ", absl::StrJoin(shared, "; "),
+                     "; NCCL_CROSS_NIC=0 keeps a channel on one NIC, not one rail, unless "
+                     "NCCL_IB_HCA names the rails (NCCL 2.30.7, NVIDIA/nccl#2097)"));
+  }
+  std::vector<std::string> entries;
+  for (const Pick* p : ports) {
+    entries.push_back(rails ? absl::StrCat(p->Port(), ":", *p->rail) : p->Port());
+  }
+  return absl::StrJoin(entries, ",");
+}
+
+// GPUDirect RDMA as decided per GPU (Pick::gpudirect). Without a path for any GPU of the job the
+// libraries are told to stage through host memory, rather than try and fall back silently.
+void GpuDirectVars(const Request& req, bool nccl, EnvMap* job, const NoteFn& note) {
+  std::vector<std::string> none, with;
+  std::set<std::string> ways;
+  for (const Pick& p : req.scope) {
+    if (p.gpudirect.empty()) continue;
+    (p.gpudirect == "none" ? none : with).push_back(p.gpu);
+    if (p.gpudirect != "none") ways.insert(p.gpudirect);
+  }
+  if (none.empty() && with.empty()) return;
+  if (with.empty()) {
+    if (nccl) (*job)["NCCL_NET_GDR_LEVEL"] = "LOC";
+    if (req.consumers.ucx) (*job)["UCX_IB_GPU_DIRECT_RDMA"] = "no";
+    note(absl::StrCat("no GPUDirect RDMA path for any GPU of the job (", absl::StrJoin(none, ", "),
+                      "): traffic is staged through host memory, and the libraries are told so"));
+    return;
+  }
+  if (!none.empty()) {
+    note(absl::StrCat("no GPUDirect RDMA path for GPU ", absl::StrJoin(none, ", GPU "),
+                      ": staged through host memory (fabricctl select says why)"));
+  }
+  if (nccl && ways.size() == 1 && *ways.begin() == "dma_buf") {
+    (*job)["NCCL_DMABUF_ENABLE"] = "1";
+  }
+}
+
+// The NIC vendor profile's variables, with the operator's changes, when every port of the job has
+// the same profile; NCCL's computed values give way to the vendor's.
+void ProfileVars(const Request& req, const std::vector<const Pick*>& ports, EnvMap* job,
+                 const NoteFn& note) {
+  std::map<std::string, std::vector<std::string>> by;
+  for (const Pick* p : ports) by[p->profile].push_back(p->Port());
+  if (by.size() != 1) {
+    std::vector<std::string> uses;
+    for (const auto& [name, names] : by) {
+      uses.push_back(
+          absl::StrCat(name.empty() ? "none" : name, " on ", absl::StrJoin(names, ", ")));
+    }
+    note(absl::StrCat("NIC vendor profiles differ (", absl::StrJoin(uses, "; "),
+                      "): no profile's variables rendered"));
+    return;
+  }
+  const std::string& name = by.begin()->first;
+  if (name.empty()) return;
+  EnvMap vars;
+  if (const Profile* profile = FindProfile(name); profile != nullptr) {
+    for (const ProfileVar& v : profile->vars) vars[std::string(v.name)] = std::string(v.value);
+  }
+  if (auto it = req.profile_env.find(name); it != req.profile_env.end()) {
+    for (const auto& [k, v] : it->second) {
+      if (v.empty()) {
+        vars.erase(k);
+      } else {
+        vars[k] = v;
+      }
+    }
+  }
+  for (const auto& [k, v] : vars) {
+    if (auto it = job->find(k); it != job->end() && it->second != v) {
+      note(absl::StrFormat("NIC profile %s sets %s=%s over the computed %s", name, k, v,
+                           it->second));
+    }
+    (*job)[k] = v;
+  }
+}
+
 }  // namespace
 
 std::string Pick::Port() const { return absl::StrCat(device, ":", port); }
+
+absl::StatusOr<Version> ParseVersion(std::string_view text) {
+  std::string_view t = text.substr(0, text.find_first_of("-+"));
+  std::vector<absl::string_view> parts = absl::StrSplit(Av(t), '.');
+  Version v;
+  int* fields[] = {&v.major, &v.minor, &v.patch};
+  bool ok = parts.size() == 3;
+  for (size_t i = 0; ok && i < 3; ++i) {
+    ok = !parts[i].empty() && parts[i].size() <= 4 &&
+         std::all_of(parts[i].begin(), parts[i].end(),
+                     [](char c) { return c >= '0' && c <= '9'; }) &&
+         absl::SimpleAtoi(parts[i], fields[i]);
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", Av(text.substr(0, 40)), "\" is not a version like 2.30.7"));
+  }
+  return v;
+}
 
 EnvMap Result::Merged() const {
   EnvMap out = job;
@@ -320,7 +458,7 @@ EnvMap SubsetInvariant(const EnvMap& job) {
   static const std::set<std::string> kNamesDevices = {
       "NCCL_IB_HCA",       "UCX_NET_DEVICES",         "NVSHMEM_HCA_LIST",
       "MC_TE_FILTERS",     "FABRIC_SGLANG_IB_DEVICE", "VLLM_GPU_NIC_PCIE_MAPPING",
-      "UCCL_P2P_RDMA_DEV", "VLLM_NIC_SELECTION_VARS",
+      "UCCL_P2P_RDMA_DEV", "VLLM_NIC_SELECTION_VARS", "FI_EFA_IFACE",
   };
   EnvMap out;
   for (const auto& [k, v] : job) {
@@ -367,14 +505,41 @@ absl::StatusOr<Result> Render(const Request& req) {
   EnvMap& job = r.job;
   EnvMap& pins = r.pins;
 
-  if (use.nccl) {
-    // "=": exact names; a plain "mlx5_1" would also match mlx5_10..mlx5_19.
-    job["NCCL_IB_HCA"] = absl::StrCat("=", list);
-    GidVars(gid, "NCCL", &job);
+  // NCCL and RCCL cannot form one communicator across GPU vendors (ROCm/rccl#1220); UCC over
+  // UCX can (openucx/ucc#1039), so a mixed job gets UCX's pins and UCC told to use them.
+  std::set<std::string> gpu_vendors;
+  for (const Pick& p : req.scope) {
+    if (!p.gpu_vendor.empty()) gpu_vendors.insert(p.gpu_vendor);
+  }
+  const bool mixed = gpu_vendors.size() > 1;
+  if (mixed && use.nccl) {
+    note(absl::StrCat("the job's GPUs are of several vendors (", absl::StrJoin(gpu_vendors, ", "),
+                      "): NCCL and RCCL cannot form one communicator across them "
+                      "(ROCm/rccl#1220), so their variables are left out; UCC over UCX spans "
+                      "them (openucx/ucc#1039)",
+                      use.ucx ? ": UCX's variables are rendered and UCC_CL_BASIC_TLS=ucp" : ""));
+  }
+  if (mixed && use.ucx) job["UCC_CL_BASIC_TLS"] = "ucp";
+  const Profile* profile =
+      ports.front()->profile.empty() ? nullptr : FindProfile(ports.front()->profile);
+  const bool nccl_ib = profile == nullptr || profile->nccl_ib;
+  if (use.nccl && !mixed) {
+    if (nccl_ib) {
+      // "=": exact names; a plain "mlx5_1" would also match mlx5_10..mlx5_19.
+      job["NCCL_IB_HCA"] = absl::StrCat("=", NcclHcaList(req, ports, note));
+      GidVars(gid, "NCCL", &job);
+    } else {
+      // libfabric's EFA provider shows the process only these devices (fi_efa(7)).
+      job["FI_EFA_IFACE"] = absl::StrJoin(devices, ",");
+      note(absl::StrCat("NCCL_IB_HCA and NCCL's GID variables left out: NCCL reaches ",
+                        Av(profile->what), " through a net plugin, not its IB transport"));
+    }
     if (std::string ifname = SocketIfname(req, ports, note); !ifname.empty()) {
       job["NCCL_SOCKET_IFNAME"] = absl::StrCat("=", ifname);
     }
   }
+  GpuDirectVars(req, use.nccl && !mixed, &job, note);
+  if (use.nccl && !mixed) ProfileVars(req, ports, &job, note);
   if (use.vllm) {
     VllmVars(req, ports, &job, note);
     if (use.ucx || use.nvshmem) {

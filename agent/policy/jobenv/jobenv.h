@@ -44,6 +44,18 @@ std::vector<std::string> ConsumerNames();
 absl::StatusOr<Consumers> ParseConsumers(std::string_view text);
 std::string ConsumersText(const Consumers& c);  // "nccl,ucx,...": ParseConsumers reads it back.
 
+// An NCCL release, "2.30.7": what NCCL_IB_HCA may say depends on it.
+struct Version {
+  int major = 0, minor = 0, patch = 0;
+  auto operator<=>(const Version&) const = default;
+};
+// "2.30.7" (a suffix after '-' or '+', as in "2.30.7-1", is ignored). InvalidArgument otherwise.
+absl::StatusOr<Version> ParseVersion(std::string_view text);
+// NCCL 2.30.7 reads "hca:port:rail:plane" in NCCL_IB_HCA (older releases ignore what follows the
+// port); 2.29.7 orders its HCAs by PCI path (NCCL_IB_DEVICE_PCI_ORDER, default on).
+inline constexpr Version kNcclRails{2, 30, 7};
+inline constexpr Version kNcclPciOrder{2, 29, 7};
+
 // Another IPv4 GID of a chosen port: NCCL_IB_ADDR_RANGE must not also select it.
 struct OtherGid {
   uint32_t index = 0;
@@ -66,7 +78,12 @@ struct Pick {
   std::string ipv4_subnet;            // Its connected subnet, CIDR, when known.
   std::string ipv6;                   // The chosen GID's address when it is a global IPv6 one.
   std::vector<OtherGid> other_ipv4_gids;
-  std::string Port() const;  // "mlx5_1:1".
+  std::string gpu_vendor;      // "nvidia" (NCCL's) or "amd" (RCCL's); empty for other devices.
+  std::string profile;         // The NIC's vendor profile (profiles.h); empty when unknown.
+  std::string gpudirect;       // "nvidia_peermem", "nv_peer_mem", "dma_buf", "none"; empty: no GPU.
+  std::string sys_image_guid;  // Shared by one NIC's ports; empty when unknown.
+  std::optional<uint32_t> rail;  // NCCL's rail number: the port's rail's place in the policy.
+  std::string Port() const;      // "mlx5_1:1".
 };
 
 struct Request {
@@ -82,6 +99,12 @@ struct Request {
   std::vector<std::string> default_route_netdevs;
   // The operator's variables (policy.static_env): job variables that win over computed ones.
   EnvMap static_env;
+  // The NCCL the job loads, when known (the environment plugin says): from kNcclRails the list
+  // names rails, from kNcclPciOrder it follows NCCL's own order.
+  std::optional<Version> nccl_version;
+  // The operator's changes to a NIC vendor profile's variables (policy.nic_profiles), by profile
+  // name: a value replaces or adds, an empty one leaves the variable out.
+  std::map<std::string, EnvMap> profile_env;
 };
 
 struct Result {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/inventory/query/host_query.h"
+#include "agent/policy/select/port_facts.h"
 
 namespace fabric {
 
@@ -24,13 +25,8 @@ std::vector<PortRail> PortRails(const v1::Host& host, const v1::SelectionPolicy&
       r.netdev = it->second;
       if (r.netdev->has_neighbor()) r.neighbor = &r.netdev->neighbor();
     }
-    const std::string port_name = absl::StrCat(bp.device->name(), ":", bp.port->number());
     for (const v1::Rail& rail : policy.rails()) {
-      for (const std::string& p : rail.ports()) {
-        const bool names_it = p == bp.device->name() || p == port_name ||
-                              (!bp.port->netdev().empty() && p == bp.port->netdev());
-        if (names_it && r.expected == nullptr) r.expected = &rail;
-      }
+      if (r.expected == nullptr && RailNamesPort(rail, *bp.device, *bp.port)) r.expected = &rail;
       if (r.neighbor != nullptr && r.heard == nullptr && MatchesRail(rail, *r.neighbor)) {
         r.heard = &rail;
       }

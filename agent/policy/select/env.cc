@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/policy/select/candidates.h"
+#include "agent/policy/select/port_facts.h"
 #include "agent/policy/select/selection_section.h"
 
 namespace fabric {
@@ -29,7 +30,7 @@ const Port* FindPort(const Host& host, const std::string& dev, uint32_t number,
   return nullptr;
 }
 
-jobenv::Pick PickOf(const Host& host, const GpuAssignment& a) {
+jobenv::Pick PickOf(const Host& host, const SelectionPolicy& policy, const GpuAssignment& a) {
   jobenv::Pick p;
   p.gpu = a.gpu();
   p.device = a.rdma_device();
@@ -40,9 +41,20 @@ jobenv::Pick PickOf(const Host& host, const GpuAssignment& a) {
   p.ipv4 = a.ipv4();
   p.ipv4_subnet = a.ipv4_subnet();
   p.ipv6 = a.ipv6();
+  p.profile = a.nic_profile();
+  p.gpudirect = a.gpudirect();
+  for (int i = 0; i < policy.rails_size(); ++i) {
+    if (!a.rail().empty() && policy.rails(i).name() == a.rail()) p.rail = i;
+  }
+  for (const Accelerator& acc : host.accelerators()) {
+    if (a.gpu().empty() || acc.pci_address() != a.gpu()) continue;
+    if (acc.vendor() == ACCELERATOR_VENDOR_NVIDIA) p.gpu_vendor = "nvidia";
+    if (acc.vendor() == ACCELERATOR_VENDOR_AMD) p.gpu_vendor = "amd";
+  }
   const RdmaDevice* dev = nullptr;
   if (const Port* port = FindPort(host, a.rdma_device(), a.port(), &dev); port != nullptr) {
     p.device_pci = dev->pci().address();
+    p.sys_image_guid = dev->sys_image_guid();
     for (const Gid& g : port->gids()) {
       if (g.ipv4().empty()) continue;
       const bool v2 = g.type() == GID_TYPE_ROCE_V2;
@@ -66,7 +78,7 @@ absl::StatusOr<jobenv::Request> JobRequest(const Host& host, const Selection& se
       return absl::InvalidArgumentError(
           absl::StrCat("assignment for GPU ", a.gpu(), " names no RDMA device"));
     }
-    req.scope.push_back(PickOf(host, a));
+    req.scope.push_back(PickOf(host, policy, a));
   }
   req.rank = opt.rank;
   req.consumers = opt.consumers;
@@ -77,6 +89,10 @@ absl::StatusOr<jobenv::Request> JobRequest(const Host& host, const Selection& se
     if (n.default_route()) req.default_route_netdevs.push_back(n.name());
   }
   req.static_env.insert(policy.static_env().begin(), policy.static_env().end());
+  req.nccl_version = opt.nccl_version;
+  for (const auto& [name, profile] : policy.nic_profiles()) {
+    req.profile_env[name].insert(profile.env().begin(), profile.env().end());
+  }
   return req;
 }
 
@@ -90,7 +106,7 @@ absl::StatusOr<jobenv::Result> RenderJobEnv(const Host& host, const Selection& s
 absl::StatusOr<jobenv::Result> RenderPortsEnv(const Host& host,
                                               const std::vector<std::string>& ports,
                                               const SelectionPolicy& policy,
-                                              const jobenv::Consumers& consumers) {
+                                              const EnvOptions& opt) {
   if (ports.empty()) return absl::InvalidArgumentError("no port");
   std::vector<select_internal::Candidate> cands =
       select_internal::PortCandidates(host, policy, [&](const RdmaDevice& d, const Port& p) {
@@ -103,9 +119,13 @@ absl::StatusOr<jobenv::Result> RenderPortsEnv(const Host& host,
                           [&](const select_internal::Candidate& x) { return x.name == name; });
     if (c == cands.end()) return absl::InvalidArgumentError(absl::StrCat("no port ", name));
     // As SelectNics fills an assignment, without a GPU.
-    select_internal::FillPort(*c, sel.add_assignments());
+    GpuAssignment* a = sel.add_assignments();
+    select_internal::FillPort(*c, a);
+    FillPortFacts(host, policy, nullptr, a);
   }
-  return RenderJobEnv(host, sel, policy, EnvOptions{.consumers = consumers, .rank = {}});
+  EnvOptions no_rank = opt;
+  no_rank.rank.reset();
+  return RenderJobEnv(host, sel, policy, no_rank);
 }
 
 absl::Status FillEnv(const Host& host, const SelectionPolicy& policy, const EnvOptions& opt,

@@ -21,6 +21,7 @@ using EnvMap = jobenv::EnvMap;
 struct EnvOptions {
   jobenv::Consumers consumers;
   std::optional<size_t> rank;  // Position of the rank GPU among the selection's assignments.
+  std::optional<jobenv::Version> nccl_version;  // The job's NCCL, when known.
 };
 
 // The rules' request for `sel`: one pick per assignment (its port's other IPv4 GIDs from `host`,
@@ -42,7 +43,7 @@ absl::StatusOr<jobenv::Result> RenderJobEnv(const v1::Host& host, const v1::Sele
 absl::StatusOr<jobenv::Result> RenderPortsEnv(const v1::Host& host,
                                               const std::vector<std::string>& ports,
                                               const v1::SelectionPolicy& policy,
-                                              const jobenv::Consumers& consumers = {});
+                                              const EnvOptions& opt = {});
 
 // RenderJobEnv into `sel` (replacing env, job_env, pins, rank_gpu and consumers; its notes
 // appended).

@@ -423,6 +423,34 @@ TEST(RenderEnvTest, StaticEnvIsAddedAndWins) {
   EXPECT_THAT(notes, Not(Contains(HasSubstr("NCCL_IB_TIMEOUT"))));
 }
 
+// The config's NIC profile changes reach the job through the selection's nic_profile, and a bad
+// profile name or variable is refused with the place it is in.
+TEST(RenderEnvTest, NicProfilesFromTheConfig) {
+  Rig r({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"}});
+  r.b.host().mutable_rdma_devices(0)->mutable_pci()->set_driver("ionic");
+  v1::SelectionPolicy p;
+  (*(*p.mutable_nic_profiles())["ionic"].mutable_env())["NCCL_IB_TC"] = "41";
+  (*(*p.mutable_nic_profiles())["ionic"].mutable_env())["NCCL_NET_PLUGIN"] = "";
+  (*(*p.mutable_nic_profiles())["mlx5"].mutable_env())["NCCL_IB_TIMEOUT"] = "23";
+  EnvMap env = MustEnv(r, p);
+  EXPECT_EQ(env["NCCL_IB_TC"], "41");
+  EXPECT_EQ(env["NCCL_IB_FIFO_TC"], "192");
+  EXPECT_FALSE(env.contains("NCCL_NET_PLUGIN"));
+  EXPECT_FALSE(env.contains("NCCL_IB_TIMEOUT"));  // Another profile's.
+
+  v1::SelectionPolicy bad;
+  (*(*bad.mutable_nic_profiles())["cxgb4"].mutable_env())["X"] = "1";
+  absl::Status s = r.Select(bad).status();
+  EXPECT_THAT(s.message(), HasSubstr("no NIC profile \"cxgb4\" (known: mlx5, bnxt_re"));
+  bad.clear_nic_profiles();
+  (*(*bad.mutable_nic_profiles())["efa"].mutable_env())["NOT-A-NAME"] = "1";
+  s = r.Select(bad).status();
+  EXPECT_THAT(s.message(), HasSubstr("selection.nicProfiles.efa.env: \"NOT-A-NAME\""));
+  bad.clear_nic_profiles();
+  (*(*bad.mutable_nic_profiles())["efa"].mutable_env())["A"] = "x\ny";
+  EXPECT_THAT(r.Select(bad).status().message(), HasSubstr("contains a NUL, CR or newline"));
+}
+
 TEST(RenderEnvTest, Errors) {
   Rig r({{"mlx5_1", "eth1", 3, "10.0.0.1", "10.0.0.0/24"}});
   absl::StatusOr<v1::Selection> s = r.Select();

@@ -21,6 +21,7 @@
 #include "agent/policy/select/env.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/pairing.h"
+#include "agent/policy/select/port_facts.h"
 #include "agent/policy/select/selection_section.h"
 #include "agent/rdma/gid_choice.h"
 
@@ -239,6 +240,7 @@ absl::StatusOr<Selection> SelectPorts(const Host& host, const std::vector<std::s
     a->set_given(req.given);
     FillPort(c, a);
     a->set_distance(w.distance);
+    FillPortFacts(host, policy, req.acc, a);
     if (c.numa) a->set_numa_node(*c.numa);
     a->set_rate_gbps(c.rate.value_or(0));
     a->add_reasons(Summary(w, req.canonical, gpu_numa));

@@ -13,6 +13,13 @@ absl::StatusOr<EnvOptions> EnvOptionsFor(const Host& host, const SelectNicsReque
   absl::StatusOr<jobenv::Consumers> consumers = jobenv::ParseConsumers(req.consumers());
   if (!consumers.ok()) return consumers.status();
   opt.consumers = *consumers;
+  if (!req.nccl_version().empty()) {
+    absl::StatusOr<jobenv::Version> v = jobenv::ParseVersion(req.nccl_version());
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("nccl_version: ", v.status().message()));
+    }
+    opt.nccl_version = *v;
+  }
   const size_t n = static_cast<size_t>(sel.assignments_size());
   if (req.rank_case() == SelectNicsRequest::kRankPosition) {
     if (req.rank_position() >= n) {

@@ -8,9 +8,11 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/common/shell.h"
 #include "agent/common/strings.h"
+#include "agent/policy/jobenv/profiles.h"
 
 namespace fabric {
 namespace {
@@ -28,6 +30,29 @@ absl::Status ValidateIfname(std::string_view name) {
   for (char c : name) {
     if (c == '/' || c == ':' || c == ' ' || (c >= '\t' && c <= '\r') || c == '\0') {
       return bad("contains '/', ':', a NUL or whitespace");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Variable names as a shell takes them, values without a NUL or line break. Sorted, so that the
+// first bad entry reported does not depend on hash order.
+absl::Status ValidateEnvMap(const google::protobuf::Map<std::string, std::string>& env,
+                            std::string_view where) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : env) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& k : keys) {
+    if (!IsValidEnvName(k)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: \"%s\" is not a valid environment variable name "
+                          "(want [A-Za-z_][A-Za-z0-9_]*)",
+                          Av(where), absl::CHexEscape(k)));
+    }
+    const std::string& v = env.at(k);
+    if (v.find_first_of(std::string_view("\0\n\r", 3)) != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s[%s]: value \"%s\" contains a NUL, CR or newline", Av(where), k, absl::CHexEscape(v)));
     }
   }
   return absl::OkStatus();
@@ -67,22 +92,24 @@ absl::Status ValidatePolicy(const v1::SelectionPolicy& policy) {
       if (absl::Status s = ValidateIfname(Sv(name)); !s.ok()) return s;
     }
   }
-  // Sorted, so that the first bad entry reported does not depend on hash order.
-  std::vector<std::string> keys;
-  for (const auto& [k, v] : policy.static_env()) keys.push_back(k);
-  std::sort(keys.begin(), keys.end());
-  for (const std::string& k : keys) {
-    if (!IsValidEnvName(k)) {
+  if (absl::Status s = ValidateEnvMap(policy.static_env(), "selection.static_env"); !s.ok()) {
+    return s;
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, profile] : policy.nic_profiles()) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    if (jobenv::FindProfile(name) == nullptr) {
+      std::vector<std::string> known;
+      for (const jobenv::Profile& p : jobenv::Profiles()) known.emplace_back(p.name);
       return absl::InvalidArgumentError(
-          absl::StrFormat("selection.static_env: \"%s\" is not a valid environment variable name "
-                          "(want [A-Za-z_][A-Za-z0-9_]*)",
-                          absl::CHexEscape(k)));
+          absl::StrFormat("selection.nicProfiles: no NIC profile \"%s\" (known: %s)",
+                          absl::CHexEscape(name), absl::StrJoin(known, ", ")));
     }
-    const std::string& v = policy.static_env().at(k);
-    if (v.find_first_of(std::string_view("\0\n\r", 3)) != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("selection.static_env[%s]: value \"%s\" contains a NUL, CR or newline", k,
-                          absl::CHexEscape(v)));
+    if (absl::Status s = ValidateEnvMap(policy.nic_profiles().at(name).env(),
+                                        absl::StrCat("selection.nicProfiles.", name, ".env"));
+        !s.ok()) {
+      return s;
     }
   }
   return absl::OkStatus();

@@ -8,11 +8,13 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/inventory/query/host_query.h"
 #include "agent/policy/select/env.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/select.h"
+#include "agent/publish/hostfile/host_file.h"
 
 namespace fabric::cdi {
 namespace {
@@ -151,14 +153,18 @@ std::string SpecJson(const std::vector<Device>& devices, const SpecOptions& opt)
   nlohmann::ordered_json spec;
   spec["cdiVersion"] = kCdiVersion;
   spec["kind"] = kKind;
+  const bool plugin =
+      !opt.nccl_env_plugin.empty() && !opt.pod_helper.empty() && !opt.host_file_dir.empty();
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const Device& d : devices) {
     nlohmann::ordered_json edits;
-    if (!d.env.empty()) {
-      nlohmann::ordered_json env = nlohmann::ordered_json::array();
-      for (const auto& [k, v] : d.env) env.push_back(absl::StrCat(k, "=", v));
-      edits["env"] = std::move(env);
+    nlohmann::ordered_json env = nlohmann::ordered_json::array();
+    for (const auto& [k, v] : d.env) {
+      // A set variable wins over the plugin's answer: NCCL's are left to it.
+      if (plugin && (absl::StartsWith(k, "NCCL_") || absl::StartsWith(k, "RCCL_"))) continue;
+      env.push_back(absl::StrCat(k, "=", v));
     }
+    if (!env.empty()) edits["env"] = std::move(env);
     nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
     for (const std::string& path : d.nodes) {
       nlohmann::ordered_json n;
@@ -173,6 +179,25 @@ std::string SpecJson(const std::vector<Device>& devices, const SpecOptions& opt)
     list.push_back(std::move(dev));
   }
   spec["devices"] = std::move(list);
+  if (plugin) {
+    // The spec's own edits: whichever of its devices a container takes.
+    nlohmann::ordered_json mounts = nlohmann::ordered_json::array();
+    for (const auto& [host, container] :
+         {std::pair<std::string, std::string>{opt.host_file_dir, hostfile::kDefaultDir},
+          {opt.pod_helper, kPodHelperInContainer},
+          {opt.nccl_env_plugin, kNcclEnvPluginInContainer}}) {
+      nlohmann::ordered_json m;
+      m["hostPath"] = host;
+      m["containerPath"] = container;
+      m["options"] = nlohmann::ordered_json::array({"ro", "nosuid", "nodev", "bind"});
+      mounts.push_back(std::move(m));
+    }
+    nlohmann::ordered_json edits;
+    edits["env"] = nlohmann::ordered_json::array(
+        {absl::StrCat("NCCL_ENV_PLUGIN=", kNcclEnvPluginInContainer)});
+    edits["mounts"] = std::move(mounts);
+    spec["containerEdits"] = std::move(edits);
+  }
   // Invalid UTF-8 (from an operator's static env) is replaced rather than thrown on.
   return spec.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

@@ -33,11 +33,23 @@ inline constexpr char kKind[] = "fabric.io/rdma";
 // The newest version Debian 12's podman (4.3.1) accepts: 0.6.0 is "unresolvable" there.
 inline constexpr char kCdiVersion[] = "0.5.0";
 inline constexpr char kRdmaCm[] = "/dev/infiniband/rdma_cm";
+// Where the helper and NCCL's environment plugin are mounted into containers (the device
+// plugin's Allocate too): the plugin finds the helper at ../../bin/fabric-env.
+inline constexpr char kPodHelperInContainer[] = "/usr/local/bin/fabric-env";
+inline constexpr char kNcclEnvPluginInContainer[] =
+    "/usr/local/lib/fabric-agent/libnccl-env-fabric.so";
 
 struct SpecOptions {
   // Prefix of each node's hostPath ("DIR/dev/infiniband/uverbs3"); empty: no hostPath, the
   // runtime opens `path` on the host. For tests and hosts whose nodes live elsewhere.
   std::string dev_root;
+  // NCCL's environment plugin with what it runs on, host paths: the library, the helper
+  // (fabric-env) and the published host's directory. All three given: every device of the spec
+  // mounts them read-only (at the paths above and /run/fabric-env), NCCL_ENV_PLUGIN names the
+  // library, and the devices' NCCL_* and RCCL_* variables are left to it. Else none.
+  std::string nccl_env_plugin;
+  std::string pod_helper;
+  std::string host_file_dir;
 };
 
 struct Device {

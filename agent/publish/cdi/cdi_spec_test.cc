@@ -29,6 +29,7 @@ namespace {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class CdiSpecTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -66,7 +67,10 @@ TEST_P(CdiSpecTest, PrintsItsGoldenBytes) {
 // What runtimes parse: the version, the kind, unique valid names, env as NAME=VALUE, nodes with
 // a container path and (with a device root) the host path under it.
 TEST_P(CdiSpecTest, FollowsTheSchema) {
-  absl::StatusOr<std::string> text = SpecJson(host_, {}, {.dev_root = "/var/tmp/x"});
+  absl::StatusOr<std::string> text = SpecJson(
+      host_, {},
+      SpecOptions{
+          .dev_root = "/var/tmp/x", .nccl_env_plugin = "", .pod_helper = "", .host_file_dir = ""});
   ASSERT_TRUE(text.ok()) << text.status();
   const nlohmann::json spec = nlohmann::json::parse(*text);
   EXPECT_EQ(spec["cdiVersion"], "0.5.0");
@@ -88,6 +92,43 @@ TEST_P(CdiSpecTest, FollowsTheSchema) {
   }
   EXPECT_THAT(names, Contains("all"));
   for (const auto& [dev, node] : uverbs_) EXPECT_THAT(names, Contains(dev));
+}
+
+// With NCCL's environment plugin: the spec's own edits mount the library, the helper and the
+// published host read-only and name the plugin; no device sets an NCCL_* variable, which would
+// win over the plugin's answer. One of the three missing: no plugin, the variables as before.
+TEST_P(CdiSpecTest, NcclEnvPluginIsMountedForEveryDevice) {
+  SpecOptions opt{.dev_root = "",
+                  .nccl_env_plugin = "/usr/lib/x86_64-linux-gnu/fabric-agent/libnccl-env-fabric.so",
+                  .pod_helper = "/usr/bin/fabric-env",
+                  .host_file_dir = "/run/fabric-env"};
+  absl::StatusOr<std::string> text = SpecJson(host_, {}, opt);
+  ASSERT_TRUE(text.ok()) << text.status();
+  const nlohmann::json spec = nlohmann::json::parse(*text);
+  const nlohmann::json& edits = spec["containerEdits"];
+  EXPECT_EQ(edits["env"],
+            nlohmann::json::array({std::string("NCCL_ENV_PLUGIN=") + kNcclEnvPluginInContainer}));
+  ASSERT_EQ(edits["mounts"].size(), 3u);
+  std::map<std::string, std::string> mounts;
+  for (const auto& m : edits["mounts"]) {
+    mounts[m["containerPath"]] = m["hostPath"];
+    EXPECT_THAT(m["options"], Contains("ro"));
+  }
+  EXPECT_EQ(mounts[kNcclEnvPluginInContainer], opt.nccl_env_plugin);
+  EXPECT_EQ(mounts[kPodHelperInContainer], "/usr/bin/fabric-env");
+  EXPECT_EQ(mounts["/run/fabric-env"], "/run/fabric-env");
+  bool other_env = false;
+  for (const auto& d : spec["devices"]) {
+    for (const auto& e : d["containerEdits"].value("env", nlohmann::json::array())) {
+      EXPECT_THAT(std::string(e), Not(::testing::StartsWith("NCCL_")));
+      other_env = true;
+    }
+  }
+  EXPECT_TRUE(other_env) << "the other libraries' variables stay";
+  opt.pod_helper.clear();
+  const nlohmann::json plain = nlohmann::json::parse(*SpecJson(host_, {}, opt));
+  EXPECT_FALSE(plain.contains("containerEdits"));
+  EXPECT_EQ(plain["devices"], nlohmann::json::parse(*SpecJson(host_, {}))["devices"]);
 }
 
 // gpu<K> holds the node of the NIC `fabricctl select --gpus=all` gives GPU K (the index

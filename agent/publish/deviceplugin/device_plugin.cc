@@ -310,12 +310,28 @@ absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1::Host& host,
       m->set_host_path(opt.pod_helper);
       m->set_read_only(true);
     }
+    // NCCL asks the plugin at its init (with its version: the rails), which asks the helper.
+    const bool nccl_plugin =
+        !opt.nccl_env_plugin.empty() && !opt.host_file_dir.empty() && !opt.pod_helper.empty();
     auto& envs = *resp->mutable_envs();
+    if (nccl_plugin) {
+      v1beta1::Mount* m = resp->add_mounts();
+      m->set_container_path(kNcclEnvPluginInContainer);
+      m->set_host_path(opt.nccl_env_plugin);
+      m->set_read_only(true);
+      envs["NCCL_ENV_PLUGIN"] = kNcclEnvPluginInContainer;
+    }
     if (r.env_at_allocate() && !ports.empty()) {
       // The same rules as every other consumer; without a usable port there is none to set.
       absl::StatusOr<jobenv::Result> env = RenderPortsEnv(host, ports, policy);
       if (env.ok()) {
-        for (const auto& [k, v] : env->job) envs[k] = v;
+        for (const auto& [k, v] : env->job) {
+          // A set variable wins over the plugin's answer: NCCL's are left to the plugin.
+          if (nccl_plugin && (absl::StartsWith(k, "NCCL_") || absl::StartsWith(k, "RCCL_"))) {
+            continue;
+          }
+          envs[k] = v;
+        }
       }
     }
     envs[kEnvResource] = r.name();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/publish/cdi/cdi_spec.h"
 #include "fabric/v1/health.pb.h"
 #include "fabric/v1/host.pb.h"
 #include "fabric/v1/select.pb.h"
@@ -26,7 +27,9 @@ inline constexpr char kHealthy[] = "Healthy";
 inline constexpr char kUnhealthy[] = "Unhealthy";
 inline constexpr char kRdmaCm[] = "/dev/infiniband/rdma_cm";
 inline constexpr char kPodHelperDefault[] = "/usr/bin/fabric-env";
-inline constexpr char kPodHelperInContainer[] = "/usr/local/bin/fabric-env";
+// Where the helper and NCCL's environment plugin are mounted, as the CDI spec mounts them.
+using cdi::kNcclEnvPluginInContainer;
+using cdi::kPodHelperInContainer;
 inline constexpr char kEnvResource[] = "FABRIC_RDMA_RESOURCE";
 inline constexpr char kEnvDevices[] = "FABRIC_RDMA_DEVICES";
 inline constexpr char kCheck[] = "device_plugin";  // Findings' check name.
@@ -71,6 +74,10 @@ struct AllocateOptions {
   std::string pod_helper;     // Mounted read-only at kPodHelperInContainer; empty: none.
   bool cdi = false;           // The agent keeps the CDI spec: name its per-NIC devices.
   std::string dev_root;       // Prefix of the device nodes' host paths (tests); empty: none.
+  // NCCL's environment plugin (libnccl-env-fabric.so), mounted read-only at
+  // kNcclEnvPluginInContainer with NCCL_ENV_PLUGIN naming it, in place of the NCCL_* and RCCL_*
+  // variables, where the host file and the helper are mounted too; empty: none.
+  std::string nccl_env_plugin;
 };
 
 // Per container: the allocated NICs' uverbs nodes and rdma_cm ("rw"), the mounts, the envs

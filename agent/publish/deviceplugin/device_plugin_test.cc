@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,46 @@ TEST(DevicePluginTest, SharedAdvertisesCountAndGivesEveryNic) {
   EXPECT_EQ(SharedCount(v1::RdmaResource()), 1000u);
 }
 
+// With the NCCL environment plugin: mounted where it finds the helper, NCCL_ENV_PLUGIN naming
+// it, and NCCL's variables left to it (a set variable would win over its answer).
+TEST(DevicePluginTest, AllocateMountsTheNcclEnvPlugin) {
+  const v1::Host& host = testing::DiscoveredExampleHost("dgx-h100-ib");
+  Plan plan = PlanResources(host, {},
+                            Config("resources { name: \"fabric.io/rdma-ib\" mode: EXCLUSIVE "
+                                   "env_at_allocate: true "
+                                   "selectors { link_types: \"infiniband\" } }"),
+                            {});
+  v1beta1::AllocateRequest req;
+  req.add_container_requests()->add_devices_ids("mlx5_3");
+  AllocateOptions opt{
+      .host_file_dir = "/var/lib/fabric-env",
+      .pod_helper = kPodHelperDefault,
+      .cdi = false,
+      .dev_root = "",
+      .nccl_env_plugin = "/usr/lib/x86_64-linux-gnu/fabric-agent/libnccl-env-fabric.so"};
+  auto resp = Allocate(host, {}, plan.resources[0], req, opt);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  const auto& r = resp->container_responses(0);
+  ASSERT_EQ(r.mounts_size(), 3);
+  EXPECT_EQ(r.mounts(2).host_path(), opt.nccl_env_plugin);
+  EXPECT_EQ(r.mounts(2).container_path(), kNcclEnvPluginInContainer);
+  EXPECT_TRUE(r.mounts(2).read_only());
+  // The plugin looks for the helper at ../../bin/fabric-env from its own folder.
+  EXPECT_EQ(
+      std::filesystem::path(kNcclEnvPluginInContainer).parent_path().parent_path().parent_path() /
+          "bin/fabric-env",
+      kPodHelperInContainer);
+  EXPECT_EQ(r.envs().at("NCCL_ENV_PLUGIN"), kNcclEnvPluginInContainer);
+  EXPECT_FALSE(r.envs().contains("NCCL_IB_HCA"));
+  EXPECT_TRUE(r.envs().contains("UCX_NET_DEVICES") || r.envs().contains("MC_TE_FILTERS"));
+  // Without the helper there is nothing for the plugin to run: the variables as before.
+  opt.pod_helper.clear();
+  resp = Allocate(host, {}, plan.resources[0], req, opt);
+  ASSERT_TRUE(resp.ok());
+  EXPECT_FALSE(resp->container_responses(0).envs().contains("NCCL_ENV_PLUGIN"));
+  EXPECT_TRUE(resp->container_responses(0).envs().contains("NCCL_IB_HCA"));
+}
+
 TEST(DevicePluginTest, AllocateGivesNodesMountsAndEnv) {
   const v1::Host& host = testing::DiscoveredExampleHost("dgx-h100-ib");
   Plan plan = PlanResources(host, {},
@@ -151,7 +192,8 @@ TEST(DevicePluginTest, AllocateGivesNodesMountsAndEnv) {
   AllocateOptions opt{.host_file_dir = "/var/lib/fabric-env",
                       .pod_helper = kPodHelperDefault,
                       .cdi = true,
-                      .dev_root = ""};
+                      .dev_root = "",
+                      .nccl_env_plugin = ""};
   auto resp = Allocate(host, {}, plan.resources[0], req, opt);
   ASSERT_TRUE(resp.ok()) << resp.status();
   const auto& r = resp->container_responses(0);
