@@ -843,10 +843,11 @@ def check_pod_examples(d, objects):
     section defines and starts its command through the helper Allocate mounts. DRA examples
     (ResourceClaimTemplates, pods that name resourceClaims) get their NICs and environment from
     CDI instead: tests/dra/manifests_dra_test.py checks those."""
-    with open(os.path.join(REPO, "agent", "publish", "deviceplugin", "device_plugin.h"),
+    # The device plugin mounts it where the CDI spec does (cdi_spec.h holds the path).
+    with open(os.path.join(REPO, "agent", "publish", "cdi", "cdi_spec.h"),
               encoding="utf-8") as fh:
         helper = re.search(r'kPodHelperInContainer\[\] = "([^"]+)"', fh.read())
-    if not check(helper, "device_plugin.h names the helper's path in the container"):
+    if not check(helper, "cdi_spec.h names the helper's path in the container"):
         return
     helper = helper.group(1)
     cm = objects.get(("ConfigMap", "fabric-agent-config")) or {}

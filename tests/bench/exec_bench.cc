@@ -7,13 +7,18 @@
 // network namespace with fabric-cni's record of its interface (fabric-env narrows the host to the
 // pod's NIC and GID), against /bin/true in that namespace.
 //
-// exec_bench [--runs=31] [--host=dgx-h100-ib]
+// exec_bench [--runs=31] [--host=dgx-h100-ib] [--pin=CORE]
+// --pin: the measured processes run on that one core (the agent started before stays free), as a
+// launcher pinning its ranks starts them.
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -21,6 +26,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "agent/publish/podrecord/pod_record.h"
@@ -41,10 +47,15 @@ double Median(std::vector<double> v) {
 
 int Main(int argc, char** argv) {
   int runs = 31;
+  int pin = -1;
   std::string host = "dgx-h100-ib";
   for (int i = 1; i < argc; ++i) {
     std::vector<std::string> kv = absl::StrSplit(argv[i], absl::MaxSplits('=', 1));
     if (kv.size() == 2 && kv[0] == "--runs" && absl::SimpleAtoi(kv[1], &runs) && runs > 0) continue;
+    if (kv.size() == 2 && kv[0] == "--pin" && absl::SimpleAtoi(kv[1], &pin) && pin >= 0 &&
+        pin < CPU_SETSIZE) {
+      continue;
+    }
     if (kv.size() == 2 && kv[0] == "--host") {
       host = kv[1];
       continue;
@@ -129,6 +140,15 @@ int Main(int argc, char** argv) {
   }
   // The agent answers once its first inventory is published: one warm-up call.
   (void)testing::Run(cases[3].second, absl::Seconds(60));
+  if (pin >= 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(pin, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) {
+      std::fprintf(stderr, "exec_bench: cannot pin to core %d: %s\n", pin, std::strerror(errno));
+      return 2;
+    }
+  }
   std::vector<std::vector<double>> ms(cases.size());
   bool ok = true;
   for (int i = 0; i < runs; ++i) {
@@ -143,8 +163,8 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  std::printf("exec_bench host=%s runs=%d (median wall ms per process start)\n", host.c_str(),
-              runs);
+  std::printf("exec_bench host=%s runs=%d%s (median wall ms per process start)\n", host.c_str(),
+              runs, pin >= 0 ? absl::StrCat(" pinned to core ", pin).c_str() : "");
   size_t pod_base = 0;
   for (size_t c = 0; c < cases.size(); ++c) {
     if (cases[c].first == "pod: /bin/true") pod_base = c;

@@ -131,7 +131,7 @@ TEST_F(HostTest, ExampleHostNamesInOrder) {
   EXPECT_THAT(ExampleHostNames(),
               ElementsAre("roce-9port", "dgx-h100-ib", "amd-mi300x-bnxt", "many-hcas", "broken",
                           "ipv6-roce", "ib-prefix-gids", "pcie-2x2", "sriov-512vf",
-                          "amd-mi300x-pollara", "mixed-h100-mi300x"));
+                          "amd-mi300x-pollara", "mixed-h100-mi300x", "cloud-vm-flat"));
   EXPECT_EQ(ExampleHost("no-such-host").status().code(), absl::StatusCode::kNotFound);
 }
 

@@ -935,9 +935,9 @@ std::string ExampleHostTestName(std::string name) {
 }
 
 std::vector<std::string> ExampleHostNames() {
-  return {"roce-9port",  "dgx-h100-ib",        "amd-mi300x-bnxt",  "many-hcas",
-          "broken",      "ipv6-roce",          "ib-prefix-gids",   "pcie-2x2",
-          "sriov-512vf", "amd-mi300x-pollara", "mixed-h100-mi300x"};
+  return {"roce-9port",  "dgx-h100-ib",        "amd-mi300x-bnxt",   "many-hcas",
+          "broken",      "ipv6-roce",          "ib-prefix-gids",    "pcie-2x2",
+          "sriov-512vf", "amd-mi300x-pollara", "mixed-h100-mi300x", "cloud-vm-flat"};
 }
 
 absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {
@@ -951,6 +951,7 @@ absl::StatusOr<HostSpec> ExampleHost(std::string_view name) {
   if (name == "sriov-512vf") return Sriov512Vf();
   if (name == "amd-mi300x-pollara") return AmdMi300xPollara();
   if (name == "mixed-h100-mi300x") return MixedH100Mi300x();
+  if (name == "cloud-vm-flat") return CloudVmFlat();
   if (name == "broken") {
     HostSpec s = Roce9Port();
     s.after_write = BreakTree;

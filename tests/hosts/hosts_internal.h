@@ -40,6 +40,7 @@ extern const PciIds kMi300x;
 // "0000:1b:00.0" and "pci0000:15".
 std::string Bdf(int domain, int bus, int dev, int fn);
 std::string RcName(int domain, int bus);
+void AddRootComplex(HostSpec& s, int domain, int bus, int numa);
 // Adds a function and returns its BDF.
 std::string Add(HostSpec& s, std::string bdf, std::string parent, PciRole role, const PciIds& ids);
 // A root complex at `rc_bus` with root port rc:01.0; its endpoint goes on bus rc+1.
@@ -107,5 +108,6 @@ HostSpec IbPrefixGids();
 HostSpec Sriov512Vf();
 HostSpec AmdMi300xPollara();
 HostSpec MixedH100Mi300x();
+HostSpec CloudVmFlat();
 
 }  // namespace fabric::testing::hosts_internal

@@ -1,4 +1,5 @@
-// Example hosts for the NIC and GPU vendors beyond NVIDIA's, built with the helpers of hosts.cc.
+// Example hosts for the NIC and GPU vendors beyond NVIDIA's, and a cloud VM's flat PCI tree,
+// built with the helpers of hosts.cc.
 //
 // amd-mi300x-pollara (mi300-31, 6.8.0-60-generic, NUMA 0-1): 8 MI300X and 8 AMD Pensando
 //   Pollara 400 AI NICs (ionic, RDMA devices ionic_0..7), pairs as on amd-mi300x-bnxt (per root
@@ -16,6 +17,13 @@
 //   mlx5_2/mlx5_3 0c42:a103:0007:0002. mlx5_i: enp<R+3>s0np0, MAC
 //   0c:42:a1:07:00:0i, 10.240.<i>.3/24, GIDs at 0..3 as roce-9port. Front end as on ipv6-roce (eno1
 //   192.168.100.33/24).
+//
+// cloud-vm-flat (gpu-vm-5, 6.8.0-1021-azure, NUMA 0-1): a cloud GPU shape as its VM sees it:
+//   8 H100 SXM and 8 ConnectX-7 VFs (RoCE) passed through, each alone in its own PCI domain on a
+//   root bus, no root port or switch above it (Hyper-V's vPCI): GPU i at 0001+i:00:00.0, mlx5_i
+//   at 0101+i:00:00.0 (NUMA 0 for i < 4, else 1), enP<257+i>s1 with MAC 00:0d:3a:05:00:0i and
+//   10.250.<i>.5/24, GIDs at 0..3 as roce-9port. Front end as on ipv6-roce (eno1
+//   192.168.100.35/24).
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tests/hosts/hosts.h"
@@ -101,6 +109,34 @@ HostSpec MixedH100Mi300x() {
   s.nvidia_version = kOpenNvidiaVersion;
   s.modules = MlxNvidiaModules(/*peermem=*/true, /*open_nvidia=*/true);
   s.modules.push_back(Module("amdgpu", 17891328, {}, "", "6.12.12"));
+  return s;
+}
+
+HostSpec CloudVmFlat() {
+  HostSpec s;
+  s.hostname = "gpu-vm-5";
+  s.osrelease = "6.8.0-1021-azure";
+  s.numa_nodes = {0, 1};
+  s.cpus_per_node = 48;
+  AddI210FrontEnd(s, 35);
+  for (int i = 0; i < 8; ++i) {
+    const int gpu_domain = 0x0001 + i, nic_domain = 0x0101 + i;
+    AddRootComplex(s, gpu_domain, 0, i < 4 ? 0 : 1);
+    AddGpu(s, Bdf(gpu_domain, 0, 0, 0), RcName(gpu_domain, 0), kH100Sxm);
+    AddRootComplex(s, nic_domain, 0, i < 4 ? 0 : 1);
+    RoceNic nic;
+    nic.bdf = Bdf(nic_domain, 0, 0, 0);
+    nic.parent = RcName(nic_domain, 0);
+    nic.ids = kConnectX7Vf;
+    nic.rdma = absl::StrCat("mlx5_", i);
+    nic.netdev = absl::StrFormat("enP%ds1", nic_domain);
+    nic.mac = Mac(0x00, 0x0d, 0x3a, 0x05, 0x00, i);
+    nic.ipv4 = Ip(10, 250, i, 5);
+    nic.uverbs = i;
+    AddRoceNic(s, nic);
+  }
+  s.nvidia_version = kOpenNvidiaVersion;
+  s.modules = MlxNvidiaModules(/*peermem=*/false, /*open_nvidia=*/true);
   return s;
 }
 

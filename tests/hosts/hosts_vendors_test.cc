@@ -3,9 +3,11 @@
 #include <set>
 #include <string>
 
+#include "agent/inventory/topology/topology.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/hosts/discovered.h"
+#include "tests/hosts/hosts.h"
 
 namespace fabric::testing {
 namespace {
@@ -47,6 +49,19 @@ TEST(VendorHostsTest, MixedHostHasBothVendorsAndTwoDualPortAdapters) {
     }
   }
   EXPECT_EQ(mechanisms, (std::set<std::string>{"dma_buf", "nvidia_peermem"}));
+}
+
+// The cloud VM: every GPU and NIC on a root bus of its own. Discovery still pairs (by NUMA and
+// order); health and the selection say the tree is virtual, and no other example host is.
+TEST(VendorHostsTest, CloudVmsFlatTreeIsSaidVirtual) {
+  const v1::Host h = DiscoveredExampleHost("cloud-vm-flat");
+  ASSERT_EQ(h.rdma_devices_size(), 8);
+  for (const v1::RdmaDevice& d : h.rdma_devices()) EXPECT_EQ(d.pci().path_size(), 1) << d.name();
+  EXPECT_THAT(VirtualPciTree(h), HasSubstr("all 8 GPUs and 8 RDMA devices sit directly on root"));
+  for (const std::string& name : ExampleHostNames()) {
+    if (name == "cloud-vm-flat") continue;
+    EXPECT_EQ(VirtualPciTree(DiscoveredExampleHost(name)), "") << name;
+  }
 }
 
 }  // namespace

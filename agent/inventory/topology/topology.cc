@@ -94,4 +94,23 @@ void BuildTopology(v1::Host* host) {
   }
 }
 
+std::string VirtualPciTree(const v1::Host& host) {
+  int gpus = 0, nics = 0;
+  for (const v1::Accelerator& a : host.accelerators()) {
+    if (a.management_display()) continue;
+    if (a.pci().path_size() != 1) return "";  // Below a bridge, or the path unknown.
+    ++gpus;
+  }
+  for (const v1::RdmaDevice& d : host.rdma_devices()) {
+    if (!d.has_pci()) continue;  // Software devices have no place in the tree.
+    if (d.pci().path_size() != 1) return "";
+    ++nics;
+  }
+  if (gpus == 0 || nics == 0) return "";
+  return absl::StrCat("the PCI tree is virtual: all ", gpus, " GPUs and ", nics,
+                      " RDMA devices sit directly on root buses, with no root port or switch "
+                      "above them (a virtual machine's), so PCIe distance says nothing of which "
+                      "NIC is near which GPU");
+}
+
 }  // namespace fabric

@@ -25,6 +25,13 @@ Distance ClassifyDistance(const v1::PciFunction& a, const v1::PciFunction& b,
 // function, accelerators by PCI address, devices in host order.
 void BuildTopology(v1::Host* host);
 
+// Why PCIe distance says nothing here, empty when it does: every GPU and every RDMA NIC sits
+// directly on a root bus, with no root port or switch above it. Discrete devices on real PCIe
+// always hang below a root port; a virtual machine's passed-through devices do not (Hyper-V's
+// vPCI puts each in its own domain, other hypervisors flatten them onto bus 0), so every pair
+// reads as the same class and pairing by distance would be blind.
+std::string VirtualPciTree(const v1::Host& host);
+
 // "PIX", "PXB", ... for humans.
 std::string DistanceName(v1::DistanceClass d);
 

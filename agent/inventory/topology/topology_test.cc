@@ -88,3 +88,33 @@ TEST(BuildTopology, SkipsManagementDisplayAndSoftwareDevices) {
 
 }  // namespace
 }  // namespace fabric
+
+namespace fabric {
+namespace {
+
+// A VM's passed-through devices sit on root buses; real PCIe puts them below a root port; a
+// path not read is no evidence either way.
+TEST(VirtualPciTreeTest, OnlyEveryDeviceOnARootBusIsVirtual) {
+  v1::Host h;
+  v1::Accelerator* gpu = h.add_accelerators();
+  gpu->mutable_pci()->add_path("pci0001:00");
+  v1::RdmaDevice* nic = h.add_rdma_devices();
+  nic->set_name("mlx5_0");
+  nic->mutable_pci()->add_path("pci0101:00");
+  EXPECT_NE(VirtualPciTree(h), "");
+  v1::RdmaDevice* rxe = h.add_rdma_devices();  // A software device has no place in the tree.
+  rxe->set_name("rxe0");
+  EXPECT_NE(VirtualPciTree(h), "");
+  v1::Host below = h;
+  below.mutable_rdma_devices(0)->mutable_pci()->add_path("0000:15:01.0");
+  EXPECT_EQ(VirtualPciTree(below), "");
+  v1::Host unknown = h;
+  unknown.mutable_accelerators(0)->mutable_pci()->clear_path();
+  EXPECT_EQ(VirtualPciTree(unknown), "");
+  v1::Host bmc = h;  // A management display does not count; no GPU then: nothing to pair.
+  bmc.mutable_accelerators(0)->set_management_display(true);
+  EXPECT_EQ(VirtualPciTree(bmc), "");
+}
+
+}  // namespace
+}  // namespace fabric

@@ -341,6 +341,7 @@ Health EvaluateHealth(const Host& host, const SelectionPolicy& policy, const Hea
   health_internal::CheckFirmware(&h, host);
   health_internal::CheckUverbs(&h, host);
   health_internal::CheckUmad(&h, host);
+  health_internal::CheckPciTopology(&h, host);
   health_internal::CheckHostClass(&h, host, policy, config);
   int n = 0;
   ForEachProblem(host, [&](const std::string&, const FieldProblem&) { ++n; });

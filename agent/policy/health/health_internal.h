@@ -27,6 +27,9 @@ void Add(v1::Health* h, v1::Severity s, const char* check, const char* cause,
 void CheckFirmware(v1::Health* h, const v1::Host& host);
 void CheckUverbs(v1::Health* h, const v1::Host& host);
 void CheckUmad(v1::Health* h, const v1::Host& host);
+//   pci_topology OK      a virtual machine's flat PCI tree (topology.h VirtualPciTree): said,
+//                         so that no one reads the pairing as distance's
+void CheckPciTopology(v1::Health* h, const v1::Host& host);
 void CheckHostClass(v1::Health* h, const v1::Host& host, const v1::SelectionPolicy& policy,
                     const v1::HealthConfig& config);
 

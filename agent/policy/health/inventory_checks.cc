@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "agent/inventory/query/host_query.h"
+#include "agent/inventory/topology/topology.h"
 #include "agent/policy/health/health.h"
 #include "agent/policy/health/health_internal.h"
 
@@ -119,6 +120,17 @@ void CheckUmad(Health* h, const Host& host) {
           absl::StrCat("no class/infiniband_mad/umadN names ", d.name(), " port ", p.number()));
     }
   }
+}
+
+void CheckPciTopology(Health* h, const Host& host) {
+  const std::string why = VirtualPciTree(host);
+  if (why.empty()) return;
+  // Said, not alarmed: a cloud shape is healthy, but its pairing needs its topology file.
+  Add(h, SEVERITY_OK, "pci_topology", "virtual", REPAIR_ACTION_NONE, "pci",
+      absl::StrCat(why,
+                   "; each GPU's NIC is chosen by NUMA and order, not distance, and NCCL "
+                   "needs the shape's topology file (NCCL_TOPO_FILE)"),
+      "every GPU's and RDMA device's PCI path is its root bus alone");
 }
 
 void CheckHostClass(Health* h, const Host& host, const SelectionPolicy& policy,

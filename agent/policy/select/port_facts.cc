@@ -100,7 +100,9 @@ void FillPortFacts(const Host& host, const SelectionPolicy& policy, const Accele
     }
   }
   if (gpu == nullptr) return;
-  GpuDirectWay gd = DecideGpuDirect(host, *gpu, a->distance());
+  // A virtual tree's distance is no path: the shape's topology file, not ours, says it.
+  GpuDirectWay gd = DecideGpuDirect(
+      host, *gpu, VirtualPciTree(host).empty() ? a->distance() : DISTANCE_CLASS_UNSPECIFIED);
   a->set_gpudirect(gd.way);
   a->set_gpudirect_reason(gd.reason);
 }

@@ -211,6 +211,12 @@ absl::StatusOr<Selection> SelectPorts(const Host& host, const std::vector<std::s
 
   Selection sel;
   for (const std::string& n : built->notes) sel.add_notes(n);
+  if (std::string flat = VirtualPciTree(host); !flat.empty()) {
+    sel.add_notes(absl::StrCat(flat,
+                               ": the NICs below are chosen by NUMA and order, not "
+                               "distance; NCCL needs the shape's topology file "
+                               "(NCCL_TOPO_FILE)"));
+  }
   const PairIndex pairs = IndexTopology(host);
   // The pairing of the snapshot (computed once per inventory), or of this host now.
   std::optional<GpuPairing> computed;
