@@ -87,9 +87,9 @@ HostSpec MixedH100Mi300x() {
   s.numa_nodes = {0, 1};
   s.cpus_per_node = 64;
   AddI210FrontEnd(s, 33);
-  constexpr int kRoots[] = {0x15, 0x35, 0x95, 0xb5};
+  constexpr int kMixedRoots[] = {0x15, 0x35, 0x95, 0xb5};
   for (int g = 0; g < 4; ++g) {
-    const int r = kRoots[g];
+    const int r = kMixedRoots[g];
     const auto [nic_port, gpu_port] = AddSwitch(s, 0, r, g < 2 ? 0 : 1, kAmdRootPort);
     RoceNic nic;
     nic.bdf = Bdf(0, r + 3, 0, 0);
