@@ -14,6 +14,7 @@
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
 #include "agent/policy/select/env.h"
+#include "agent/policy/select/select_request.h"
 
 namespace fabric::podenv {
 namespace {
@@ -146,11 +147,9 @@ absl::StatusOr<v1::Selection> SelectPodPorts(const v1::PublishedHost& narrowed,
   }
   std::sort(ports.begin(), ports.end(), NaturalLess);
   EnvOptions opt{.consumers = *consumers, .rank = {}, .nccl_version = {}};
-  if (!req.nccl_version().empty()) {
-    absl::StatusOr<jobenv::Version> v = jobenv::ParseVersion(req.nccl_version());
-    if (!v.ok()) return absl::InvalidArgumentError(v.status().message());
-    opt.nccl_version = *v;
-  }
+  absl::StatusOr<std::optional<jobenv::Version>> version = NcclVersionOf(req);
+  if (!version.ok()) return version.status();
+  opt.nccl_version = *version;
   absl::StatusOr<jobenv::Result> r = RenderPortsEnv(narrowed.host(), ports, narrowed.policy(), opt);
   if (!r.ok()) return r.status();
   v1::Selection sel;

@@ -378,6 +378,10 @@ void ProfileVars(const Request& req, const std::vector<const Pick*>& ports, EnvM
 
 std::string Pick::Port() const { return absl::StrCat(device, ":", port); }
 
+bool AnsweredByNcclEnvPlugin(std::string_view name) {
+  return name.starts_with("NCCL_") || name.starts_with("RCCL_");
+}
+
 absl::StatusOr<Version> ParseVersion(std::string_view text) {
   std::string_view t = text.substr(0, text.find_first_of("-+"));
   std::vector<absl::string_view> parts = absl::StrSplit(Av(t), '.');

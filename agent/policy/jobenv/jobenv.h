@@ -121,6 +121,10 @@ struct Result {
 // only these, so a container given any combination of devices sees no two values of one name.
 EnvMap SubsetInvariant(const EnvMap& job);
 
+// NCCL's and RCCL's own variables, which NCCL's environment plugin answers: where the plugin is
+// set (CDI, the device plugin), they are left to it, since a set variable wins over its answer.
+bool AnsweredByNcclEnvPlugin(std::string_view name);
+
 // InvalidArgument for an empty scope, a pick without a device, or a rank outside the scope.
 absl::StatusOr<Result> Render(const Request& req);
 

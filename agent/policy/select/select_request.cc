@@ -7,19 +7,23 @@ namespace fabric {
 
 using namespace ::fabric::v1;  // NOLINT: the model's types
 
+absl::StatusOr<std::optional<jobenv::Version>> NcclVersionOf(const SelectNicsRequest& req) {
+  if (req.nccl_version().empty()) return std::nullopt;
+  absl::StatusOr<jobenv::Version> v = jobenv::ParseVersion(req.nccl_version());
+  if (!v.ok())
+    return absl::InvalidArgumentError(absl::StrCat("nccl_version: ", v.status().message()));
+  return *v;
+}
+
 absl::StatusOr<EnvOptions> EnvOptionsFor(const Host& host, const SelectNicsRequest& req,
                                          const Selection& sel, const MigResolver* mig) {
   EnvOptions opt;
   absl::StatusOr<jobenv::Consumers> consumers = jobenv::ParseConsumers(req.consumers());
   if (!consumers.ok()) return consumers.status();
   opt.consumers = *consumers;
-  if (!req.nccl_version().empty()) {
-    absl::StatusOr<jobenv::Version> v = jobenv::ParseVersion(req.nccl_version());
-    if (!v.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("nccl_version: ", v.status().message()));
-    }
-    opt.nccl_version = *v;
-  }
+  absl::StatusOr<std::optional<jobenv::Version>> version = NcclVersionOf(req);
+  if (!version.ok()) return version.status();
+  opt.nccl_version = *version;
   const size_t n = static_cast<size_t>(sel.assignments_size());
   if (req.rank_case() == SelectNicsRequest::kRankPosition) {
     if (req.rank_position() >= n) {

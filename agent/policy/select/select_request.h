@@ -3,6 +3,7 @@
 // own, above both halves it joins.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@
 #include "fabric/v1/select.pb.h"
 
 namespace fabric {
+
+// The request's nccl_version, parsed; nullopt when empty. InvalidArgument when malformed.
+absl::StatusOr<std::optional<jobenv::Version>> NcclVersionOf(const v1::SelectNicsRequest& req);
 
 // A SelectNics request's consumers and rank, against the selection made for its GPUs: rank_gpu is
 // read by ResolveGpu and must be one of them; rank_position must be below their count.

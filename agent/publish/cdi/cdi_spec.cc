@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/inventory/query/host_query.h"
 #include "agent/policy/select/env.h"
@@ -161,7 +160,7 @@ std::string SpecJson(const std::vector<Device>& devices, const SpecOptions& opt)
     nlohmann::ordered_json env = nlohmann::ordered_json::array();
     for (const auto& [k, v] : d.env) {
       // A set variable wins over the plugin's answer: NCCL's are left to it.
-      if (plugin && (absl::StartsWith(k, "NCCL_") || absl::StartsWith(k, "RCCL_"))) continue;
+      if (plugin && jobenv::AnsweredByNcclEnvPlugin(k)) continue;
       env.push_back(absl::StrCat(k, "=", v));
     }
     if (!env.empty()) edits["env"] = std::move(env);

@@ -327,7 +327,7 @@ absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1::Host& host,
       if (env.ok()) {
         for (const auto& [k, v] : env->job) {
           // A set variable wins over the plugin's answer: NCCL's are left to the plugin.
-          if (nccl_plugin && (absl::StartsWith(k, "NCCL_") || absl::StartsWith(k, "RCCL_"))) {
+          if (nccl_plugin && jobenv::AnsweredByNcclEnvPlugin(k)) {
             continue;
           }
           envs[k] = v;
