@@ -28,6 +28,8 @@ build_packages=(
   libibumad-dev
   # vendor and device names from the PCI ID database (fabricctl's tables)
   libpci-dev pci.ids
+  # NCCL topology files, the XML cloud VM shapes publish (agent/inventory/topology/nccl_topo.h)
+  libtinyxml2-dev
 )
 # What the tests add (scripts/test.sh): the default.
 test_packages=(

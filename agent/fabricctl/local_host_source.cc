@@ -12,6 +12,7 @@
 #include "agent/hostfs/host_fs.h"
 #include "agent/inventory/discovery/discovery.h"
 #include "agent/inventory/discovery/parse.h"
+#include "agent/inventory/topology/nccl_topo.h"
 #include "agent/policy/health/health.h"
 #include "agent/policy/place/place.h"
 #include "agent/policy/select/env.h"
@@ -119,6 +120,7 @@ class LocalSource : public HostSource {
     auto host = Discover(sysfs, procfs);
     if (!host.ok()) return UnreadableError(host.status());
     out.host = *std::move(host);
+    ApplyNcclTopology(out.config.selection().nccl_topo_file(), nullptr, &out.host);
     // As the agent does per snapshot: select and topo read the same host-wide pairing.
     *out.host.mutable_pairing() = PairGpus(out.host, out.config.selection());
     return out;

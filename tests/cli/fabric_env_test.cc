@@ -296,6 +296,28 @@ TEST_F(FabricEnvTest, FollowsWhatTheAgentPublishes) {
   EXPECT_EQ(seen, "INFO");
 }
 
+// A cloud VM's topology file, named in the config: the real agent pairs by it and jobs get it;
+// broken on disk, the next inventory keeps its last good read and jobs no longer get it.
+TEST_F(FabricEnvTest, TheTopologyFileReachesTheJobAndABrokenOneIsWithdrawn) {
+  const std::string topo = dir_ + "/cloud-vm-flat/" + testing::kCloudVmTopologyFile;
+  const std::string config = dir_ + "/config.json";
+  std::ofstream(config) << R"({"selection": {"ncclTopoFile": ")" << topo << R"("}})";
+  StartAgent("cloud-vm-flat", config);
+  std::map<std::string, std::string> vars = Vars(Env({}, {"env", "--gpus=2"}).out);
+  EXPECT_EQ(vars["NCCL_TOPO_FILE"], topo);
+  EXPECT_EQ(vars["NCCL_IB_HCA"], "=mlx5_2:1");
+  std::ofstream(topo) << "<system><pci busid=";
+  agent_->Signal(SIGHUP);
+  bool withdrawn = false;
+  for (absl::Time end = absl::Now() + absl::Seconds(20); absl::Now() < end && !withdrawn;) {
+    withdrawn = !Vars(Env({}, {"env", "--gpus=2"}).out).contains("NCCL_TOPO_FILE");
+    if (!withdrawn) absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(withdrawn);
+  RunResult health = Run(testing::kFabricctlBinary, {}, {"health", "--target=unix://" + socket_});
+  EXPECT_THAT(health.out, HasSubstr("could not be read"));
+}
+
 // fabricctl exec answers from the file too: no RPC, and it works while the agent is down.
 TEST_F(FabricEnvTest, FabricctlExecAnswersFromThePublishedHost) {
   StartAgent("roce-9port");

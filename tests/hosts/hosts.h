@@ -29,6 +29,12 @@ std::string ExampleHostTestName(std::string name);
 // after_write = BreakTree, so WriteHost of it writes the damaged tree.
 absl::StatusOr<HostSpec> ExampleHost(std::string_view name);
 
+// cloud-vm-flat's NCCL topology file, as its cloud publishes one per VM shape: four GPU-NIC
+// pairs per NUMA node, each pair alone under a virtual PCIe switch (ffff:ff:0N.0), GPU i with
+// mlx5_i. WriteHost of cloud-vm-flat writes it to DIR/kCloudVmTopologyFile.
+std::string CloudVmTopologyXml();
+inline constexpr char kCloudVmTopologyFile[] = "opt/microsoft/ndv5-topo.xml";
+
 // WriteHost(ExampleHost(name), dir).
 absl::Status WriteExampleHost(std::string_view name, const std::filesystem::path& dir);
 

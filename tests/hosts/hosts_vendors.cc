@@ -23,7 +23,11 @@
 //   root bus, no root port or switch above it (Hyper-V's vPCI): GPU i at 0001+i:00:00.0, mlx5_i
 //   at 0101+i:00:00.0 (NUMA 0 for i < 4, else 1), enP<257+i>s1 with MAC 00:0d:3a:05:00:0i and
 //   10.250.<i>.5/24, GIDs at 0..3 as roce-9port. Front end as on ipv6-roce (eno1
-//   192.168.100.35/24).
+//   192.168.100.35/24). Its NCCL topology file (CloudVmTopologyXml) is written beside the tree.
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tests/hosts/hosts.h"
@@ -137,7 +141,46 @@ HostSpec CloudVmFlat() {
   }
   s.nvidia_version = kOpenNvidiaVersion;
   s.modules = MlxNvidiaModules(/*peermem=*/false, /*open_nvidia=*/true);
+  s.after_write = [](const std::filesystem::path& dir) -> absl::Status {
+    const std::filesystem::path file = dir / kCloudVmTopologyFile;
+    std::error_code ec;
+    std::filesystem::create_directories(file.parent_path(), ec);
+    std::ofstream out(file);
+    out << CloudVmTopologyXml();
+    out.close();
+    if (ec || !out) return absl::InternalError(absl::StrCat("cannot write ", file.string()));
+    return absl::OkStatus();
+  };
   return s;
 }
 
 }  // namespace fabric::testing::hosts_internal
+
+namespace fabric::testing {
+
+std::string CloudVmTopologyXml() {
+  std::string xml = "<system version=\"1\">\n";
+  for (int numa = 0; numa < 2; ++numa) {
+    absl::StrAppendFormat(&xml,
+                          "  <cpu numaid=\"%d\" affinity=\"%s\" arch=\"x86_64\" "
+                          "vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"143\">\n",
+                          numa,
+                          numa == 0 ? "00000000,0000ffff,ffffffff" : "ffffffff,ffff0000,00000000");
+    for (int i = 4 * numa; i < 4 * numa + 4; ++i) {
+      absl::StrAppendFormat(&xml,
+                            "    <pci busid=\"ffff:ff:%02x.0\" class=\"0x060400\" "
+                            "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+                            "      <pci busid=\"%04x:00:00.0\" class=\"0x030200\" "
+                            "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\"/>\n"
+                            "      <pci busid=\"%04x:00:00.0\" class=\"0x020700\" "
+                            "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\"/>\n"
+                            "    </pci>\n",
+                            i + 1, 0x0001 + i, 0x0101 + i);
+    }
+    xml += "  </cpu>\n";
+  }
+  xml += "</system>\n";
+  return xml;
+}
+
+}  // namespace fabric::testing

@@ -101,6 +101,10 @@ class HostPieces {
     if (host.has_pairing()) {
       rest->unsafe_arena_set_allocated_pairing(const_cast<v1::GpuPairing*>(&host.pairing()));
     }
+    if (host.has_nccl_topology()) {
+      rest->unsafe_arena_set_allocated_nccl_topology(
+          const_cast<v1::NcclTopology*>(&host.nccl_topology()));
+    }
     rest_ = rest->SerializeAsString();
     size_ = rest_.size();
     PrevElements found(prev);

@@ -11,6 +11,7 @@
 #include "agent/daemon/cycle/scan_trust.h"
 #include "agent/inventory/changes/changes.h"
 #include "agent/inventory/discovery/discovery.h"
+#include "agent/inventory/topology/nccl_topo.h"
 
 namespace fabric {
 namespace {
@@ -71,6 +72,7 @@ std::vector<v1::Finding> InventoryCycle::AgentFindings(absl::Time now) const {
 absl::Status InventoryCycle::First() {
   auto host = Discover(*sysfs_, *procfs_);
   if (!host.ok()) return host.status();
+  LayNcclTopology(&*host);
   ++counters_->rescans;
   counters_->last_scan_ok_unix_ns = absl::ToUnixNanos(absl::Now());
   Log(LogLevel::kInfo, "inventory: ", host->rdma_devices_size(), " RDMA devices, ",
@@ -194,6 +196,7 @@ void InventoryCycle::Rescan(const std::string& why, RescanKind kind) {
   ++counters_->rescans;
   const absl::Time start = absl::Now();
   auto host = Discover(*sysfs_, *procfs_);
+  if (host.ok()) LayNcclTopology(&*host);
   const absl::Duration took = absl::Now() - start;
   Log(LogLevel::kDebug, "rescan (", why, ") took ", absl::FormatDuration(took));
   counters_->refreshes_full.fetch_add(1);
@@ -203,6 +206,14 @@ void InventoryCycle::Rescan(const std::string& why, RescanKind kind) {
       host.ok() ? absl::StatusOr<RefreshedHost>(ScannedHost(*std::move(host))) : host.status();
   Accept(std::move(scanned), why, kind.policy_changed,
          kind.safety_net && last_scan_.ok() && !stale_finding_);
+}
+
+void InventoryCycle::LayNcclTopology(v1::Host* host) const {
+  const auto cur = store_.Current();
+  ApplyNcclTopology(
+      policy_.nccl_topo_file(),
+      cur != nullptr && cur->host->has_nccl_topology() ? &cur->host->nccl_topology() : nullptr,
+      host);
 }
 
 void InventoryCycle::RefreshFor(const ChangeScope& scope, const std::string& why) {

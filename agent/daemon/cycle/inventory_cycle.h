@@ -85,6 +85,8 @@ class InventoryCycle {
 
  private:
   // A scan's result, full or targeted: published when trusted; else the last good one stays.
+  // The policy's NCCL topology file onto a freshly discovered host (nccl_topo.h).
+  void LayNcclTopology(v1::Host* host) const;
   void Accept(absl::StatusOr<RefreshedHost> host, const std::string& why, bool policy_changed,
               bool check_drift = false);
   std::vector<v1::Finding> AgentFindings(absl::Time now) const;

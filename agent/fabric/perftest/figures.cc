@@ -14,6 +14,14 @@ constexpr double kMbytes = 0x100000;    // MB/sec: 2^20 bytes
 constexpr double kGbits = 125000000.0;  // Gb/sec: 10^9 bits
 constexpr size_t kLatTail = 2;          // LAT_MEASURE_TAIL: the largest samples dropped
 
+// C's (int) of a double as perftest's x86 build computes it: a value outside int's range (a
+// jittery run's squared deviation) becomes INT_MIN, the "integer indefinite" of cvttsd2si, and
+// perftest then prints a deviation of -nan. In C++ that conversion is undefined, so it is spelled.
+int PerftestInt(double v) {
+  if (!(v > -2147483649.0 && v < 2147483648.0)) return std::numeric_limits<int>::min();
+  return static_cast<int>(v);
+}
+
 }  // namespace
 
 absl::StatusOr<BwReport> ComputeBw(const BwRun& run) {
@@ -77,8 +85,8 @@ absl::StatusOr<LatFigures> ComputeLat(uint64_t size, const std::vector<uint64_t>
   const double average = sum / static_cast<double>(n);
   double squares = 0;
   for (size_t i = 0; i < n; ++i) {
-    const int diff = static_cast<int>(average - static_cast<double>(delta[i]) / q);
-    squares += static_cast<int>(std::pow(diff, 2));
+    const int diff = PerftestInt(average - static_cast<double>(delta[i]) / q);
+    squares += PerftestInt(std::pow(diff, 2));
   }
   LatFigures f;
   f.size = size;

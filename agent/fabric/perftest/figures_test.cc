@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace fabric::perftest {
 namespace {
@@ -97,6 +98,19 @@ TEST(PerftestLat, HalfRoundTripsAndTruncatedDeviation) {
   EXPECT_DOUBLE_EQ(f.p99, 50);  // sorted[ceil(4 x 0.99)] = sorted[4]
   EXPECT_THAT(ComputeLat(2, {0, 1, 2}, 2, 1e6).status().message(), HasSubstr("at least 4"));
   EXPECT_FALSE(ComputeLat(2, {0, 5, 3, 9}, 2, 1e6).ok());
+}
+
+// A jittery run (a busy VM): a squared deviation beyond int's range is INT_MIN, as perftest's
+// x86 build computes it (its stdev then prints as -nan or a wrong small figure), never UB.
+TEST(PerftestLat, DeviationsBeyondIntAreWhatPerftestsIntMakesOfThem) {
+  // Gaps 10 100000 10 200000 300000: kept 10 10 100000, average 33340.
+  const LatFigures f = *ComputeLat(2, {0, 10, 100010, 100020, 300020, 600020}, 1, 1e6);
+  EXPECT_DOUBLE_EQ(f.average, 33340);
+  const double squares = 2.0 * 33330 * 33330 + std::numeric_limits<int>::min();
+  EXPECT_DOUBLE_EQ(f.stdev, std::sqrt(squares / 3));
+  // All beyond: the sum is negative and the deviation not a number, as stock prints it.
+  const LatFigures g = *ComputeLat(2, {0, 10, 20, 200020, 500020, 900020}, 1, 1e6);
+  EXPECT_TRUE(std::isnan(g.stdev));
 }
 
 TEST(PerftestLat, DurationWindow) {

@@ -51,6 +51,8 @@ bool Same(const PciLink& a, const PciLink& b);
 bool Same(const Sriov& a, const Sriov& b);
 bool Same(const PciFunction& a, const PciFunction& b);
 bool Same(const GpuDirect& a, const GpuDirect& b);
+bool Same(const NcclTopoDevice& a, const NcclTopoDevice& b);
+bool Same(const NcclTopology& a, const NcclTopology& b);
 
 // A singular message field: same presence, and equal when present.
 template <typename T>
@@ -61,6 +63,16 @@ bool SameMsg(bool has_a, const T& a, bool has_b, const T& b) {
 bool Same(const FieldProblem& a, const FieldProblem& b) {
   return a.field() == b.field() && a.path() == b.path() && a.reason() == b.reason() &&
          a.transient() == b.transient();
+}
+
+bool Same(const NcclTopoDevice& a, const NcclTopoDevice& b) {
+  return a.bus_id() == b.bus_id() && SameList(a.path(), b.path()) &&
+         FABRIC_SAME_OPT(a, b, numa_node);
+}
+
+bool Same(const NcclTopology& a, const NcclTopology& b) {
+  return a.path() == b.path() && a.error() == b.error() && a.stale() == b.stale() &&
+         SameList(a.devices(), b.devices());
 }
 
 bool Same(const PciLink& a, const PciLink& b) {
@@ -443,6 +455,9 @@ std::vector<InventoryChange> DiffHosts(const Host& before, const Host& after) {
            "default_route_netdevs");
   other_if(!SameList(before.numa_nodes(), after.numa_nodes()), "numa_nodes");
   other_if(!SameList(before.problems(), after.problems()), "problems");
+  other_if(!SameMsg(before.has_nccl_topology(), before.nccl_topology(), after.has_nccl_topology(),
+                    after.nccl_topology()),
+           "nccl_topology");
 
   std::vector<InventoryChange> out;
   for (auto* group : {&dev_removed, &dev_added, &port_state, &port_rate, &gid_table, &nd_removed,

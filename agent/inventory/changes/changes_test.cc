@@ -249,6 +249,9 @@ TEST(DiffHosts, EachKind) {
          h.add_problems()->set_field("numa_nodes");
        },
        {"OTHER  ->hostname,gpudirect,topology,problems"}},
+      {"the NCCL topology file read anew",
+       [](Host& h) { h.mutable_nccl_topology()->set_error("gone"); },
+       {"OTHER  ->nccl_topology"}},
   };
   for (const Case& c : cases) {
     Host before = Base(), after = Base();

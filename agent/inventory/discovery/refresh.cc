@@ -196,6 +196,8 @@ void CopyHostFields(const Host& cur, Host* host) {
   host->set_procfs_root(cur.procfs_root());
   *host->mutable_accelerators() = cur.accelerators();
   if (cur.has_gpudirect()) *host->mutable_gpudirect() = cur.gpudirect();
+  // The agent's, not discovery's: read with each full scan, kept by targeted refreshes.
+  if (cur.has_nccl_topology()) *host->mutable_nccl_topology() = cur.nccl_topology();
   *host->mutable_default_route_netdevs() = cur.default_route_netdevs();
   *host->mutable_numa_nodes() = cur.numa_nodes();
   *host->mutable_problems() = cur.problems();

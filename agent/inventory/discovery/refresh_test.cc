@@ -541,7 +541,7 @@ TEST(RefreshHostFields, EveryFieldOfHostIsKnown) {
   for (int i = 0; i < d->field_count(); ++i) names.push_back(d->field(i)->name());
   EXPECT_EQ(absl::StrJoin(names, ","),
             "hostname,kernel_release,sysfs_root,procfs_root,rdma_devices,netdevs,accelerators,"
-            "gpudirect,topology,default_route_netdevs,numa_nodes,problems,pairing")
+            "gpudirect,topology,default_route_netdevs,numa_nodes,problems,pairing,nccl_topology")
       << "Host has a new field: copy it in refresh.cc's CopyHostFields and serialize it in "
          "agent/daemon/api/watch.cc's HostPieces, then update this list";
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "fabric/v1/host.pb.h"
 
@@ -21,8 +22,27 @@ struct Distance {
 Distance ClassifyDistance(const v1::PciFunction& a, const v1::PciFunction& b,
                           bool single_numa_node);
 
+// Classifies two functions by where they sit in an NCCL topology file (nccl_topo.h), as NCCL
+// does: under one <pci> switch PIX, under nested ones PXB, meeting only at a <cpu> PHB (NCCL's
+// path through the CPU), under different <cpu>s SYS. `file` names the file in the reason.
+Distance ClassifyByNcclTopology(const v1::NcclTopoDevice& a, const v1::NcclTopoDevice& b,
+                                std::string_view file);
+
+// Whether the host's pairs are classified by its NCCL topology file: the PCI tree is virtual
+// (VirtualPciTree) and the file was read (now or, stale, before).
+bool PairedByNcclTopology(const v1::Host& host);
+
+// What is wrong with the configured NCCL topology file, empty when nothing is: its last read
+// failed, and whether an older read is used instead.
+std::string NcclTopologyProblem(const v1::Host& host);
+
+// The topology file jobs are given (NCCL_TOPO_FILE, and mounted into pods at its own path): the
+// host's when read now, else empty (NCCL given a path it cannot read searches without it).
+std::string NcclTopoFileForJobs(const v1::Host& host);
+
 // Fills host->topology: every compute accelerator against every RDMA device with a PCI
-// function, accelerators by PCI address, devices in host order.
+// function, accelerators by PCI address, devices in host order. Where PairedByNcclTopology, by
+// the file; a function the file does not name is then unclassified (ranked as far as it gets).
 void BuildTopology(v1::Host* host);
 
 // Why PCIe distance says nothing here, empty when it does: every GPU and every RDMA NIC sits

@@ -28,7 +28,9 @@ void CheckFirmware(v1::Health* h, const v1::Host& host);
 void CheckUverbs(v1::Health* h, const v1::Host& host);
 void CheckUmad(v1::Health* h, const v1::Host& host);
 //   pci_topology OK      a virtual machine's flat PCI tree (topology.h VirtualPciTree): said,
-//                         so that no one reads the pairing as distance's
+//                         so that no one reads the pairing as distance's, with what pairs
+//                         instead (the NCCL topology file, or NUMA and order)
+//                WARNING  the configured NCCL topology file could not be read (nccl_topo.h)
 void CheckPciTopology(v1::Health* h, const v1::Host& host);
 void CheckHostClass(v1::Health* h, const v1::Host& host, const v1::SelectionPolicy& policy,
                     const v1::HealthConfig& config);

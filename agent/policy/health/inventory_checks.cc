@@ -123,13 +123,20 @@ void CheckUmad(Health* h, const Host& host) {
 }
 
 void CheckPciTopology(Health* h, const Host& host) {
+  if (std::string problem = NcclTopologyProblem(host); !problem.empty()) {
+    Add(h, SEVERITY_WARNING, "pci_topology", "topology_file", REPAIR_ACTION_NONE, "pci", problem,
+        "selection.ncclTopoFile names it");
+  }
   const std::string why = VirtualPciTree(host);
   if (why.empty()) return;
   // Said, not alarmed: a cloud shape is healthy, but its pairing needs its topology file.
   Add(h, SEVERITY_OK, "pci_topology", "virtual", REPAIR_ACTION_NONE, "pci",
-      absl::StrCat(why,
-                   "; each GPU's NIC is chosen by NUMA and order, not distance, and NCCL "
-                   "needs the shape's topology file (NCCL_TOPO_FILE)"),
+      PairedByNcclTopology(host)
+          ? absl::StrCat(why, "; each GPU's NIC is paired by the NCCL topology file ",
+                         host.nccl_topology().path(), ", which jobs get as NCCL_TOPO_FILE")
+          : absl::StrCat(why,
+                         "; each GPU's NIC is chosen by NUMA and order, not distance: name "
+                         "the shape's NCCL topology file in selection.ncclTopoFile"),
       "every GPU's and RDMA device's PCI path is its root bus alone");
 }
 

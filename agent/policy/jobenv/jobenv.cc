@@ -541,6 +541,8 @@ absl::StatusOr<Result> Render(const Request& req) {
     if (std::string ifname = SocketIfname(req, ports, note); !ifname.empty()) {
       job["NCCL_SOCKET_IFNAME"] = absl::StrCat("=", ifname);
     }
+    // The file the agent paired by, so that NCCL's own search reads the same tree.
+    if (!req.nccl_topo_file.empty()) job["NCCL_TOPO_FILE"] = req.nccl_topo_file;
   }
   GpuDirectVars(req, use.nccl && !mixed, &job, note);
   if (use.nccl && !mixed) ProfileVars(req, ports, &job, note);

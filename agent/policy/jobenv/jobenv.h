@@ -105,6 +105,8 @@ struct Request {
   // The operator's changes to a NIC vendor profile's variables (policy.nic_profiles), by profile
   // name: a value replaces or adds, an empty one leaves the variable out.
   std::map<std::string, EnvMap> profile_env;
+  // NCCL_TOPO_FILE: the topology file the agent read (Host.nccl_topology), for NCCL and RCCL.
+  std::string nccl_topo_file;
 };
 
 struct Result {

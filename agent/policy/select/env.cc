@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/inventory/topology/topology.h"
 #include "agent/policy/select/candidates.h"
 #include "agent/policy/select/port_facts.h"
 #include "agent/policy/select/selection_section.h"
@@ -93,6 +94,7 @@ absl::StatusOr<jobenv::Request> JobRequest(const Host& host, const Selection& se
   for (const auto& [name, profile] : policy.nic_profiles()) {
     req.profile_env[name].insert(profile.env().begin(), profile.env().end());
   }
+  req.nccl_topo_file = NcclTopoFileForJobs(host);
   return req;
 }
 

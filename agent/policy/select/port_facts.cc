@@ -100,9 +100,11 @@ void FillPortFacts(const Host& host, const SelectionPolicy& policy, const Accele
     }
   }
   if (gpu == nullptr) return;
-  // A virtual tree's distance is no path: the shape's topology file, not ours, says it.
-  GpuDirectWay gd = DecideGpuDirect(
-      host, *gpu, VirtualPciTree(host).empty() ? a->distance() : DISTANCE_CLASS_UNSPECIFIED);
+  // A virtual tree's distance is no path: only the shape's topology file says one.
+  GpuDirectWay gd = DecideGpuDirect(host, *gpu,
+                                    VirtualPciTree(host).empty() || PairedByNcclTopology(host)
+                                        ? a->distance()
+                                        : DISTANCE_CLASS_UNSPECIFIED);
   a->set_gpudirect(gd.way);
   a->set_gpudirect_reason(gd.reason);
 }

@@ -212,11 +212,15 @@ absl::StatusOr<Selection> SelectPorts(const Host& host, const std::vector<std::s
   Selection sel;
   for (const std::string& n : built->notes) sel.add_notes(n);
   if (std::string flat = VirtualPciTree(host); !flat.empty()) {
-    sel.add_notes(absl::StrCat(flat,
-                               ": the NICs below are chosen by NUMA and order, not "
-                               "distance; NCCL needs the shape's topology file "
-                               "(NCCL_TOPO_FILE)"));
+    sel.add_notes(
+        PairedByNcclTopology(host)
+            ? absl::StrCat(flat, ": the NICs below are paired by the NCCL topology file ",
+                           host.nccl_topology().path(), ", as NCCL reads it")
+            : absl::StrCat(flat,
+                           ": the NICs below are chosen by NUMA and order, not distance; "
+                           "name the shape's NCCL topology file in selection.ncclTopoFile"));
   }
+  if (std::string problem = NcclTopologyProblem(host); !problem.empty()) sel.add_notes(problem);
   const PairIndex pairs = IndexTopology(host);
   // The pairing of the snapshot (computed once per inventory), or of this host now.
   std::optional<GpuPairing> computed;

@@ -112,6 +112,17 @@ absl::Status ValidatePolicy(const v1::SelectionPolicy& policy) {
       return s;
     }
   }
+  // Rendered as NCCL_TOPO_FILE into every format (nccl.conf lines are unquoted): one absolute
+  // path without blanks or control characters.
+  const std::string& topo = policy.nccl_topo_file();
+  if (!topo.empty() && (topo.front() != '/' || topo.size() > 4096 ||
+                        std::any_of(topo.begin(), topo.end(), [](char c) {
+                          return static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
+                        }))) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("selection.ncclTopoFile \"%s\" is not an absolute path without blanks",
+                        absl::CHexEscape(topo)));
+  }
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "agent/inventory/query/host_query.h"
+#include "agent/inventory/topology/topology.h"
 #include "agent/policy/select/env.h"
 #include "agent/policy/select/gpu_names.h"
 #include "agent/policy/select/select.h"
@@ -178,13 +179,17 @@ std::string SpecJson(const std::vector<Device>& devices, const SpecOptions& opt)
     list.push_back(std::move(dev));
   }
   spec["devices"] = std::move(list);
+  // The spec's own edits: whichever of its devices a container takes.
+  std::vector<std::pair<std::string, std::string>> binds;
   if (plugin) {
-    // The spec's own edits: whichever of its devices a container takes.
+    binds = {{opt.host_file_dir, hostfile::kDefaultDir},
+             {opt.pod_helper, kPodHelperInContainer},
+             {opt.nccl_env_plugin, kNcclEnvPluginInContainer}};
+  }
+  if (!opt.nccl_topo_file.empty()) binds.emplace_back(opt.nccl_topo_file, opt.nccl_topo_file);
+  if (!binds.empty()) {
     nlohmann::ordered_json mounts = nlohmann::ordered_json::array();
-    for (const auto& [host, container] :
-         {std::pair<std::string, std::string>{opt.host_file_dir, hostfile::kDefaultDir},
-          {opt.pod_helper, kPodHelperInContainer},
-          {opt.nccl_env_plugin, kNcclEnvPluginInContainer}}) {
+    for (const auto& [host, container] : binds) {
       nlohmann::ordered_json m;
       m["hostPath"] = host;
       m["containerPath"] = container;
@@ -192,8 +197,10 @@ std::string SpecJson(const std::vector<Device>& devices, const SpecOptions& opt)
       mounts.push_back(std::move(m));
     }
     nlohmann::ordered_json edits;
-    edits["env"] = nlohmann::ordered_json::array(
-        {absl::StrCat("NCCL_ENV_PLUGIN=", kNcclEnvPluginInContainer)});
+    if (plugin) {
+      edits["env"] = nlohmann::ordered_json::array(
+          {absl::StrCat("NCCL_ENV_PLUGIN=", kNcclEnvPluginInContainer)});
+    }
     edits["mounts"] = std::move(mounts);
     spec["containerEdits"] = std::move(edits);
   }
@@ -205,7 +212,9 @@ absl::StatusOr<std::string> SpecJson(const v1::Host& host, const v1::SelectionPo
                                      const SpecOptions& opt) {
   auto devices = Devices(host, policy);
   if (!devices.ok()) return devices.status();
-  return SpecJson(*devices, opt);
+  SpecOptions with_host = opt;
+  with_host.nccl_topo_file = NcclTopoFileForJobs(host);
+  return SpecJson(*devices, with_host);
 }
 
 }  // namespace fabric::cdi

@@ -50,6 +50,9 @@ struct SpecOptions {
   std::string nccl_env_plugin;
   std::string pod_helper;
   std::string host_file_dir;
+  // The NCCL topology file jobs are given (NcclTopoFileForJobs; SpecJson(host, ...) fills it):
+  // mounted read-only at its own path by every device of the spec.
+  std::string nccl_topo_file;
 };
 
 struct Device {

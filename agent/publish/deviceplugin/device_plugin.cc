@@ -12,6 +12,7 @@
 #include "agent/common/excerpt.h"
 #include "agent/common/natural_order.h"
 #include "agent/common/strings.h"
+#include "agent/inventory/topology/topology.h"
 #include "agent/policy/health/health.h"
 #include "agent/policy/rails/rails.h"
 #include "agent/policy/select/env.h"
@@ -308,6 +309,13 @@ absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1::Host& host,
       v1beta1::Mount* m = resp->add_mounts();
       m->set_container_path(kPodHelperInContainer);
       m->set_host_path(opt.pod_helper);
+      m->set_read_only(true);
+    }
+    // The topology file the job's NCCL_TOPO_FILE names, where the job looks for it.
+    if (const std::string topo = NcclTopoFileForJobs(host); !topo.empty()) {
+      v1beta1::Mount* m = resp->add_mounts();
+      m->set_container_path(topo);
+      m->set_host_path(topo);
       m->set_read_only(true);
     }
     // NCCL asks the plugin at its init (with its version: the rails), which asks the helper.
