@@ -9,7 +9,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "agent/common/strings.h"
 #include "agent/hostfs/host_fs.h"
+#include "agent/inventory/discovery/parse.h"
 #include "agent/inventory/topology/topology.h"
 
 namespace fabric {
@@ -18,22 +20,13 @@ namespace {
 // tinyxml2 stops at 500 levels itself; NCCL's files are a handful deep.
 constexpr int kMaxDepth = 64;
 
-bool IsHex(std::string_view s, size_t n) {
-  if (s.size() != n) return false;
-  for (char c : s) {
-    if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
-}
-
-// "DDDD:BB:DD.F" as NCCL prints it (int64ToBusId), lower case; empty when malformed.
+// "DDDD:BB:DD.F" as NCCL prints it (int64ToBusId), lower case; empty when malformed. The
+// project's one PCI address parser, held to the long form NCCL writes (no short or nvidia-smi
+// form, no blanks).
 std::string CanonicalBusId(std::string_view id) {
-  if (id.size() != 12 || id[4] != ':' || id[7] != ':' || id[10] != '.') return "";
-  if (!IsHex(id.substr(0, 4), 4) || !IsHex(id.substr(5, 2), 2) || !IsHex(id.substr(8, 2), 2) ||
-      !IsHex(id.substr(11, 1), 1)) {
-    return "";
-  }
-  return absl::AsciiStrToLower(std::string(id));
+  absl::StatusOr<std::string> c = ParsePciAddress(id);
+  if (!c.ok() || *c != absl::AsciiStrToLower(Av(id))) return "";
+  return *std::move(c);
 }
 
 struct Walk {
