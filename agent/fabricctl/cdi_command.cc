@@ -32,12 +32,9 @@ Outcome RunCdi(const CdiFlags& f) {
   // Discovered as `fabricctl inventory --sysfs` does, with the host-wide pairing the agent keeps.
   auto host = LocalHostSource(f.local)->Inventory();
   if (!host.ok()) return host.status();
-  auto spec = cdi::SpecJson(*host, policy,
-                            {.dev_root = f.dev_root,
-                             .nccl_env_plugin = "",
-                             .pod_helper = "",
-                             .host_file_dir = "",
-                             .nccl_topo_file = ""});
+  auto spec = cdi::SpecJson(
+      *host, policy,
+      {.dev_root = f.dev_root, .nccl_env_plugin = "", .pod_helper = "", .host_file_dir = ""});
   if (!spec.ok()) return FailedError(spec.status());
   if (f.output == "-") {
     Write(*spec);

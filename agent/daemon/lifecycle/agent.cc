@@ -304,8 +304,7 @@ absl::Status StepFirstInventory(AgentState& st) {
         st.opt.cdi_dir, cdi::SpecOptions{.dev_root = st.opt.dev_root,
                                          .nccl_env_plugin = st.opt.pod_nccl_env_plugin,
                                          .pod_helper = st.opt.pod_helper,
-                                         .host_file_dir = host_file ? st.opt.host_file_dir : "",
-                                         .nccl_topo_file = ""});
+                                         .host_file_dir = host_file ? st.opt.host_file_dir : ""});
     st.cycle.AddPublisher(st.cdi.get());
     Log(LogLevel::kInfo, "keeping the CDI spec ", st.cdi->path());
   }

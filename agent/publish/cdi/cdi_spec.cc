@@ -149,7 +149,12 @@ absl::StatusOr<std::vector<Device>> Devices(const v1::Host& host, const v1::Sele
   return out;
 }
 
-std::string SpecJson(const std::vector<Device>& devices, const SpecOptions& opt) {
+namespace {
+
+// `topo_file`: the host's NCCL topology file jobs are given (NcclTopoFileForJobs), mounted
+// read-only at its own path by every device of the spec; empty: none.
+std::string RenderSpec(const std::vector<Device>& devices, const SpecOptions& opt,
+                       const std::string& topo_file) {
   nlohmann::ordered_json spec;
   spec["cdiVersion"] = kCdiVersion;
   spec["kind"] = kKind;
@@ -186,7 +191,7 @@ std::string SpecJson(const std::vector<Device>& devices, const SpecOptions& opt)
              {opt.pod_helper, kPodHelperInContainer},
              {opt.nccl_env_plugin, kNcclEnvPluginInContainer}};
   }
-  if (!opt.nccl_topo_file.empty()) binds.emplace_back(opt.nccl_topo_file, opt.nccl_topo_file);
+  if (!topo_file.empty()) binds.emplace_back(topo_file, topo_file);
   if (!binds.empty()) {
     nlohmann::ordered_json mounts = nlohmann::ordered_json::array();
     for (const auto& [host, container] : binds) {
@@ -208,13 +213,17 @@ std::string SpecJson(const std::vector<Device>& devices, const SpecOptions& opt)
   return spec.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
+}  // namespace
+
+std::string SpecJson(const std::vector<Device>& devices, const SpecOptions& opt) {
+  return RenderSpec(devices, opt, "");
+}
+
 absl::StatusOr<std::string> SpecJson(const v1::Host& host, const v1::SelectionPolicy& policy,
                                      const SpecOptions& opt) {
   auto devices = Devices(host, policy);
   if (!devices.ok()) return devices.status();
-  SpecOptions with_host = opt;
-  with_host.nccl_topo_file = NcclTopoFileForJobs(host);
-  return SpecJson(*devices, with_host);
+  return RenderSpec(*devices, opt, NcclTopoFileForJobs(host));
 }
 
 }  // namespace fabric::cdi

@@ -50,9 +50,6 @@ struct SpecOptions {
   std::string nccl_env_plugin;
   std::string pod_helper;
   std::string host_file_dir;
-  // The NCCL topology file jobs are given (NcclTopoFileForJobs; SpecJson(host, ...) fills it):
-  // mounted read-only at its own path by every device of the spec.
-  std::string nccl_topo_file;
 };
 
 struct Device {
@@ -70,7 +67,9 @@ absl::StatusOr<std::vector<Device>> Devices(const v1::Host& host, const v1::Sele
                                             std::vector<std::string>* notes = nullptr);
 
 // The spec's JSON for Devices(): deterministic bytes (stable order, two-space indent, a
-// trailing newline), so that a writer compares bytes to know whether anything changed.
+// trailing newline), so that a writer compares bytes to know whether anything changed. The
+// host's overload also mounts the NCCL topology file jobs are given (NcclTopoFileForJobs)
+// read-only at its own path, whichever device a container takes.
 absl::StatusOr<std::string> SpecJson(const v1::Host& host, const v1::SelectionPolicy& policy,
                                      const SpecOptions& opt = {});
 std::string SpecJson(const std::vector<Device>& devices, const SpecOptions& opt = {});

@@ -67,12 +67,10 @@ TEST_P(CdiSpecTest, PrintsItsGoldenBytes) {
 // What runtimes parse: the version, the kind, unique valid names, env as NAME=VALUE, nodes with
 // a container path and (with a device root) the host path under it.
 TEST_P(CdiSpecTest, FollowsTheSchema) {
-  absl::StatusOr<std::string> text = SpecJson(host_, {},
-                                              SpecOptions{.dev_root = "/var/tmp/x",
-                                                          .nccl_env_plugin = "",
-                                                          .pod_helper = "",
-                                                          .host_file_dir = "",
-                                                          .nccl_topo_file = ""});
+  absl::StatusOr<std::string> text = SpecJson(
+      host_, {},
+      SpecOptions{
+          .dev_root = "/var/tmp/x", .nccl_env_plugin = "", .pod_helper = "", .host_file_dir = ""});
   ASSERT_TRUE(text.ok()) << text.status();
   const nlohmann::json spec = nlohmann::json::parse(*text);
   EXPECT_EQ(spec["cdiVersion"], "0.5.0");
@@ -103,8 +101,7 @@ TEST_P(CdiSpecTest, NcclEnvPluginIsMountedForEveryDevice) {
   SpecOptions opt{.dev_root = "",
                   .nccl_env_plugin = "/usr/lib/x86_64-linux-gnu/fabric-agent/libnccl-env-fabric.so",
                   .pod_helper = "/usr/bin/fabric-env",
-                  .host_file_dir = "/run/fabric-env",
-                  .nccl_topo_file = ""};
+                  .host_file_dir = "/run/fabric-env"};
   absl::StatusOr<std::string> text = SpecJson(host_, {}, opt);
   ASSERT_TRUE(text.ok()) << text.status();
   const nlohmann::json spec = nlohmann::json::parse(*text);
