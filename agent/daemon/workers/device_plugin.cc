@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <list>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,6 +26,22 @@ namespace fabric {
 namespace {
 
 namespace dp = ::fabric::deviceplugin;
+
+// Which kubelet.sock a Register went to. The inode alone is not enough: a kubelet that restarts
+// may get the number its predecessor's socket freed; the change time of a socket is its bind.
+struct KubeletSocketId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  int64_t ctime_s = 0;
+  int64_t ctime_ns = 0;
+  bool operator==(const KubeletSocketId&) const = default;
+};
+
+std::optional<KubeletSocketId> StatKubeletSocket(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return KubeletSocketId{st.st_dev, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+}
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
@@ -220,6 +237,9 @@ struct DevicePlugins::Slot {
   std::unique_ptr<grpc::Server> server;
   BoundSocketFile file;
   bool registered = false;
+  // The kubelet.sock of the last successful Register, taken before the call: a new socket's
+  // event that arrives after the plugin already registered with it asks for nothing more.
+  std::optional<KubeletSocketId> registered_with;
   std::string error;  // The last try's; empty after a success.
   absl::Duration backoff;
   absl::Time next_try = absl::InfinitePast();
@@ -479,11 +499,13 @@ void DevicePlugins::Tend(Slot& slot, absl::Time now, absl::Status* kubelet_silen
   }
   if (slot.registered) return;
   if (!kubelet_silent->ok()) return fail(absl::StrCat("Register: ", kubelet_silent->message()));
+  const std::optional<KubeletSocketId> kubelet = StatKubeletSocket(KubeletSocket());
   if (absl::Status s = Register(slot); !s.ok()) {
     if (absl::IsDeadlineExceeded(s) || absl::IsUnavailable(s)) *kubelet_silent = s;
     return fail(absl::StrCat("Register: ", s.message()));
   }
   slot.registered = true;
+  slot.registered_with = kubelet;
   slot.backoff = opt_.backoff_min;
   slot.next_try = absl::InfinitePast();
   registrations_.fetch_add(1);
@@ -493,8 +515,13 @@ void DevicePlugins::Tend(Slot& slot, absl::Time now, absl::Status* kubelet_silen
       slot.socket_path);
 }
 
-void DevicePlugins::RegisterAllAgain() {
+void DevicePlugins::RegisterAllAgain(bool unless_on_current_kubelet) {
+  const std::optional<KubeletSocketId> current =
+      unless_on_current_kubelet ? StatKubeletSocket(KubeletSocket()) : std::nullopt;
   for (auto& slot : slots_) {
+    // Already registered with this very socket (its event came after our Register): the kubelet
+    // has it; a second Register would only make it reopen our endpoint.
+    if (current.has_value() && slot->registered && slot->registered_with == current) continue;
     slot->registered = false;
     slot->backoff = opt_.backoff_min;
     slot->next_try = absl::InfinitePast();
@@ -555,9 +582,9 @@ void DevicePlugins::ReadEvents() {
   // registers again now. A directory that came back may already hold it.
   if (kubelet || (dir_back && std::filesystem::exists(KubeletSocket()))) {
     Log(LogLevel::kInfo, "device plugins: the kubelet's socket was created; registering");
-    RegisterAllAgain();
+    RegisterAllAgain(/*unless_on_current_kubelet=*/true);
   } else if (dir_back) {
-    RegisterAllAgain();  // Our sockets went with it.
+    RegisterAllAgain(/*unless_on_current_kubelet=*/false);  // Our sockets went with it.
   }
 }
 

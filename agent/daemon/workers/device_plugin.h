@@ -115,7 +115,9 @@ class DevicePlugins final : public Publisher {
   void SetError(const std::string& resource, std::string error);
   void ReadEvents();
   void WatchDirectory();
-  void RegisterAllAgain();
+  // Every plugin registers again; `unless_on_current_kubelet`: but those whose last Register went
+  // to the kubelet.sock there now.
+  void RegisterAllAgain(bool unless_on_current_kubelet);
 
   // The worker's: the directory's watch (-1 while the directory is gone) and its parent's, which
   // sees the directory come back.
